@@ -1,0 +1,240 @@
+import { describeError, TimeoutError, TransportError } from "./errors.js";
+import { decodeFrame, encodeFrame, FrameError } from "./frames.js";
+import { jsonProblem, type Json } from "./json.js";
+import { FailureCode, Outcome } from "./outcome.js";
+import type { Wire } from "./wire.js";
+
+/** Options for one {@link Ears.call}. */
+export interface CallOptions {
+  /** Aborting it rejects the call with the signal's reason (as `fetch` does); a late reply is dropped. */
+  signal?: AbortSignal;
+  /** Rejects the call with a {@link TimeoutError} after this many milliseconds; a late reply is dropped. */
+  timeoutMs?: number;
+}
+
+/** Log levels the runtime itself uses; hosts accept any string. */
+export type LogLevel = "debug" | "info" | "warn" | "error" | (string & {});
+
+interface Pending {
+  name: string;
+  resolve(outcome: Outcome): void;
+  reject(error: unknown): void;
+  cleanup(): void;
+}
+
+const noop = () => {};
+
+/**
+ * The guest's handle on the host, made by `serve` from the `invoke` frame. Calls outside the host's
+ * allowlist are refused locally; tool failures are {@link Outcome} values; only a broken connection
+ * raises {@link TransportError}.
+ */
+export class Ears {
+  /** The capability names the host allows, in the host's order. */
+  readonly allowed: readonly string[];
+  private readonly allowedSet: ReadonlySet<string>;
+  private readonly pending = new Map<number, Pending>();
+  /** Ids whose caller gave up (signal, timeout, end of run): their late replies are dropped quietly. */
+  private readonly abandoned = new Set<number>();
+  private nextId = 1;
+  private closed = false;
+  private finished = false;
+  private broken: TransportError | undefined;
+
+  constructor(
+    private readonly wire: Wire,
+    allowed: readonly string[],
+  ) {
+    this.allowed = Object.freeze([...allowed]);
+    this.allowedSet = new Set(allowed);
+    void this.readReplies();
+  }
+
+  /**
+   * Calls a host capability by name. `args` is any JSON value, forwarded unchanged (`undefined` is sent
+   * as `null`). Resolves with the host's outcome, or locally with a failure: `CapabilityDenied` (name not
+   * allowed), `ScopeClosed` (handle closed or run over), `InvalidArguments` (JSON would alter `args`);
+   * those touch nothing on the wire. Rejects with {@link TransportError} when the connection broke, with
+   * the signal's reason on abort, and with {@link TimeoutError} after `timeoutMs`.
+   */
+  call(name: string, args?: unknown, options: CallOptions = {}): Promise<Outcome> {
+    if (this.closed) {
+      return Promise.resolve(
+        Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`),
+      );
+    }
+    if (!this.allowedSet.has(name)) {
+      const allowed = this.allowed.length === 0 ? "none" : this.allowed.map((n) => JSON.stringify(n)).join(", ");
+      return Promise.resolve(
+        Outcome.failure(
+          FailureCode.CapabilityDenied,
+          `capability ${JSON.stringify(name)} is not allowed by the host (allowed: ${allowed}); nothing was sent`,
+        ),
+      );
+    }
+    const value = args === undefined ? null : args;
+    const problem = jsonProblem(value);
+    if (problem !== undefined) {
+      return Promise.resolve(
+        Outcome.failure(
+          FailureCode.InvalidArguments,
+          `arguments for "${name}" cannot be sent as JSON unchanged: ${problem}; nothing was sent`,
+        ),
+      );
+    }
+    const { signal, timeoutMs } = options;
+    if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0)) {
+      return handled(Promise.reject(new RangeError(`timeoutMs must be a positive number, got ${String(timeoutMs)}`)));
+    }
+    if (signal?.aborted) return handled(Promise.reject(signal.reason));
+    if (this.broken !== undefined) {
+      return handled(
+        Promise.reject(
+          new TransportError(`${this.broken.message}; "${name}" was not sent`, { kind: this.broken.kind, cause: this.broken }),
+        ),
+      );
+    }
+    const id = this.nextId++;
+    const line = encodeFrame({ type: "request", id, name, arguments: value as Json });
+    const promise = new Promise<Outcome>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const giveUp = (error: unknown) => {
+        if (this.pending.delete(id)) {
+          this.abandoned.add(id);
+          cleanup();
+          reject(error);
+        }
+      };
+      const onAbort = () => giveUp(signal!.reason);
+      const cleanup = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      };
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(
+          () => giveUp(new TimeoutError(`"${name}" got no reply within ${timeoutMs} ms; the request may still execute on the host`)),
+          timeoutMs,
+        );
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.pending.set(id, { name, resolve, reject, cleanup });
+    });
+    this.wire.send(line).catch((error: unknown) => this.disconnect(writeFailure(error)));
+    // A caller that attaches its handler a tick later must not trigger an unhandled rejection.
+    return handled(promise);
+  }
+
+  /**
+   * Sends a diagnostic to the host (not part of the result). Ignored after close. The promise settles
+   * when the frame is handed to the transport, for callers that want back-pressure; it never rejects.
+   */
+  log(content: string, level: LogLevel = "info"): Promise<void> {
+    if (this.closed || this.broken?.kind === "write-failed") return Promise.resolve();
+    const line = encodeFrame({ type: "log", level: String(level), content: String(content) });
+    return this.wire.send(line).then(noop, (error: unknown) => this.disconnect(writeFailure(error)));
+  }
+
+  /** Closes the handle: later calls resolve to `ScopeClosed` and logs are ignored. Calls already sent still complete. */
+  close(): void {
+    this.closed = true;
+  }
+
+  /**
+   * @internal Called by `serve` when the program has returned: closes the handle, resolves calls the
+   * program never awaited with `ScopeClosed`, and stops reading. Returns how many calls were left.
+   */
+  finish(): number {
+    this.close();
+    this.finished = true;
+    const left = this.pending.size;
+    for (const [id, call] of this.pending) {
+      call.cleanup();
+      this.abandoned.add(id);
+      call.resolve(
+        Outcome.failure(
+          FailureCode.ScopeClosed,
+          `the program ended before the reply to "${call.name}" arrived; the request may have executed`,
+        ),
+      );
+    }
+    this.pending.clear();
+    return left;
+  }
+
+  private async readReplies(): Promise<void> {
+    for (;;) {
+      let line: string | undefined;
+      try {
+        line = await this.wire.receive();
+      } catch (error) {
+        this.disconnect(error instanceof TransportError ? error : new TransportError(`reading from the host failed: ${describeError(error)}`, { kind: "closed", cause: error }));
+        return;
+      }
+      if (this.finished) return;
+      if (line === undefined) {
+        this.disconnect(new TransportError("the host closed the connection", { kind: "closed" }));
+        return;
+      }
+      let frame;
+      try {
+        frame = decodeFrame(line);
+      } catch (error) {
+        const reason = error instanceof FrameError ? error.message : describeError(error);
+        this.disconnect(new TransportError(`the host sent a malformed frame (${reason})`, { kind: "malformed", cause: error }));
+        return;
+      }
+      if (frame.type !== "reply") {
+        this.disconnect(
+          new TransportError(`the host sent a ${JSON.stringify(frame.type)} frame during the run; only replies are expected`, {
+            kind: "protocol",
+          }),
+        );
+        return;
+      }
+      const call = this.pending.get(frame.id);
+      if (call === undefined) {
+        if (this.abandoned.delete(frame.id)) continue; // the caller gave up; a late reply is not a violation
+        this.disconnect(
+          new TransportError(`the host replied to request id ${frame.id}, which is unknown or already answered`, {
+            kind: "unknown-reply",
+          }),
+        );
+        return;
+      }
+      this.pending.delete(frame.id);
+      call.cleanup();
+      call.resolve(frame.outcome);
+    }
+  }
+
+  /** Breaks the session once: every waiting call rejects, and later calls reject without being sent. */
+  private disconnect(error: TransportError): void {
+    if (this.broken !== undefined) return;
+    this.broken = error;
+    for (const [, call] of this.pending) {
+      call.cleanup();
+      call.reject(
+        new TransportError(`${error.message} before replying to "${call.name}"; the request may already have executed`, {
+          kind: error.kind,
+          mayHaveExecuted: true,
+          cause: error,
+        }),
+      );
+    }
+    this.pending.clear();
+  }
+}
+
+function writeFailure(error: unknown): TransportError {
+  if (error instanceof TransportError) return error;
+  return new TransportError(`writing to the host failed: ${describeError(error)}`, {
+    kind: "write-failed",
+    mayHaveExecuted: true,
+    cause: error,
+  });
+}
+
+function handled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(noop);
+  return promise;
+}

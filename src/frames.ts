@@ -1,0 +1,155 @@
+/**
+ * The protocol 1 frame codec, shared by guest and host. Small hand-written validators keep the guest's
+ * start-up free of zod; `schemas.ts` holds the zod schemas of record, and property tests prove both
+ * accept exactly the same frames.
+ */
+import type { Json } from "./json.js";
+import { fromValid, outcomeProblem, type Outcome } from "./outcome.js";
+
+/** The protocol version this package speaks. */
+export const PROTOCOL = 1;
+
+export interface HelloFrame {
+  type: "hello";
+  protocol: number;
+  sdk?: string;
+}
+export interface InvokeFrame {
+  type: "invoke";
+  protocol: number;
+  allowed: string[];
+  input: Json;
+}
+export interface RequestFrame {
+  type: "request";
+  id: number;
+  name: string;
+  arguments: Json;
+}
+export interface LogFrame {
+  type: "log";
+  level: string;
+  content: string;
+}
+export interface ResultFrame {
+  type: "result";
+  outcome: Outcome;
+}
+export interface ReplyFrame {
+  type: "reply";
+  id: number;
+  outcome: Outcome;
+}
+
+/** Frames the guest writes. */
+export type GuestFrame = HelloFrame | RequestFrame | LogFrame | ResultFrame;
+/** Frames the host writes. */
+export type HostFrame = InvokeFrame | ReplyFrame;
+/** Every protocol 1 frame. */
+export type Frame = GuestFrame | HostFrame;
+
+/** A line that is not a valid protocol 1 frame. `reason` says what is wrong, for error messages. */
+export class FrameError extends Error {
+  override name = "FrameError";
+  constructor(
+    readonly reason: string,
+    /** The offending line, cut to 200 characters. */
+    readonly excerpt: string,
+  ) {
+    super(`${reason}: ${excerpt}`);
+  }
+}
+
+/**
+ * Encodes a frame as one line of JSON text without the trailing newline. The caller has already
+ * checked that the JSON values inside are faithful (see `jsonProblem`); JSON.stringify never emits a
+ * raw newline, so the text is always a single line.
+ */
+export function encodeFrame(frame: Frame): string {
+  return JSON.stringify(frame);
+}
+
+/** Encodes an outcome's wire form inside a reply or result frame without copying `structured`. */
+export function outcomeWire(outcome: Outcome): Outcome {
+  if (outcome.status === "failure") {
+    return outcome.structured === undefined
+      ? { status: "failure", code: outcome.code, content: outcome.content }
+      : { status: "failure", code: outcome.code, content: outcome.content, structured: outcome.structured };
+  }
+  return outcome.structured === undefined
+    ? { status: "success", content: outcome.content }
+    : { status: "success", content: outcome.content, structured: outcome.structured };
+}
+
+/** Decodes one line (without its newline) into a frame, applying protocol 1's defaults. Throws {@link FrameError}. */
+export function decodeFrame(line: string): Frame {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (error) {
+    throw new FrameError(`not JSON (${(error as Error).message})`, excerpt(line));
+  }
+  const frame = validateFrame(value);
+  if (typeof frame === "string") throw new FrameError(frame, excerpt(line));
+  return frame;
+}
+
+/** Validates a parsed JSON value as a frame: returns the frame (defaults applied) or the reason it is not one. */
+export function validateFrame(value: unknown): Frame | string {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "a frame must be a JSON object";
+  const v = value as Record<string, unknown>;
+  switch (v.type) {
+    case "reply": {
+      if (!isId(v.id)) return "reply.id must be a positive integer";
+      const problem = outcomeProblem(v.outcome);
+      if (problem !== undefined) return `reply.outcome: ${problem}`;
+      return { type: "reply", id: v.id, outcome: fromValid(v.outcome as Record<string, unknown>) };
+    }
+    case "request": {
+      if (!isId(v.id)) return "request.id must be a positive integer";
+      if (typeof v.name !== "string") return "request.name must be a string";
+      return { type: "request", id: v.id, name: v.name, arguments: (v.arguments as Json | undefined) ?? null };
+    }
+    case "log": {
+      if (v.level !== undefined && typeof v.level !== "string") return "log.level must be a string";
+      if (typeof v.content !== "string") return "log.content must be a string";
+      return { type: "log", level: (v.level as string | undefined) ?? "info", content: v.content };
+    }
+    case "result": {
+      const problem = outcomeProblem(v.outcome);
+      if (problem !== undefined) return `result.outcome: ${problem}`;
+      return { type: "result", outcome: fromValid(v.outcome as Record<string, unknown>) };
+    }
+    case "invoke": {
+      if (!Number.isInteger(v.protocol)) return "invoke.protocol must be an integer";
+      if (!Array.isArray(v.allowed) || !v.allowed.every((name) => typeof name === "string")) {
+        return "invoke.allowed must be an array of strings";
+      }
+      return {
+        type: "invoke",
+        protocol: v.protocol as number,
+        allowed: v.allowed as string[],
+        input: (v.input as Json | undefined) ?? null,
+      };
+    }
+    case "hello": {
+      if (!Number.isInteger(v.protocol)) return "hello.protocol must be an integer";
+      if (v.sdk !== undefined && typeof v.sdk !== "string") return "hello.sdk must be a string";
+      return v.sdk === undefined
+        ? { type: "hello", protocol: v.protocol as number }
+        : { type: "hello", protocol: v.protocol as number, sdk: v.sdk };
+    }
+    case undefined:
+      return "a frame needs a type";
+    default:
+      return `unknown frame type ${JSON.stringify(v.type)}`;
+  }
+}
+
+function isId(id: unknown): id is number {
+  return Number.isSafeInteger(id) && (id as number) > 0;
+}
+
+function excerpt(line: string): string {
+  return line.length > 200 ? `${line.slice(0, 200)}… (${line.length} characters)` : line;
+}

@@ -1,0 +1,29 @@
+/**
+ * @posoco/ears: the guest runtime. A guest calls `serve` once; through the `Ears` handle it calls host
+ * capabilities by name, logs diagnostics, and returns exactly one result.
+ */
+export { serve, type GuestProgram, type ServeOptions, type ServeReport } from "./serve.js";
+export { Ears, type CallOptions, type LogLevel } from "./ears.js";
+export { Outcome, FailureCode, type Success, type Failure } from "./outcome.js";
+export { TransportError, TimeoutError, type TransportErrorKind, type TransportErrorOptions } from "./errors.js";
+export { jsonProblem, type Json } from "./json.js";
+export type { Wire } from "./wire.js";
+export { stdio, streamWire, StreamWire, DEFAULT_MAX_FRAME_BYTES, type StdioOptions } from "./wires/stdio.js";
+export { createLinkedPair, MemoryWire } from "./wires/memory.js";
+export {
+  PROTOCOL,
+  encodeFrame,
+  decodeFrame,
+  validateFrame,
+  FrameError,
+  type Frame,
+  type GuestFrame,
+  type HostFrame,
+  type HelloFrame,
+  type InvokeFrame,
+  type RequestFrame,
+  type LogFrame,
+  type ResultFrame,
+  type ReplyFrame,
+} from "./frames.js";
+export { LineSplitter, LineError, type LineErrorKind } from "./lines.js";

@@ -1,0 +1,127 @@
+import { jsonProblem, type Json } from "./json.js";
+
+/** A capability's answer that worked. `structured` absent and `structured: null` are different. */
+export interface Success {
+  readonly status: "success";
+  readonly content: string;
+  readonly structured?: Json;
+}
+
+/** A capability's answer that failed: a value to branch on, not an exception. */
+export interface Failure {
+  readonly status: "failure";
+  readonly code: string;
+  readonly content: string;
+  readonly structured?: Json;
+}
+
+/** The wire mirror of a host outcome (protocol 1), discriminated on `status`. */
+export type Outcome = Success | Failure;
+
+/** Failure codes the runtime itself produces. Hosts may use any other code. */
+export const FailureCode = {
+  /** The name is not in the host's `allowed` list; nothing was sent. */
+  CapabilityDenied: "CapabilityDenied",
+  /** The handle was closed or the run had ended; nothing was sent. */
+  ScopeClosed: "ScopeClosed",
+  /** The call's arguments cannot be sent as JSON unchanged; nothing was sent. */
+  InvalidArguments: "InvalidArguments",
+  /** The guest program threw, or returned a value JSON cannot carry unchanged. */
+  GuestFailed: "GuestFailed",
+} as const;
+
+// Outcomes made by these helpers (or parsed from the wire) are recognised when a program returns one.
+const made = new WeakSet<object>();
+
+function brand<T extends Outcome>(outcome: T): T {
+  made.add(outcome);
+  return Object.freeze(outcome);
+}
+
+function success(content = "", structured?: Json): Success {
+  return brand(structured === undefined ? { status: "success", content } : { status: "success", content, structured });
+}
+
+function failure(code: string, content = "", structured?: Json): Failure {
+  return brand(
+    structured === undefined
+      ? { status: "failure", code, content }
+      : { status: "failure", code, content, structured },
+  );
+}
+
+function isError(outcome: Outcome): outcome is Failure {
+  return outcome.status === "failure";
+}
+
+/** The plain JSON object of the wire form (not a string). Throws when `structured` is not faithful JSON. */
+function toJson(outcome: Outcome): { [key: string]: Json } {
+  const json: { [key: string]: Json } =
+    outcome.status === "failure"
+      ? { status: "failure", code: outcome.code, content: outcome.content }
+      : { status: "success", content: outcome.content };
+  if (outcome.structured !== undefined) {
+    const problem = jsonProblem(outcome.structured);
+    if (problem !== undefined) throw new TypeError(`Outcome.toJson: structured ${problem.slice(1)}`);
+    json.structured = outcome.structured;
+  }
+  return json;
+}
+
+/**
+ * Lenient inverse of {@link toJson}: `content` defaults to "" and `structured` to absent, so hosts may
+ * omit optional fields; unknown fields are ignored. Throws a TypeError naming the problem when `status`
+ * is missing or unknown, a failure has no string `code`, or `content` is present but not a string.
+ */
+function fromJson(value: unknown): Outcome {
+  const problem = outcomeProblem(value);
+  if (problem !== undefined) throw new TypeError(`invalid outcome: ${problem}`);
+  const structured = (value as { structured?: unknown }).structured;
+  const notJson = structured === undefined ? undefined : jsonProblem(structured);
+  if (notJson !== undefined) throw new TypeError(`invalid outcome: structured ${notJson.slice(1)}`);
+  return fromValid(value as Record<string, unknown>);
+}
+
+/** Builds an outcome from a value {@link outcomeProblem} accepted. */
+export function fromValid(value: Record<string, unknown>): Outcome {
+  const content = (value.content as string | undefined) ?? "";
+  const structured = value.structured as Json | undefined;
+  return value.status === "success" ? success(content, structured) : failure(value.code as string, content, structured);
+}
+
+/** Why a parsed JSON value is not an outcome, or `undefined` when it is one. */
+export function outcomeProblem(value: unknown): string | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "an outcome must be an object";
+  const o = value as Record<string, unknown>;
+  if (o.status !== "success" && o.status !== "failure") return 'status must be "success" or "failure"';
+  if (o.status === "failure" && typeof o.code !== "string") return "a failure needs a string code";
+  if (o.content !== undefined && typeof o.content !== "string") return "content must be a string";
+  return undefined;
+}
+
+function equal(a: Outcome, b: Outcome): boolean {
+  if (a.status !== b.status || a.content !== b.content) return false;
+  if (a.status === "failure" && a.code !== (b as Failure).code) return false;
+  return jsonEqual(a.structured, b.structured);
+}
+
+function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => jsonEqual(item, b[i]));
+  }
+  if (Array.isArray(b)) return false;
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key]));
+}
+
+/** True for outcomes made by the {@link Outcome} helpers or parsed from the wire. */
+export function isMadeOutcome(value: unknown): value is Outcome {
+  return typeof value === "object" && value !== null && made.has(value);
+}
+
+/** Helpers for the {@link Outcome} type: constructors, predicates, JSON conversion and equality. */
+export const Outcome = { success, failure, isError, toJson, fromJson, equal } as const;

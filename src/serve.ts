@@ -1,0 +1,150 @@
+import { Ears } from "./ears.js";
+import { describeError, TransportError } from "./errors.js";
+import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL } from "./frames.js";
+import { jsonProblem, type Json } from "./json.js";
+import { FailureCode, isMadeOutcome, Outcome } from "./outcome.js";
+import { SDK } from "./version.js";
+import type { Wire } from "./wire.js";
+
+/** What a guest program is: called once with the handle and the invoke's input. */
+export type GuestProgram = (ears: Ears, input: Json) => unknown;
+
+/** Options for {@link serve}. */
+export interface ServeOptions {
+  /** The transport: `stdio()` for a real guest, one end of `createLinkedPair()` in tests. */
+  wire: Wire;
+  /**
+   * The program. Its return value becomes the result: `undefined` is a success with no `structured`, an
+   * {@link Outcome} (from the helpers or from `ears.call`) is sent as it is, and any other value is a
+   * success whose `structured` is that value. A throw becomes a `GuestFailed` failure.
+   */
+  run: GuestProgram;
+}
+
+/** How a session ended. */
+export type ServeReport =
+  /** The program ran and its result frame was written (whatever the outcome). */
+  | { status: "completed"; outcome: Outcome }
+  /** The host's invoke asked for a protocol this guest does not speak; the program did not run. */
+  | { status: "refused"; error: TransportError }
+  /** The session broke before a result could be written. */
+  | { status: "broken"; error: TransportError; outcome?: Outcome };
+
+/**
+ * The guest entry point: writes `hello`, takes the `invoke`, runs the program once, writes the
+ * `result`, and releases the wire. Settles once the result is flushed; never rejects for anything the
+ * host or the program does, and never calls `process.exit`. On the stdio wire a broken or refused
+ * session writes one `ears: …` line to stderr and sets `process.exitCode = 1`.
+ */
+export async function serve(options: ServeOptions): Promise<ServeReport> {
+  const { wire, run } = options ?? ({} as ServeOptions);
+  if (typeof wire?.send !== "function" || typeof wire.receive !== "function") {
+    throw new TypeError("serve: options.wire must be a Wire (an object with send and receive), e.g. stdio()");
+  }
+  if (typeof run !== "function") throw new TypeError("serve: options.run must be a function (ears, input) => result");
+
+  const end = async (report: Exclude<ServeReport, { status: "completed" }>): Promise<ServeReport> => {
+    await closeWire(wire, report.error);
+    return report;
+  };
+
+  try {
+    await wire.send(encodeFrame({ type: "hello", protocol: PROTOCOL, sdk: SDK }));
+  } catch (error) {
+    return end({ status: "broken", error: asTransport(error, "could not write hello") });
+  }
+
+  let invokeLine: string | undefined;
+  try {
+    invokeLine = await wire.receive();
+  } catch (error) {
+    return end({ status: "broken", error: asTransport(error, "could not read the invoke frame") });
+  }
+  if (invokeLine === undefined) {
+    return end({
+      status: "broken",
+      error: new TransportError("the host closed the connection before sending invoke; the program did not run", { kind: "closed" }),
+    });
+  }
+  let invoke;
+  try {
+    invoke = decodeFrame(invokeLine);
+  } catch (error) {
+    const reason = error instanceof FrameError ? error.message : describeError(error);
+    return end({
+      status: "broken",
+      error: new TransportError(`the host sent a malformed frame instead of invoke (${reason}); the program did not run`, {
+        kind: "malformed",
+      }),
+    });
+  }
+  if (invoke.type !== "invoke") {
+    return end({
+      status: "broken",
+      error: new TransportError(`the host sent a ${JSON.stringify(invoke.type)} frame where invoke was expected; the program did not run`, {
+        kind: "protocol",
+      }),
+    });
+  }
+  if (invoke.protocol !== PROTOCOL) {
+    return end({
+      status: "refused",
+      error: new TransportError(
+        `the host's invoke asks for protocol ${invoke.protocol}, but this guest speaks protocol ${PROTOCOL}; the program did not run`,
+        { kind: "protocol" },
+      ),
+    });
+  }
+
+  const ears = new Ears(wire, invoke.allowed);
+  let outcome: Outcome;
+  try {
+    outcome = resultOf(await run(ears, invoke.input));
+  } catch (error) {
+    if (error instanceof Error && error.stack) void ears.log(error.stack, "error");
+    outcome = Outcome.failure(FailureCode.GuestFailed, describeError(error));
+  }
+  const left = ears.finish();
+  if (left > 0) {
+    const calls = left === 1 ? "1 call was" : `${left} calls were`;
+    // Straight to the wire: the handle is closed now, and this must precede the result.
+    wire.send(encodeFrame({ type: "log", level: "warn", content: `${calls} still waiting for a reply when the program returned; await every call` })).catch(() => {});
+  }
+
+  try {
+    await wire.send(encodeFrame({ type: "result", outcome: outcomeWire(outcome) }));
+  } catch (error) {
+    return end({ status: "broken", outcome, error: asTransport(error, "could not write the result") });
+  }
+  await closeWire(wire, undefined);
+  return { status: "completed", outcome };
+}
+
+/** Turns the program's return value into the result outcome, refusing what JSON would alter. */
+function resultOf(value: unknown): Outcome {
+  if (value === undefined) return Outcome.success();
+  if (isMadeOutcome(value)) {
+    const problem = value.structured === undefined ? undefined : jsonProblem(value.structured);
+    return problem === undefined
+      ? value
+      : Outcome.failure(FailureCode.GuestFailed, `the program's result outcome cannot be sent as JSON unchanged: structured ${problem.slice(1)}`);
+  }
+  const problem = jsonProblem(value);
+  if (problem !== undefined) {
+    return Outcome.failure(FailureCode.GuestFailed, `the program's return value cannot be sent as JSON unchanged: ${problem}`);
+  }
+  return Outcome.success("", value as Json);
+}
+
+async function closeWire(wire: Wire, failure: Error | undefined): Promise<void> {
+  try {
+    await wire.close?.(failure);
+  } catch {
+    // Closing is best effort: the session is over either way.
+  }
+}
+
+function asTransport(error: unknown, doing: string): TransportError {
+  if (error instanceof TransportError) return new TransportError(`${doing}: ${error.message}`, { kind: error.kind, cause: error });
+  return new TransportError(`${doing}: ${describeError(error)}`, { kind: "write-failed", cause: error });
+}

@@ -1,0 +1,261 @@
+import type { Readable, Writable } from "node:stream";
+import { captureStdout } from "../capture.js";
+import { TransportError } from "../errors.js";
+import { encodeFrame } from "../frames.js";
+import { LineError, LineSplitter } from "../lines.js";
+import type { Wire } from "../wire.js";
+
+/** 64 MiB: the default cap on one frame, in bytes. */
+export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
+
+/** Options for {@link stdio} and {@link streamWire}. */
+export interface StdioOptions {
+  /** Where frames come from. Default `process.stdin`. */
+  input?: Readable;
+  /** Where frames go. Default `process.stdout`. */
+  output?: Writable;
+  /** Largest frame accepted, in bytes. Default 64 MiB. A larger frame breaks the session (no resync). */
+  maxFrameBytes?: number;
+}
+
+// Lines decoded but not yet received; past this the input is paused until the reader catches up.
+const QUEUE_HIGH_WATER = 1024;
+
+/**
+ * A wire over a pair of byte streams: NDJSON framing, `\n` only on output (never `os.EOL`), `\n` or
+ * `\r\n` on input. Reading starts on the first `receive`. Stream errors are turned into rejected
+ * sends and receives, never thrown from a stream callback.
+ */
+export class StreamWire implements Wire {
+  private readonly splitter: LineSplitter;
+  private readonly lines: string[] = [];
+  private head = 0;
+  private waiting: { resolve(line: string | undefined): void; reject(error: unknown): void } | undefined;
+  private readError: TransportError | undefined;
+  private ended = false;
+  private reading = false;
+  private closed = false;
+  private writeError: TransportError | undefined;
+  private readonly onData = (chunk: Buffer | string) => this.take(chunk);
+  private readonly onEnd = () => this.finishInput();
+  private readonly onInputError = (error: Error) =>
+    this.failRead(new TransportError(`reading from the host failed: ${error.message}`, { kind: "closed", cause: error }));
+  private readonly onOutputError = (error: Error) => {
+    this.writeError ??= new TransportError(`writing to the host failed (${(error as NodeJS.ErrnoException).code ?? error.message})`, {
+      kind: "write-failed",
+      mayHaveExecuted: true,
+      cause: error,
+    });
+  };
+
+  constructor(
+    protected readonly input: Readable,
+    protected readonly output: Writable,
+    maxFrameBytes = DEFAULT_MAX_FRAME_BYTES,
+    /** Writes one string to the output; the stdio wire passes the writer saved before stdout was captured. */
+    protected readonly write: (text: string, done: (error?: Error | null) => void) => void = (text, done) => {
+      output.write(text, done);
+    },
+  ) {
+    if (!(Number.isInteger(maxFrameBytes) && maxFrameBytes > 0)) {
+      throw new RangeError(`maxFrameBytes must be a positive integer, got ${maxFrameBytes}`);
+    }
+    this.splitter = new LineSplitter(maxFrameBytes);
+    // An 'error' event without a listener would crash the process; these are removed on close.
+    input.on("error", this.onInputError);
+    output.on("error", this.onOutputError);
+  }
+
+  send(frame: string): Promise<void> {
+    if (this.writeError !== undefined) return Promise.reject(this.writeError);
+    if (this.closed) {
+      return Promise.reject(new TransportError("the wire is closed; the frame was not sent", { kind: "write-failed" }));
+    }
+    if (this.output.destroyed || this.output.writableEnded) {
+      this.writeError = new TransportError("the output stream is closed", { kind: "write-failed" });
+      return Promise.reject(this.writeError);
+    }
+    return new Promise((resolve, reject) => {
+      this.write(`${frame}\n`, (error) => {
+        if (error) {
+          this.onOutputError(error);
+          reject(this.writeError);
+        } else resolve();
+      });
+    });
+  }
+
+  receive(): Promise<string | undefined> {
+    if (this.head < this.lines.length) {
+      const line = this.lines[this.head]!;
+      this.lines[this.head++] = "";
+      if (this.head === this.lines.length) {
+        this.lines.length = 0;
+        this.head = 0;
+      }
+      if (this.reading && this.input.isPaused() && this.lines.length - this.head < QUEUE_HIGH_WATER / 2) this.input.resume();
+      return Promise.resolve(line);
+    }
+    if (this.readError !== undefined) return Promise.reject(this.readError);
+    if (this.ended || this.closed) return Promise.resolve(undefined);
+    if (this.waiting !== undefined) return Promise.reject(new Error("receive() called again before the previous call settled"));
+    this.startReading();
+    if (this.ended) return this.receive();
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+    });
+  }
+
+  async close(failure?: Error): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopReading();
+    this.waiting?.resolve(undefined);
+    this.waiting = undefined;
+    this.input.off("error", this.onInputError);
+    this.input.on("error", () => {}); // late errors after close are of no interest but must not crash
+    await this.release(failure);
+  }
+
+  /** Releases the streams; the process-bound subclass overrides this. */
+  protected async release(_failure?: Error): Promise<void> {
+    if (!this.output.writableEnded && !this.output.destroyed) {
+      await new Promise<void>((resolve) => this.output.end(resolve));
+    }
+    this.input.destroy();
+  }
+
+  private startReading(): void {
+    if (this.reading) return;
+    this.reading = true;
+    if (this.input.readableEnded || this.input.destroyed) {
+      this.finishInput();
+      return;
+    }
+    this.input.on("data", this.onData);
+    this.input.on("end", this.onEnd);
+    this.input.on("close", this.onEnd);
+  }
+
+  private stopReading(): void {
+    this.input.off("data", this.onData);
+    this.input.off("end", this.onEnd);
+    this.input.off("close", this.onEnd);
+    this.input.pause();
+  }
+
+  private take(chunk: Buffer | string): void {
+    if (this.readError !== undefined || this.ended) return;
+    try {
+      this.splitter.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk, this.deliver);
+    } catch (error) {
+      this.failRead(lineFailure(error));
+      return;
+    }
+    if (this.lines.length - this.head >= QUEUE_HIGH_WATER) this.input.pause();
+  }
+
+  private readonly deliver = (line: string): void => {
+    const waiting = this.waiting;
+    if (waiting !== undefined) {
+      this.waiting = undefined;
+      waiting.resolve(line);
+    } else this.lines.push(line);
+  };
+
+  private finishInput(): void {
+    if (this.ended || this.readError !== undefined) return;
+    try {
+      this.splitter.end();
+    } catch (error) {
+      this.failRead(lineFailure(error));
+      return;
+    }
+    this.ended = true;
+    this.stopReading();
+    this.waiting?.resolve(undefined);
+    this.waiting = undefined;
+  }
+
+  private failRead(error: TransportError): void {
+    if (this.readError !== undefined) return;
+    this.readError = error;
+    this.stopReading();
+    if (this.head >= this.lines.length) {
+      this.waiting?.reject(error);
+      this.waiting = undefined;
+    }
+  }
+}
+
+function lineFailure(error: unknown): TransportError {
+  if (error instanceof LineError) {
+    const kind = error.kind === "oversized" ? "oversized" : error.kind === "truncated" ? "truncated" : "malformed";
+    return new TransportError(error.message, { kind, cause: error });
+  }
+  return new TransportError(`reading from the host failed: ${String(error)}`, { kind: "closed", cause: error });
+}
+
+/** A wire over any pair of streams (a child's stdout and stdin, PassThrough pairs in tests). No console capture. */
+export function streamWire(options: Required<Pick<StdioOptions, "input" | "output">> & Pick<StdioOptions, "maxFrameBytes">): StreamWire {
+  return new StreamWire(options.input, options.output, options.maxFrameBytes);
+}
+
+/**
+ * The guest's wire on the process's own stdin and stdout. While it lives, everything the program
+ * writes to stdout (`console.*`, `process.stdout.write`) becomes `log` frames, queued until the
+ * `hello` frame is out; after the session ends it goes to stderr. Closing it releases stdin so the
+ * process exits on its own; when the session broke, it writes one `ears: …` line to stderr and sets
+ * `process.exitCode = 1`. It never calls `process.exit`, so nothing written is lost.
+ */
+class ProcessWire extends StreamWire {
+  private helloSent = false;
+  private done = false;
+  private readonly early: string[] = [];
+
+  constructor(maxFrameBytes: number | undefined) {
+    let self: ProcessWire | undefined;
+    const rawWrite = captureStdout((level, content) => self?.captured(level, content));
+    super(process.stdin, process.stdout, maxFrameBytes, (text, done) => {
+      rawWrite(text, done);
+    });
+    self = this;
+  }
+
+  override send(frame: string): Promise<void> {
+    const sent = super.send(frame);
+    if (!this.helloSent) {
+      this.helloSent = true;
+      for (const line of this.early.splice(0)) super.send(line).catch(() => {});
+    }
+    return sent;
+  }
+
+  private captured(level: string, content: string): void {
+    if (this.done) {
+      process.stderr.write(`${content}\n`);
+      return;
+    }
+    const line = encodeFrame({ type: "log", level, content });
+    if (this.helloSent) super.send(line).catch(() => {});
+    else this.early.push(line);
+  }
+
+  protected override async release(failure?: Error): Promise<void> {
+    this.done = true;
+    // stdout cannot be ended; every frame's write callback has already fired, so it is flushed.
+    this.input.destroy();
+    if (failure !== undefined) {
+      process.stderr.write(`ears: ${failure.message}\n`);
+      process.exitCode = 1;
+    }
+  }
+}
+
+/** The default transport: stdin and stdout of this process (or the given streams, for tests). */
+export function stdio(options: StdioOptions = {}): Wire {
+  if (options.input !== undefined || options.output !== undefined) {
+    return new StreamWire(options.input ?? process.stdin, options.output ?? process.stdout, options.maxFrameBytes);
+  }
+  return new ProcessWire(options.maxFrameBytes);
+}

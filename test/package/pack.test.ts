@@ -1,0 +1,70 @@
+// `npm pack` must give a package that installs and works in an empty folder: every entry imports, the
+// guest runs under the packaged CLI, and the guest entry stays free of heavy modules.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = resolve(import.meta.dirname, "../..");
+let folder: string;
+
+function run(command: string, args: string[], cwd: string): string {
+  return execFileSync(command, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+describe("npm pack", () => {
+  beforeAll(() => {
+    folder = mkdtempSync(join(tmpdir(), "ears-pack-"));
+    run("npm", ["pack", "--ignore-scripts", "--pack-destination", folder], root);
+    const tarball = readdirSync(folder).find((name) => name.endsWith(".tgz"));
+    if (tarball === undefined) throw new Error("npm pack produced no tarball");
+    writeFileSync(join(folder, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", `./${tarball}`], folder);
+  }, 180_000);
+
+  afterAll(() => {
+    if (folder) rmSync(folder, { recursive: true, force: true });
+  });
+
+  it("installs, and every entry point imports", () => {
+    const script = `
+      const entries = ["@posoco/ears", "@posoco/ears/host", "@posoco/ears/testing", "@posoco/ears/openseek", "@posoco/ears/schemas"];
+      for (const entry of entries) {
+        const module = await import(entry);
+        if (Object.keys(module).length === 0) throw new Error(entry + " exports nothing");
+      }
+      console.log("ok");`;
+    expect(run(process.execPath, ["--input-type=module", "-e", script], folder).trim()).toBe("ok");
+  });
+
+  it("runs a guest under the packaged ears CLI", () => {
+    writeFileSync(
+      join(folder, "guest.mjs"),
+      `import { serve, stdio } from "@posoco/ears";
+       await serve({ wire: stdio(), run: async (ears, input) => ({ got: input, allowed: ears.allowed }) });`,
+    );
+    const out = run(join(folder, "node_modules/.bin/ears"), ["run", "--json", "--input", '{"n":1}', "--", process.execPath, "guest.mjs"], folder);
+    const report = JSON.parse(out);
+    expect(report.outcome).toEqual({ status: "success", content: "", structured: { got: { n: 1 }, allowed: [] } });
+  });
+
+  it("keeps the guest entry's import graph to its own files and node builtins", () => {
+    const dist = join(folder, "node_modules/@posoco/ears/dist");
+    const seen = new Set<string>();
+    const bare = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(file, "utf8");
+      for (const match of text.matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
+        const specifier = match[1]!;
+        if (specifier.startsWith(".")) visit(resolve(dirname(file), specifier));
+        else bare.add(specifier);
+      }
+    };
+    visit(join(dist, "index.js"));
+    expect([...bare].filter((name) => !name.startsWith("node:"))).toEqual([]);
+    expect([...seen].map((file) => file.slice(dist.length + 1)).filter((name) => name.includes("/") && !name.startsWith("wires/"))).toEqual([]);
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * `mcp.call(server, tool, arguments)`: one tool of one MCP server, through the host's MCP bridge.
+ */
+import type { Json } from "../json.js";
+import { decodeResult, invalidReply } from "./envelope.js";
+import { MCP_SERVICE, readHandoff } from "./handoff.js";
+import { postJson } from "./http.js";
+import type { ClientSettings, OpenSeekCallOptions } from "./ptc.js";
+import { requireString, sendable } from "./sendable.js";
+
+/** An MCP tool's result. A tool failure is a result with `isError: true`, not an exception. */
+export interface McpCallResult {
+  content: string;
+  isError: boolean;
+  /** The tool's structured data: absent when the host sent none, `null` when it sent `null`. */
+  data?: Json;
+  /**
+   * Files the host saved the tool's images in (replies are JSON, so images do not travel in them).
+   * Pass one to `call("read_image", { path })` to show it to the model. Empty when there were none.
+   */
+  images: string[];
+}
+
+/**
+ * {@link mcp.call} with explicit settings. Checks, all before any I/O: `server` and `tool` are strings,
+ * the arguments survive JSON unchanged (else `TypeError`), the signal is not already aborted, the
+ * `OPENSEEK_MCP` capability is valid (else `TransportError` kind "handoff"). MCP calls never wait for
+ * approval: the deadline always applies.
+ */
+export async function mcpCallWithSettings(
+  server: string,
+  tool: string,
+  args: unknown,
+  options: OpenSeekCallOptions,
+  settings: ClientSettings,
+): Promise<McpCallResult> {
+  requireString(server, "The MCP server name");
+  requireString(tool, "The MCP tool name");
+  const value = sendable(args, `The arguments of MCP tool ${JSON.stringify(tool)} on server ${JSON.stringify(server)}`);
+  const signal = options.signal;
+  if (signal?.aborted) throw signal.reason;
+  const handoff = readHandoff(MCP_SERVICE, settings.env);
+  const body = JSON.stringify({ version: 1, call: { server, tool, arguments: value } });
+  const reply = await postJson(MCP_SERVICE, handoff, body, { signal, deadlineMs: settings.deadlineMs });
+  const envelope = decodeResult(MCP_SERVICE, reply);
+  const images = envelope.fields["images"];
+  if (images !== undefined && !(Array.isArray(images) && images.every((path) => typeof path === "string"))) {
+    throw invalidReply(`Invalid MCP response ("images" is not an array of file paths)`);
+  }
+  const result: McpCallResult = { content: envelope.content, isError: envelope.isError, images: images === undefined ? [] : [...images] };
+  if ("data" in envelope) result.data = envelope.data!;
+  return result;
+}

@@ -1,0 +1,65 @@
+/**
+ * The PTC client: `call(name, arguments)` for every tool the OpenSeek host enables for a script.
+ */
+import type { Json } from "../json.js";
+import { decodeResult } from "./envelope.js";
+import { PTC_SERVICE, readHandoff } from "./handoff.js";
+import { DEADLINE_MS, postJson } from "./http.js";
+import { requireString, sendable } from "./sendable.js";
+
+/** Options for one OpenSeek call. */
+export interface OpenSeekCallOptions {
+  /**
+   * Aborting it rejects the call with the signal's own reason (for `AbortSignal.timeout(ms)`, a
+   * `TimeoutError` DOMException), never a TransportError. The host may still run the tool.
+   */
+  signal?: AbortSignal;
+}
+
+/** A host tool's result. A tool failure is a result with `isError: true`, not an exception. */
+export interface CallResult {
+  content: string;
+  isError: boolean;
+  /** The tool's structured data: absent when the host sent none, `null` when it sent `null`. */
+  data?: Json;
+}
+
+/** Client settings; tests shorten the deadline, scripts always get the defaults. */
+export interface ClientSettings {
+  /** Deadline of an ordinary call in milliseconds (approval tools wait without it). */
+  deadlineMs: number;
+  env: NodeJS.ProcessEnv;
+}
+
+/** The settings every public call uses: a 125 s deadline and the live `process.env`. */
+export function defaultSettings(): ClientSettings {
+  return { deadlineMs: DEADLINE_MS, env: process.env };
+}
+
+/**
+ * {@link call} with explicit settings. Order of checks, all before any I/O: the name is a string, the
+ * arguments survive JSON unchanged (else `TypeError`), the signal is not already aborted, the
+ * `OPENSEEK_PTC` capability is valid (else `TransportError` kind "handoff").
+ */
+export async function callWithSettings(
+  name: string,
+  args: unknown,
+  options: OpenSeekCallOptions,
+  settings: ClientSettings,
+): Promise<CallResult> {
+  requireString(name, "The PTC tool name");
+  const value = sendable(args, `The arguments of PTC tool ${JSON.stringify(name)}`);
+  const signal = options.signal;
+  if (signal?.aborted) throw signal.reason;
+  const handoff = readHandoff(PTC_SERVICE, settings.env);
+  const body = JSON.stringify({ version: 1, name, arguments: value });
+  const waitsForApproval = handoff.approvalTools.includes(name);
+  const reply = await postJson(PTC_SERVICE, handoff, body, {
+    signal,
+    deadlineMs: waitsForApproval ? undefined : settings.deadlineMs,
+  });
+  const envelope = decodeResult(PTC_SERVICE, reply);
+  const result: CallResult = { content: envelope.content, isError: envelope.isError };
+  if ("data" in envelope) result.data = envelope.data!;
+  return result;
+}

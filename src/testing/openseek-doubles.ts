@@ -20,7 +20,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo, Socket } from "node:net";
 
 /** One request the double received, recorded once its body was read. */
-export interface RecordedRequest {
+export interface RecordedHttpRequest {
   method: string;
   /** The request target, e.g. `/call`. */
   path: string;
@@ -34,8 +34,8 @@ export interface RecordedRequest {
   body: unknown;
 }
 
-/** A reply the double sends for one request. Build them with {@link replies}. */
-export type HostReply =
+/** A reply the double sends for one request. Build them with {@link hostReplies}. */
+export type OpenSeekReply =
   | {
       type: "json";
       /** Sent as `JSON.stringify(value)`. */
@@ -56,10 +56,10 @@ export type HostReply =
   | { type: "drop"; delayMs?: number };
 
 /** Computes the reply for a recorded request (it may be async, e.g. to wait for a test's signal). */
-export type Responder = (request: RecordedRequest) => HostReply | Promise<HostReply>;
+export type OpenSeekResponder = (request: RecordedHttpRequest) => OpenSeekReply | Promise<OpenSeekReply>;
 
-/** What a tool handler of {@link startPtcHost} or {@link startMcpHost} returns: a result, or any raw {@link HostReply}. */
-export type ToolReply =
+/** What a tool handler of {@link startPtcHost} or {@link startMcpHost} returns: a result, or any raw {@link OpenSeekReply}. */
+export type OpenSeekToolReply =
   | {
       content: string;
       isError?: boolean;
@@ -68,74 +68,74 @@ export type ToolReply =
       /** MCP only: paths of images the host saved. */
       images?: string[];
     }
-  | HostReply;
+  | OpenSeekReply;
 
 /** A tool handler: the request's `arguments` (as sent) and the whole recorded request. */
-export type ToolHandler = (args: unknown, request: RecordedRequest) => ToolReply | Promise<ToolReply>;
+export type OpenSeekToolHandler = (args: unknown, request: RecordedHttpRequest) => OpenSeekToolReply | Promise<OpenSeekToolReply>;
 
-/** Builders for {@link HostReply}. */
-export const replies = {
+/** Builders for {@link OpenSeekReply}. */
+export const hostReplies = {
   /**
    * A v1 result envelope `{"version":1,"content","is_error","data"?,"images"?}` with HTTP 200. `data` is
    * sent only when the key is present in `options` (so `data: null` is sent as null).
    */
-  result(content: string, options: { isError?: boolean; data?: unknown; images?: string[]; delayMs?: number } = {}): HostReply {
+  result(content: string, options: { isError?: boolean; data?: unknown; images?: string[]; delayMs?: number } = {}): OpenSeekReply {
     const envelope: Record<string, unknown> = { version: 1, content, is_error: options.isError ?? false };
     if ("data" in options) envelope["data"] = options.data;
     if (options.images !== undefined) envelope["images"] = options.images;
     return withDelay({ type: "json", value: envelope }, options.delayMs);
   },
   /** Any JSON value as the body (e.g. a wrong envelope), with HTTP 200 unless `status` says otherwise. */
-  json(value: unknown, options: { status?: number; delayMs?: number } = {}): HostReply {
+  json(value: unknown, options: { status?: number; delayMs?: number } = {}): OpenSeekReply {
     return withDelay({ type: "json", value, ...(options.status === undefined ? {} : { status: options.status }) }, options.delayMs);
   },
-  /** A status code with an optional body, e.g. `replies.status(503)`. */
-  status(status: number, body: string = ""): HostReply {
+  /** A status code with an optional body, e.g. `hostReplies.status(503)`. */
+  status(status: number, body: string = ""): OpenSeekReply {
     return { type: "raw", status, body };
   },
   /** A body sent verbatim (malformed JSON, invalid UTF-8 bytes, ...), HTTP 200 unless `status` says otherwise. */
-  raw(body: string | Uint8Array, options: { status?: number; contentType?: string; delayMs?: number } = {}): HostReply {
-    const reply: HostReply = { type: "raw", body };
+  raw(body: string | Uint8Array, options: { status?: number; contentType?: string; delayMs?: number } = {}): OpenSeekReply {
+    const reply: OpenSeekReply = { type: "raw", body };
     if (options.status !== undefined) reply.status = options.status;
     if (options.contentType !== undefined) reply.contentType = options.contentType;
     return withDelay(reply, options.delayMs);
   },
   /** Never answers. */
-  hang(): HostReply {
+  hang(): OpenSeekReply {
     return { type: "hang" };
   },
   /** Closes the connection without answering (after `delayMs`, if given). */
-  drop(delayMs?: number): HostReply {
+  drop(delayMs?: number): OpenSeekReply {
     return delayMs === undefined ? { type: "drop" } : { type: "drop", delayMs };
   },
   /** `reply` sent after `delayMs` milliseconds. */
-  delayed(delayMs: number, reply: HostReply): HostReply {
+  delayed(delayMs: number, reply: OpenSeekReply): OpenSeekReply {
     return reply.type === "hang" ? reply : { ...reply, delayMs };
   },
   /** An MCP list reply: `data` is `{"items":[...],"next_cursor"?}` (`nextCursor: null` is sent as null). */
-  catalogPage(items: unknown[], nextCursor?: string | null): HostReply {
+  catalogPage(items: unknown[], nextCursor?: string | null): OpenSeekReply {
     const data: Record<string, unknown> = { items };
     if (nextCursor !== undefined) data["next_cursor"] = nextCursor;
-    return replies.result("", { data });
+    return hostReplies.result("", { data });
   },
 };
 
-function withDelay(reply: HostReply, delayMs: number | undefined): HostReply {
+function withDelay(reply: OpenSeekReply, delayMs: number | undefined): OpenSeekReply {
   return delayMs === undefined || reply.type === "hang" ? reply : { ...reply, delayMs };
 }
 
-/** Options of {@link startHostDouble}. */
-export interface HostDoubleOptions {
-  /** The environment variable {@link HostDouble.install} sets. Default `OPENSEEK_PTC`. */
+/** Options of {@link startOpenSeekHost}. */
+export interface OpenSeekHostOptions {
+  /** The environment variable {@link OpenSeekHostDouble.install} sets. Default `OPENSEEK_PTC`. */
   variable?: string;
   /** Bearer token the double accepts. Default: 64 random hex characters, like a real host. */
   token?: string;
   /** Request path in the capability's URL. Default `/call`. */
   path?: string;
-  /** Sent as `approval_tools` in {@link HostDouble.capability} when given. */
+  /** Sent as `approval_tools` in {@link OpenSeekHostDouble.capability} when given. */
   approvalTools?: string[];
-  /** Replies to requests that no {@link HostDouble.enqueue}d reply is waiting for. Default: HTTP 500. */
-  respond?: Responder;
+  /** Replies to requests that no {@link OpenSeekHostDouble.enqueue}d reply is waiting for. Default: HTTP 500. */
+  respond?: OpenSeekResponder;
   /**
    * Like a real host, refuse with HTTP 403 (empty body) a request whose `Authorization` is not exactly
    * `Bearer <token>` or that carries an `Origin`, and answer a wrong method or path with 404. Default true.
@@ -144,14 +144,14 @@ export interface HostDoubleOptions {
 }
 
 /** A running loopback host double. Close it when done. */
-export interface HostDouble {
+export interface OpenSeekHostDouble {
   /** The capability URL, `http://127.0.0.1:<port><path>`. */
   readonly url: string;
   readonly token: string;
   /** The variable {@link install} sets. */
   readonly variable: string;
   /** Every request received, in arrival order (appended once its body was read). */
-  readonly requests: RecordedRequest[];
+  readonly requests: RecordedHttpRequest[];
   /**
    * The capability JSON for the environment variable: `{"version":1,"url","token","approval_tools"?}`.
    * `overrides` replace or add keys (e.g. `{ version: 2 }`) for tests of invalid handoffs.
@@ -160,26 +160,26 @@ export interface HostDouble {
   /** Sets `env[variable]` to {@link capability} and returns a function that restores the previous value. */
   install(env?: NodeJS.ProcessEnv): () => void;
   /** Queues replies (or responders) for the next requests, in order, ahead of the default responder. */
-  enqueue(...replies: (HostReply | Responder)[]): void;
+  enqueue(...replies: (OpenSeekReply | OpenSeekResponder)[]): void;
   /** Replaces the default responder. */
-  respondWith(responder: Responder): void;
+  respondWith(responder: OpenSeekResponder): void;
   /** Stops listening, ends every open connection (hanging ones included) and cancels delayed replies. */
   close(): Promise<void>;
 }
 
 /** Starts a generic double on 127.0.0.1 with an ephemeral port. */
-export async function startHostDouble(options: HostDoubleOptions = {}): Promise<HostDouble> {
+export async function startOpenSeekHost(options: OpenSeekHostOptions = {}): Promise<OpenSeekHostDouble> {
   const token = options.token ?? randomBytes(32).toString("hex");
   const path = options.path ?? "/call";
   const variable = options.variable ?? "OPENSEEK_PTC";
   const authenticate = options.authenticate ?? true;
-  const requests: RecordedRequest[] = [];
-  const queue: (HostReply | Responder)[] = [];
+  const requests: RecordedHttpRequest[] = [];
+  const queue: (OpenSeekReply | OpenSeekResponder)[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
-  let responder: Responder = options.respond ?? (() => replies.status(500, "the host double has no reply for this request"));
+  let responder: OpenSeekResponder = options.respond ?? (() => hostReplies.status(500, "the host double has no reply for this request"));
 
-  const send = (response: ServerResponse, reply: HostReply) => {
+  const send = (response: ServerResponse, reply: OpenSeekReply) => {
     const deliver = () => {
       if (response.destroyed) return;
       switch (reply.type) {
@@ -224,7 +224,7 @@ export async function startHostDouble(options: HostDoubleOptions = {}): Promise<
     } catch {
       body = undefined;
     }
-    const recorded: RecordedRequest = {
+    const recorded: RecordedHttpRequest = {
       method: message.method ?? "",
       path: message.url ?? "",
       headers: message.headers,
@@ -234,17 +234,17 @@ export async function startHostDouble(options: HostDoubleOptions = {}): Promise<
     };
     requests.push(recorded);
     if (authenticate) {
-      if (message.method !== "POST" || message.url !== path) return send(response, replies.status(404));
+      if (message.method !== "POST" || message.url !== path) return send(response, hostReplies.status(404));
       if (message.headers.authorization !== `Bearer ${token}` || message.headers.origin !== undefined) {
-        return send(response, replies.status(403));
+        return send(response, hostReplies.status(403));
       }
     }
     const next = queue.shift() ?? responder;
-    let reply: HostReply;
+    let reply: OpenSeekReply;
     try {
       reply = typeof next === "function" ? await next(recorded) : next;
     } catch (error) {
-      reply = replies.status(500, `the host double's responder failed: ${error instanceof Error ? error.message : String(error)}`);
+      reply = hostReplies.status(500, `the host double's responder failed: ${error instanceof Error ? error.message : String(error)}`);
     }
     send(response, reply);
   };
@@ -306,9 +306,9 @@ export async function startHostDouble(options: HostDoubleOptions = {}): Promise<
 }
 
 /** Options of {@link startPtcHost}. */
-export interface PtcHostOptions extends Omit<HostDoubleOptions, "respond" | "variable"> {
+export interface PtcHostOptions extends Omit<OpenSeekHostOptions, "respond" | "variable"> {
   /** Tool handlers by name. A name without a handler gets the host's "PTC tool unavailable" error result. */
-  tools?: Record<string, ToolHandler>;
+  tools?: Record<string, OpenSeekToolHandler>;
 }
 
 /**
@@ -316,18 +316,18 @@ export interface PtcHostOptions extends Omit<HostDoubleOptions, "respond" | "var
  * calling `tools[name]`; like the real host, an envelope it cannot read and an unknown tool are error
  * results (HTTP 200, `is_error: true`), not HTTP failures.
  */
-export function startPtcHost(options: PtcHostOptions = {}): Promise<HostDouble> {
+export function startPtcHost(options: PtcHostOptions = {}): Promise<OpenSeekHostDouble> {
   const tools = options.tools ?? {};
-  return startHostDouble({
+  return startOpenSeekHost({
     ...options,
     variable: "OPENSEEK_PTC",
     respond: async (request) => {
       const body = request.body as Record<string, unknown> | undefined;
       if (!isObject(body) || body["version"] !== 1 || typeof body["name"] !== "string" || !("arguments" in body)) {
-        return replies.result("PTC requires version=1, name, and arguments", { isError: true });
+        return hostReplies.result("PTC requires version=1, name, and arguments", { isError: true });
       }
       const handler = Object.prototype.hasOwnProperty.call(tools, body["name"]) ? tools[body["name"]] : undefined;
-      if (handler === undefined) return replies.result(`PTC tool unavailable: ${body["name"]}`, { isError: true });
+      if (handler === undefined) return hostReplies.result(`PTC tool unavailable: ${body["name"]}`, { isError: true });
       return toHostReply(await handler(body["arguments"], request));
     },
   });
@@ -341,7 +341,7 @@ export interface McpToolDouble {
   inputSchema?: unknown;
   outputSchema?: unknown;
   /** Answers `mcp.call` for this tool. Default: an empty successful result. */
-  handler?: ToolHandler;
+  handler?: OpenSeekToolHandler;
 }
 
 /** A server of an MCP host double. One with an `error` is unavailable and lists no tools. */
@@ -353,7 +353,7 @@ export interface McpServerDouble {
 }
 
 /** Options of {@link startMcpHost}. */
-export interface McpHostOptions extends Omit<HostDoubleOptions, "respond" | "variable" | "approvalTools"> {
+export interface McpHostOptions extends Omit<OpenSeekHostOptions, "respond" | "variable" | "approvalTools"> {
   servers?: McpServerDouble[];
   /** Items per list reply; more items continue with `next_cursor`. Default: every item in one reply. */
   pageSize?: number;
@@ -363,7 +363,7 @@ export interface McpHostOptions extends Omit<HostDoubleOptions, "respond" | "var
  * The catalog items an MCP host lists for `servers`: each server `{"server","instructions"?,"error"?}`
  * followed by its tools `{"server","tool":{"name","description","input_schema","output_schema"?}}`.
  */
-export function catalogItems(servers: readonly McpServerDouble[]): unknown[] {
+export function mcpCatalogItems(servers: readonly McpServerDouble[]): unknown[] {
   const items: unknown[] = [];
   for (const server of servers) {
     const item: Record<string, unknown> = { server: server.name };
@@ -388,46 +388,46 @@ export function catalogItems(servers: readonly McpServerDouble[]): unknown[] {
  * `pageSize` items (cursors `"page-1"`, `"page-2"`, ...) and answers `{"version":1,"call":{...}}` with the
  * tool's handler; an unknown server or tool, or an envelope it cannot read, is an error result.
  */
-export function startMcpHost(options: McpHostOptions = {}): Promise<HostDouble> {
+export function startMcpHost(options: McpHostOptions = {}): Promise<OpenSeekHostDouble> {
   const servers = options.servers ?? [];
-  const items = catalogItems(servers);
+  const items = mcpCatalogItems(servers);
   const pageSize = options.pageSize ?? Math.max(items.length, 1);
-  return startHostDouble({
+  return startOpenSeekHost({
     ...options,
     variable: "OPENSEEK_MCP",
     respond: async (request) => {
       const body = request.body;
-      if (!isObject(body) || body["version"] !== 1) return replies.result("MCP requires version=1", { isError: true });
+      if (!isObject(body) || body["version"] !== 1) return hostReplies.result("MCP requires version=1", { isError: true });
       const list = body["list"];
       if (isObject(list)) {
         const cursor = list["cursor"];
         const page = cursor === undefined ? 0 : typeof cursor === "string" && /^page-[1-9]\d*$/.test(cursor) ? Number(cursor.slice(5)) : -1;
-        if (page < 0 || page * pageSize > items.length) return replies.result(`MCP list: unknown cursor ${JSON.stringify(cursor)}`, { isError: true });
+        if (page < 0 || page * pageSize > items.length) return hostReplies.result(`MCP list: unknown cursor ${JSON.stringify(cursor)}`, { isError: true });
         const end = (page + 1) * pageSize;
-        return replies.catalogPage(items.slice(page * pageSize, end), end < items.length ? `page-${page + 1}` : undefined);
+        return hostReplies.catalogPage(items.slice(page * pageSize, end), end < items.length ? `page-${page + 1}` : undefined);
       }
       const call = body["call"];
       if (!isObject(call) || typeof call["server"] !== "string" || typeof call["tool"] !== "string") {
-        return replies.result("MCP requires a call {server, tool, arguments} or a list {cursor?}", { isError: true });
+        return hostReplies.result("MCP requires a call {server, tool, arguments} or a list {cursor?}", { isError: true });
       }
       const server = servers.find((candidate) => candidate.name === call["server"]);
       const tool = server?.error === undefined ? server?.tools?.find((candidate) => candidate.name === call["tool"]) : undefined;
       if (tool === undefined) {
-        return replies.result(`MCP tool unavailable: ${call["server"]}/${call["tool"]}`, { isError: true });
+        return hostReplies.result(`MCP tool unavailable: ${call["server"]}/${call["tool"]}`, { isError: true });
       }
-      if (tool.handler === undefined) return replies.result("");
+      if (tool.handler === undefined) return hostReplies.result("");
       return toHostReply(await tool.handler(call["arguments"], request));
     },
   });
 }
 
-function toHostReply(reply: ToolReply): HostReply {
+function toHostReply(reply: OpenSeekToolReply): OpenSeekReply {
   if ("type" in reply) return reply;
   const options: { isError?: boolean; data?: unknown; images?: string[] } = {};
   if (reply.isError !== undefined) options.isError = reply.isError;
   if ("data" in reply) options.data = reply.data;
   if (reply.images !== undefined) options.images = reply.images;
-  return replies.result(reply.content, options);
+  return hostReplies.result(reply.content, options);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

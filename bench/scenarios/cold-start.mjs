@@ -1,0 +1,74 @@
+// Scenario 5: time from spawn() to the child's first line on stdout.
+import { spawn } from "node:child_process";
+import { childScript } from "../lib/children.mjs";
+import { performance } from "node:perf_hooks";
+import { alternate } from "../lib/measure.mjs";
+import { summarize } from "../lib/stats.mjs";
+
+const child = childScript;
+
+/** Spawns `node script`, resolves with the milliseconds until its first complete line once it has exited. */
+function spawnToFirstLine(script, args, onFirstLine) {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const proc = spawn(process.execPath, [script, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    let ms;
+    let text = "";
+    let stderr = "";
+    proc.stdout.setEncoding("utf8");
+    proc.stdout.on("data", (data) => {
+      if (ms !== undefined) return;
+      text += data;
+      if (text.includes("\n")) {
+        ms = performance.now() - start;
+        onFirstLine(proc, text.slice(0, text.indexOf("\n")));
+      }
+    });
+    proc.stderr.on("data", (data) => (stderr += data));
+    proc.stdin.on("error", () => {}); // the bare child may exit before we close its stdin
+    proc.on("error", reject);
+    proc.on("close", () => {
+      if (ms === undefined) reject(new Error(`${script} exited without writing a line: ${stderr}`));
+      else resolve(ms);
+    });
+  });
+}
+
+export async function coldStart({ quick }) {
+  const repetitions = quick ? 6 : 20;
+  const contenders = [
+    {
+      name: "ears guest (import @posoco/ears, serve)",
+      script: child("ears-hello.mjs"),
+      args: [],
+      onFirstLine: (proc, line) => {
+        if (JSON.parse(line).type !== "hello") throw new Error(`the guest's first line is not hello: ${line}`);
+        proc.stdin.end('{"type":"invoke","protocol":1,"allowed":[],"input":null}\n');
+      },
+    },
+    { name: "bare node writing one line", script: child("bare-line.mjs"), args: [], onFirstLine: (proc) => proc.stdin.end() },
+    {
+      name: "MCP SDK stdio server (McpServer + StdioServerTransport)",
+      script: child("mcp-server.mjs"),
+      args: ["ready-line"],
+      // An MCP SDK server does not exit when stdin ends (see the reference notes), so it is stopped.
+      onFirstLine: (proc) => proc.kill("SIGTERM"),
+    },
+  ];
+  const { samples } = await alternate(
+    contenders,
+    repetitions,
+    (c) => spawnToFirstLine(c.script, c.args, c.onFirstLine),
+    (c) => spawnToFirstLine(c.script, c.args, c.onFirstLine),
+  );
+  const rows = contenders.map((c) => ({ contender: c.name, unit: "ms", summary: summarize(samples[c.name]) }));
+  return {
+    id: "cold-start",
+    title: "5. Cold start: spawn to first line (hello)",
+    setup: { repetitions },
+    rows,
+    targets: [
+      { target: "cold start vs bare node", measured: rows[0].summary.median / rows[1].summary.median, op: "<=", required: 1.2 },
+    ],
+  };
+}

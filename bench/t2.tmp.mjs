@@ -1,4 +1,0 @@
-import { longFrames } from "./scenarios/long-frames.mjs";
-const r = await longFrames({ quick: process.argv[2] === "q" });
-for (const row of r.rows) console.log(row.contender.padEnd(70), row.summary.median?.toFixed(1), row.summary.min?.toFixed(1), row.summary.max?.toFixed(1), row.overBudgetMs ?? "");
-console.log(r.targets);

@@ -1,0 +1,46 @@
+/**
+ * The codes the host produces: failure codes of a whole run, and failure codes of the replies it sends
+ * on its own (besides whatever the capability handlers return).
+ */
+import { FailureCode } from "../outcome.js";
+import type { HostFailureCode as HostFailureCodeType } from "./types.js";
+
+/** The run-level failure codes, as values (the type of the same name is their union). */
+export const HostFailureCode = {
+  /** The guest's output ended (it exited cleanly, or closed stdout) before it said hello. */
+  NoHello: "NoHello",
+  /** No hello within `helloTimeoutMs`. */
+  HelloTimeout: "HelloTimeout",
+  /** The guest's hello names a protocol this host does not speak; it was not invoked. */
+  ProtocolMismatch: "ProtocolMismatch",
+  /** A line that is not a frame, a frame out of sequence, a reused request id, a frame after the result. */
+  ProtocolViolation: "ProtocolViolation",
+  /** A guest frame over `maxFrameBytes`. */
+  FrameTooLarge: "FrameTooLarge",
+  /** The guest's output ended before its result. */
+  NoResult: "NoResult",
+  /** runGuest: the child exited with a non-zero code or a signal, on its own, before its result. */
+  GuestCrashed: "GuestCrashed",
+  /** The run went past `runTimeoutMs`. */
+  RunTimeout: "RunTimeout",
+  /** The host's AbortSignal fired. */
+  Aborted: "Aborted",
+  /** runGuest: the command could not be started (ENOENT, EACCES, ...). */
+  SpawnFailed: "SpawnFailed",
+} as const satisfies { [Code in HostFailureCodeType]: Code };
+/** Why a session did not end in a valid result (the union of the values above). */
+export type HostFailureCode = HostFailureCodeType;
+
+/** Failure codes of replies the host sends itself. Handlers may return any code. */
+export const HostReplyCode = {
+  /** The name is outside `allowed`; no handler ran. */
+  CapabilityDenied: FailureCode.CapabilityDenied,
+  /** The handler threw (content: its message), or answered with a value that cannot be sent unchanged. */
+  CapabilityFailed: "CapabilityFailed",
+  /** The name is allowed but the host has no handler for it. */
+  CapabilityMissing: "CapabilityMissing",
+  /** No answer within `callTimeoutMs`; the call may have run. */
+  CallTimedOut: "CallTimedOut",
+  /** `maxInFlight` handlers were already running; this one did not run. */
+  TooManyCalls: "TooManyCalls",
+} as const;

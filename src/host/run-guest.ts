@@ -1,0 +1,251 @@
+/**
+ * Runs a guest as a child process over its stdio, with the host engine on a StreamWire over the
+ * child's stdout and stdin. The child is always gone (its exit observed) when the promise settles.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { performance } from "node:perf_hooks";
+import { describeError } from "../errors.js";
+import { StreamWire } from "../wires/stdio.js";
+import { ByteTail } from "./byte-tail.js";
+import { HostFailureCode } from "./codes.js";
+import { hostSession, type SessionResult } from "./run-host.js";
+import { graceMs, hostSettings } from "./settings.js";
+import type { GuestCommand, HostFailure, RunReport } from "./types.js";
+
+/** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
+export const DEFAULT_KILL_GRACE_MS = 2000;
+
+type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+/**
+ * Runs a guest program as a child process (no shell, stdio piped, window hidden on Windows) and hosts
+ * its session. Never rejects: a child that cannot start, crashes, hangs, exits without a result, breaks
+ * the protocol or is aborted gives a report with a distinct failure code, its exit and its stderr tail.
+ * Shutdown (deadline, abort, violation): close stdin, wait `killGraceMs`, SIGTERM, wait, SIGKILL. After
+ * a result, stdin is closed and the child is expected to exit by itself, with the same escalation.
+ * Invalid options throw synchronously (TypeError or RangeError); no process is started.
+ *
+ * @example
+ * const report = await runGuest({
+ *   command: process.execPath,
+ *   args: ["guest.mjs"],
+ *   capabilities: { read: ({ path }) => readFile(path, "utf8") },
+ *   limits: { runTimeoutMs: 60_000 },
+ * });
+ * if (!report.ok) console.error(report.failure?.message ?? report.outcome?.content, report.stderr);
+ */
+export function runGuest(options: GuestCommand): Promise<RunReport> {
+  if (typeof options !== "object" || options === null) throw new TypeError("runGuest: options must be an object with a command");
+  const { command, args = [], cwd, env } = options;
+  if (typeof command !== "string" || command === "") throw new TypeError("runGuest: options.command must be a non-empty string");
+  if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) {
+    throw new TypeError("runGuest: options.args must be an array of strings");
+  }
+  const settings = hostSettings(options, "runGuest");
+  const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", "runGuest");
+  const startedAt = performance.now();
+  const elapsed = () => performance.now() - startedAt;
+  const blank = (failure: HostFailure): RunReport => ({ ok: false, failure, logs: [], droppedLogs: 0, calls: [], durationMs: elapsed() });
+
+  if (settings.signal?.aborted) {
+    return Promise.resolve(blank({ code: HostFailureCode.Aborted, message: `the host aborted the run before the guest was started (${describeError(settings.signal.reason)})` }));
+  }
+  let child: ChildProcessWithoutNullStreams;
+  try {
+    child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false, windowsHide: true });
+  } catch (error) {
+    return Promise.resolve(blank({ code: HostFailureCode.SpawnFailed, message: spawnMessage(command, error) }));
+  }
+  return new GuestProcess(child, killGrace, settings.limits.maxStderrBytes).run(async (guest) => {
+    const spawnError = await guest.started;
+    if (spawnError !== undefined) return { failure: { code: HostFailureCode.SpawnFailed, message: spawnMessage(command, spawnError) } };
+    const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
+    const session = await hostSession(wire, settings, {
+      startedAt,
+      closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
+      resultReceived: () => guest.stop("result"),
+      release: (failure) => {
+        void wire.close().catch(() => {});
+        if (failure !== undefined) {
+          child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
+          guest.stop("failure");
+        }
+      },
+    });
+    return { session };
+  }, elapsed);
+}
+
+/** The child, its exit, its stderr tail, and the shutdown sequence. */
+class GuestProcess {
+  /** Resolves with the spawn error, or undefined once the child is running. */
+  readonly started: Promise<Error | undefined>;
+  private readonly exited: Promise<Exit>;
+  private exit: Exit | undefined;
+  private readonly stderr: ByteTail;
+  private stopping: Promise<void> | undefined;
+  private forced: "SIGTERM" | "SIGKILL" | undefined;
+  private spawnFailed = false;
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  private wakeOnExit: (() => void) | undefined;
+
+  constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly killGraceMs: number,
+    maxStderrBytes: number,
+  ) {
+    this.stderr = new ByteTail(maxStderrBytes);
+    // Stream and process errors (EPIPE on stdin above all) must never become uncaught exceptions.
+    const ignore = () => {};
+    child.stdin.on("error", ignore);
+    child.stdout.on("error", ignore);
+    child.stderr.on("error", ignore);
+    child.on("error", ignore);
+    // stderr is always read, so a chatty child never blocks on a full pipe.
+    child.stderr.on("data", (chunk: Buffer) => this.stderr.push(chunk));
+    this.started = new Promise((resolve) => {
+      child.once("spawn", () => resolve(undefined));
+      child.once("error", (error) => {
+        this.spawnFailed = child.pid === undefined;
+        resolve(error);
+      });
+    });
+    this.exited = new Promise((resolve) => {
+      child.once("exit", (code, signal) => {
+        this.exit = { code, signal };
+        this.wakeOnExit?.();
+        // A grandchild may hold the pipes open; stop reading them after a grace so the run can end.
+        this.after(this.killGraceMs, () => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+        });
+        resolve(this.exit);
+      });
+    });
+  }
+
+  /**
+   * Runs the session, then makes sure the child is gone and its stderr read, and builds the report.
+   * `body` resolves with the session, or with a failure when there was none (spawn failed).
+   */
+  async run(body: (guest: GuestProcess) => Promise<{ session?: SessionResult; failure?: HostFailure }>, elapsed: () => number): Promise<RunReport> {
+    let outcome: { session?: SessionResult; failure?: HostFailure };
+    try {
+      outcome = await body(this);
+    } catch (error) {
+      outcome = { failure: { code: HostFailureCode.NoResult, message: `the host failed: ${describeError(error)}` } };
+    }
+    if (!this.spawnFailed) {
+      this.stop("end");
+      await this.stopping;
+      await this.stderrDrained();
+    }
+    this.clearTimers();
+    const report: RunReport = outcome.session?.report ?? {
+      ok: false,
+      failure: outcome.failure!,
+      logs: [],
+      droppedLogs: 0,
+      calls: [],
+      durationMs: 0,
+    };
+    report.durationMs = elapsed();
+    if (this.exit !== undefined) report.exit = this.exit;
+    if (this.child.pid !== undefined) report.pid = this.child.pid;
+    report.stderr = this.stderr.text();
+    report.droppedStderrBytes = this.stderr.dropped;
+    if (this.forced !== undefined) report.forcedStop = this.forced;
+    if (outcome.session?.endOfStream && report.failure !== undefined) report.failure = this.refine(report.failure, report);
+    return report;
+  }
+
+  /** Starts the shutdown sequence once; a later call returns the same sequence. */
+  stop(why: "result" | "failure" | "end"): void {
+    this.stopping ??= this.shutdown(why);
+  }
+
+  private async shutdown(why: "result" | "failure" | "end"): Promise<void> {
+    const { child } = this;
+    // After a result the child may still be reading; end() lets queued replies flush. Otherwise the
+    // pipe may be full (a child that stopped reading), so destroy() closes it without waiting.
+    if (why === "result") child.stdin.end();
+    else child.stdin.destroy();
+    if (await this.exitWithin(this.killGraceMs)) return;
+    this.forced = "SIGTERM";
+    child.kill("SIGTERM");
+    if (await this.exitWithin(this.killGraceMs)) return;
+    this.forced = "SIGKILL";
+    child.kill("SIGKILL");
+    await this.exited;
+    child.stdin.destroy();
+  }
+
+  /** Waits for the exit at most `ms`; true when the child has exited. */
+  private exitWithin(ms: number): Promise<boolean> {
+    if (this.exit !== undefined) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = this.after(ms, () => {
+        this.wakeOnExit = undefined;
+        resolve(false);
+      });
+      this.wakeOnExit = () => {
+        this.wakeOnExit = undefined;
+        clearTimeout(timer);
+        this.timers.delete(timer);
+        resolve(true);
+      };
+    });
+  }
+
+  /** Resolves when stderr has been read to its end (the exit handler bounds this for held pipes). */
+  private stderrDrained(): Promise<void> {
+    const { stderr } = this.child;
+    if (stderr.destroyed || stderr.readableEnded) return Promise.resolve();
+    return new Promise((resolve) => stderr.once("close", () => resolve()));
+  }
+
+  private after(ms: number, run: () => void): ReturnType<typeof setTimeout> {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      run();
+    }, ms);
+    this.timers.add(timer);
+    return timer;
+  }
+
+  private clearTimers(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  /** The output ended early: when the child died on its own with a bad status, that is the real story. */
+  private refine(failure: HostFailure, report: RunReport): HostFailure {
+    const exit = this.exit;
+    if (exit === undefined || this.forced !== undefined) return failure;
+    const crashed = exit.signal !== null || (exit.code !== null && exit.code !== 0);
+    const status = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${exit.code}`;
+    const last = lastLine(report.stderr ?? "");
+    const hint = last === undefined ? "; its stderr is empty" : `; its stderr ends with: ${last}`;
+    const stage = report.hello === undefined ? "before it said hello" : "before it sent a result";
+    if (crashed) return { code: HostFailureCode.GuestCrashed, message: `the guest crashed (${status}) ${stage}${hint}` };
+    return { code: failure.code, message: `${failure.message}; the guest exited with ${status}${hint}` };
+  }
+}
+
+function lastLine(text: string): string | undefined {
+  const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "");
+  const last = lines.at(-1);
+  if (last === undefined) return undefined;
+  return JSON.stringify(last.length > 300 ? `${last.slice(0, 300)}…` : last);
+}
+
+function spawnMessage(command: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const advice =
+    code === "ENOENT"
+      ? "; check that the program exists and is on PATH (no shell is used, so shell built-ins and aliases do not work)"
+      : code === "EACCES"
+        ? "; check that the file is executable"
+        : "";
+  return `could not start ${JSON.stringify(command)}: ${describeError(error)}${advice}`;
+}

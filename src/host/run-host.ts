@@ -1,0 +1,432 @@
+/**
+ * The wire-agnostic host engine: one protocol 1 session from the host's side. It waits for `hello`,
+ * refuses a protocol other than 1, sends `invoke`, answers each `request` (handlers run concurrently,
+ * replies go out in completion order), forwards `log` frames, and ends at `result`. Every way a session
+ * can go wrong ends in a report; the promise never rejects and no timer outlives it.
+ */
+import { performance } from "node:perf_hooks";
+import { describeError, TransportError } from "../errors.js";
+import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../frames.js";
+import { Outcome } from "../outcome.js";
+import type { Wire } from "../wire.js";
+import { answer } from "./answer.js";
+import { HostFailureCode, HostReplyCode } from "./codes.js";
+import { LogBook } from "./log-book.js";
+import { hostSettings, type HostSettings } from "./settings.js";
+import type { CallRecord, HostFailure, HostOptions, RunReport } from "./types.js";
+
+/**
+ * Hosts one session over any wire: the host end of `createLinkedPair()`, or a `StreamWire` over a
+ * guest's stdout and stdin. Resolves with the run's report; never rejects. When the session is over
+ * the wire's `close` is called (not awaited). Invalid options throw synchronously (TypeError or
+ * RangeError) before anything is sent.
+ *
+ * @example
+ * const [guestEnd, hostEnd] = createLinkedPair();
+ * void serve({ wire: guestEnd, run: (ears) => ears.call("greet", "Ada") });
+ * const report = await runHost(hostEnd, { capabilities: { greet: (name) => `hello ${name}` } });
+ * report.outcome; // { status: "success", content: "hello Ada" }
+ */
+export function runHost(wire: Wire, options?: HostOptions): Promise<RunReport> {
+  if (typeof wire?.send !== "function" || typeof wire.receive !== "function") {
+    throw new TypeError("runHost: the first argument must be a Wire (an object with send and receive)");
+  }
+  const settings = hostSettings(options, "runHost");
+  const hooks: SessionHooks = {
+    startedAt: performance.now(),
+    closeGraceMs: settings.limits.closeGraceMs,
+    release(failure) {
+      try {
+        const closing = wire.close?.(failure === undefined ? undefined : new Error(failure.message));
+        if (closing !== undefined) Promise.resolve(closing).catch(() => {});
+      } catch {
+        // Releasing is best effort: the session is over either way.
+      }
+    },
+  };
+  return hostSession(wire, settings, hooks).then((result) => result.report);
+}
+
+/** @internal How a caller (runHost, runGuest) plugs into a session. */
+export interface SessionHooks {
+  /** `performance.now()` when the run began (deadlines and timestamps count from it). */
+  startedAt: number;
+  /** After the result, how long to wait for the guest's output to end; Infinity when the caller bounds it. */
+  closeGraceMs: number;
+  /** The result arrived and the host will send nothing more (runGuest closes the child's stdin here). */
+  resultReceived?(): void;
+  /** The session is over: release the wire. Called once, before the report is delivered. */
+  release(failure: HostFailure | undefined): void;
+}
+
+/** @internal A session's report plus what runGuest needs to tell a crash from a clean exit. */
+export interface SessionResult {
+  report: RunReport;
+  /** The failure came from the guest's output ending (EOF, truncated frame, read error): a crash, if the process died. */
+  endOfStream: boolean;
+}
+
+/** @internal Runs one session. Never rejects. */
+export function hostSession(wire: Wire, settings: HostSettings, hooks: SessionHooks): Promise<SessionResult> {
+  return new HostSession(wire, settings, hooks).run();
+}
+
+interface Call {
+  record: CallRecord;
+  startedAt: number;
+  controller: AbortController;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+type Phase = "hello" | "running" | "draining" | "done";
+
+class HostSession {
+  private phase: Phase = "hello";
+  private resolve!: (result: SessionResult) => void;
+  private hello: RunReport["hello"];
+  private outcome: Outcome | undefined;
+  private readonly logs: LogBook;
+  private readonly calls: CallRecord[] = [];
+  private droppedCalls = 0;
+  /** Every request id seen in the run (ids must be unique in the run). */
+  private readonly seenIds = new Set<number>();
+  /** Calls waiting for their reply. */
+  private readonly pending = new Map<number, Call>();
+  /** Handlers that have not settled, including those whose call timed out. */
+  private running = 0;
+  private readonly allowed: ReadonlySet<string>;
+  private sendError: unknown;
+  private helloTimer: ReturnType<typeof setTimeout> | undefined;
+  private runTimer: ReturnType<typeof setTimeout> | undefined;
+  private graceTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly callbackFailed = new Set<string>();
+  private readonly onAbort = () => {
+    if (this.phase === "draining") this.finish(undefined);
+    else this.finish({ code: HostFailureCode.Aborted, message: `the host aborted the run (${describeError(this.settings.signal?.reason)})` });
+  };
+
+  constructor(
+    private readonly wire: Wire,
+    private readonly settings: HostSettings,
+    private readonly hooks: SessionHooks,
+  ) {
+    this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes);
+    this.allowed = new Set(settings.allowed);
+  }
+
+  run(): Promise<SessionResult> {
+    return new Promise((resolve) => {
+      this.resolve = resolve;
+      const { signal, limits } = this.settings;
+      if (signal?.aborted) {
+        this.onAbort();
+        return;
+      }
+      signal?.addEventListener("abort", this.onAbort, { once: true });
+      if (limits.helloTimeoutMs !== Infinity) {
+        const left = Math.max(0, limits.helloTimeoutMs - this.now());
+        this.helloTimer = setTimeout(() => {
+          this.finish({
+            code: HostFailureCode.HelloTimeout,
+            message: `the guest did not say hello within ${limits.helloTimeoutMs} ms (limits.helloTimeoutMs); is it a protocol 1 guest that calls serve()?`,
+          });
+        }, left);
+      }
+      if (limits.runTimeoutMs !== Infinity) {
+        const left = Math.max(0, limits.runTimeoutMs - this.now());
+        this.runTimer = setTimeout(() => {
+          this.finish({
+            code: HostFailureCode.RunTimeout,
+            message: `the guest did not finish within ${limits.runTimeoutMs} ms (limits.runTimeoutMs); the run was stopped`,
+          });
+        }, left);
+      }
+      this.readLoop().catch((error: unknown) => {
+        // Not reached by design (every step below is guarded); kept so a bug cannot become a hang.
+        this.finish({ code: HostFailureCode.NoResult, message: `the host engine failed: ${describeError(error)}` });
+      });
+    });
+  }
+
+  /** A method, not an inline comparison: the phase changes across awaits, which narrowing cannot see. */
+  private over(): boolean {
+    return this.phase === "done";
+  }
+
+  private now(): number {
+    return performance.now() - this.hooks.startedAt;
+  }
+
+  private async readLoop(): Promise<void> {
+    while (!this.over()) {
+      let line: string | undefined;
+      try {
+        line = await this.wire.receive();
+      } catch (error) {
+        this.readFailed(error);
+        return;
+      }
+      if (this.over()) return;
+      if (line === undefined) {
+        this.outputEnded();
+        return;
+      }
+      this.take(line);
+    }
+  }
+
+  private take(line: string): void {
+    this.callback("onFrame", () => this.settings.onFrame?.("guest", line));
+    if (this.phase === "draining") {
+      this.violation(`the guest wrote after its result: ${quote(line)}`);
+      return;
+    }
+    let frame;
+    try {
+      frame = decodeFrame(line);
+    } catch (error) {
+      const reason = error instanceof FrameError ? error.reason : describeError(error);
+      this.violation(`the guest wrote a line that is not a protocol 1 frame (${reason}): ${quote(line)}`);
+      return;
+    }
+    if (this.phase === "hello") {
+      if (frame.type === "hello") this.takeHello(frame);
+      else this.violation(`the guest's first frame must be hello, but it sent a ${JSON.stringify(frame.type)} frame: ${quote(line)}`);
+      return;
+    }
+    switch (frame.type) {
+      case "request":
+        this.takeRequest(frame);
+        return;
+      case "log":
+        this.takeLog(frame);
+        return;
+      case "result":
+        this.takeResult(frame.outcome);
+        return;
+      case "hello":
+        this.violation(`the guest said hello a second time: ${quote(line)}`);
+        return;
+      default:
+        this.violation(`the guest sent a ${JSON.stringify(frame.type)} frame, which only a host sends (a guest sends hello, request, log and result): ${quote(line)}`);
+    }
+  }
+
+  private takeHello(frame: HelloFrame): void {
+    clearTimeout(this.helloTimer);
+    this.hello = frame.sdk === undefined ? { protocol: frame.protocol } : { protocol: frame.protocol, sdk: frame.sdk };
+    if (frame.protocol !== PROTOCOL) {
+      const who = frame.sdk === undefined ? "the guest" : `the guest (${frame.sdk})`;
+      this.finish({
+        code: HostFailureCode.ProtocolMismatch,
+        message: `${who} speaks protocol ${frame.protocol}, but this host speaks protocol ${PROTOCOL}; the guest was not invoked. Run it with a host for protocol ${frame.protocol}, or rebuild it with a protocol ${PROTOCOL} runtime (@posoco/ears 0.x)`,
+      });
+      return;
+    }
+    this.phase = "running";
+    this.send(encodeFrame({ type: "invoke", protocol: PROTOCOL, allowed: this.settings.allowed, input: this.settings.input }));
+  }
+
+  private takeLog(frame: LogFrame): void {
+    const entry = { level: frame.level, content: frame.content, atMs: this.now() };
+    this.callback("onLog", () => this.settings.onLog?.(entry));
+    this.logs.add(entry);
+  }
+
+  private takeRequest(frame: RequestFrame): void {
+    const { id, name } = frame;
+    if (this.seenIds.has(id)) {
+      const when = this.pending.has(id) ? "while that call was still in flight" : "after that call was answered";
+      this.violation(`the guest reused request id ${id} ${when} (ids must be unique in a run)`);
+      return;
+    }
+    this.seenIds.add(id);
+    const record: CallRecord = { id, name, arguments: frame.arguments, durationMs: 0 };
+    if (this.calls.length < this.settings.limits.maxCallRecords) this.calls.push(record);
+    else this.droppedCalls++;
+    const startedAt = this.now();
+    if (!this.allowed.has(name)) {
+      record.denied = true;
+      const allowed = this.settings.allowed.length === 0 ? "none" : this.settings.allowed.map((n) => JSON.stringify(n)).join(", ");
+      this.reply(record, startedAt, Outcome.failure(HostReplyCode.CapabilityDenied, `capability ${JSON.stringify(name)} is not allowed by the host (allowed: ${allowed}); it did not run`));
+      return;
+    }
+    const handler = Object.hasOwn(this.settings.capabilities, name) ? this.settings.capabilities[name] : undefined;
+    if (handler === undefined) {
+      this.reply(record, startedAt, Outcome.failure(HostReplyCode.CapabilityMissing, `capability ${JSON.stringify(name)} is allowed but the host has no handler for it; it did not run`));
+      return;
+    }
+    const { maxInFlight, callTimeoutMs } = this.settings.limits;
+    if (this.running >= maxInFlight) {
+      this.reply(record, startedAt, Outcome.failure(HostReplyCode.TooManyCalls, `the host is already running ${maxInFlight} calls (limits.maxInFlight); ${JSON.stringify(name)} did not run, try again when earlier calls have finished`));
+      return;
+    }
+    const call: Call = { record, startedAt, controller: new AbortController(), timer: undefined };
+    this.pending.set(id, call);
+    this.running++;
+    if (callTimeoutMs !== Infinity) call.timer = setTimeout(() => this.callTimedOut(call), callTimeoutMs);
+    void answer(handler, frame.arguments, { name, id, signal: call.controller.signal }).then((outcome) => {
+      this.running--;
+      if (this.pending.get(id) !== call) return; // timed out or the run ended: the answer is dropped
+      this.pending.delete(id);
+      clearTimeout(call.timer);
+      this.reply(record, startedAt, outcome);
+    });
+  }
+
+  private callTimedOut(call: Call): void {
+    const { id, name } = call.record;
+    if (this.pending.get(id) !== call) return;
+    this.pending.delete(id);
+    const ms = this.settings.limits.callTimeoutMs;
+    call.controller.abort(new DOMException(`the call to ${JSON.stringify(name)} timed out after ${ms} ms`, "TimeoutError"));
+    this.reply(call.record, call.startedAt, Outcome.failure(HostReplyCode.CallTimedOut, `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); the call may have run, so its effects are unknown`));
+  }
+
+  private reply(record: CallRecord, startedAt: number, outcome: Outcome): void {
+    if (this.phase !== "running") return;
+    let line = replyLine(record.id, outcome);
+    const max = this.settings.limits.maxReplyBytes;
+    if (line === undefined || tooLong(line, max)) {
+      const why = line === undefined ? "could not be encoded (it is too large for JSON.stringify)" : `is ${Buffer.byteLength(line)} bytes, over the ${max}-byte limit (limits.maxReplyBytes)`;
+      outcome = Outcome.failure(HostReplyCode.CapabilityFailed, `the answer to ${JSON.stringify(record.name)} ${why}; it was not sent`);
+      line = replyLine(record.id, outcome)!;
+    }
+    record.outcome = outcome;
+    record.durationMs = this.now() - startedAt;
+    this.send(line);
+  }
+
+  private takeResult(outcome: Outcome): void {
+    this.outcome = outcome;
+    this.phase = "draining";
+    clearTimeout(this.runTimer);
+    this.dropPending("the guest sent its result");
+    try {
+      this.hooks.resultReceived?.();
+    } catch {
+      // A hook failing must not stop the session from ending.
+    }
+    if (this.hooks.closeGraceMs !== Infinity) this.graceTimer = setTimeout(() => this.finish(undefined), this.hooks.closeGraceMs);
+  }
+
+  private outputEnded(): void {
+    if (this.phase === "draining") {
+      this.finish(undefined);
+      return;
+    }
+    const written = this.sendError === undefined ? "" : `; writing to the guest had failed too (${describeError(this.sendError)})`;
+    if (this.phase === "hello") {
+      this.finish({ code: HostFailureCode.NoHello, message: `the guest's output ended before it said hello${written}` }, true);
+    } else {
+      this.finish({ code: HostFailureCode.NoResult, message: `the guest's output ended before it sent a result${written}` }, true);
+    }
+  }
+
+  private readFailed(error: unknown): void {
+    if (this.phase === "done") return;
+    const kind = error instanceof TransportError ? error.kind : "closed";
+    const reason = describeError(error);
+    if (kind === "oversized") {
+      this.finish({
+        code: HostFailureCode.FrameTooLarge,
+        message: `the guest wrote a frame over the ${this.settings.limits.maxFrameBytes}-byte limit (limits.maxFrameBytes); the run was stopped`,
+      });
+    } else if (kind === "malformed") {
+      this.violation(`the guest's output is not valid protocol 1 framing (${reason})`);
+    } else if (kind === "truncated") {
+      const after = this.phase === "draining" ? " after its result" : "";
+      this.finish({ code: HostFailureCode.ProtocolViolation, message: `the guest's output ended in the middle of a frame${after} (${reason})` }, true);
+    } else if (this.phase === "draining") {
+      this.finish(undefined);
+    } else {
+      const code = this.phase === "hello" ? HostFailureCode.NoHello : HostFailureCode.NoResult;
+      this.finish({ code, message: `reading the guest's output failed: ${reason}` }, true);
+    }
+  }
+
+  private violation(message: string): void {
+    this.finish({ code: HostFailureCode.ProtocolViolation, message });
+  }
+
+  private send(line: string): void {
+    this.callback("onFrame", () => this.settings.onFrame?.("host", line));
+    const noteFailure = (error: unknown) => {
+      this.sendError ??= error;
+    };
+    try {
+      this.wire.send(line).catch(noteFailure);
+    } catch (error) {
+      noteFailure(error);
+    }
+  }
+
+  /** Aborts the handlers still running; their calls get no reply. */
+  private dropPending(why: string): void {
+    for (const call of this.pending.values()) {
+      clearTimeout(call.timer);
+      call.record.durationMs = this.now() - call.startedAt;
+      call.controller.abort(new DOMException(`${why} before ${JSON.stringify(call.record.name)} was answered`, "AbortError"));
+    }
+    this.pending.clear();
+  }
+
+  private finish(failure: HostFailure | undefined, endOfStream = false): void {
+    if (this.phase === "done") return;
+    this.phase = "done";
+    clearTimeout(this.helloTimer);
+    clearTimeout(this.runTimer);
+    clearTimeout(this.graceTimer);
+    this.settings.signal?.removeEventListener("abort", this.onAbort);
+    this.dropPending("the run ended");
+    try {
+      this.hooks.release(failure);
+    } catch {
+      // Releasing is best effort.
+    }
+    // Keys in reading order: verdict first, then the details.
+    const report = {
+      ok: failure === undefined && this.outcome?.status === "success",
+      ...(this.outcome === undefined ? {} : { outcome: this.outcome }),
+      ...(failure === undefined ? {} : { failure }),
+      ...(this.hello === undefined ? {} : { hello: this.hello }),
+      logs: this.logs.list(),
+      droppedLogs: this.logs.dropped,
+      calls: this.calls,
+      droppedCalls: this.droppedCalls,
+      durationMs: this.now(),
+    } satisfies RunReport as RunReport;
+    this.resolve({ report, endOfStream: failure !== undefined && endOfStream });
+  }
+
+  /** Runs a user callback; a throw must not break the session, so it is reported once as a process warning. */
+  private callback(name: string, call: () => void): void {
+    try {
+      call();
+    } catch (error) {
+      if (this.callbackFailed.has(name)) return;
+      this.callbackFailed.add(name);
+      process.emitWarning(`options.${name} threw (${describeError(error)}); the run goes on and later errors from it are ignored`, "EarsHostWarning");
+    }
+  }
+}
+
+function replyLine(id: number, outcome: Outcome): string | undefined {
+  try {
+    return encodeFrame({ type: "reply", id, outcome: outcomeWire(outcome) });
+  } catch {
+    return undefined; // JSON.stringify throws RangeError on strings past V8's maximum length
+  }
+}
+
+/** Whether `line` is over `max` UTF-8 bytes, counting bytes only when the length alone cannot tell. */
+function tooLong(line: string, max: number): boolean {
+  if (line.length > max) return true;
+  if (line.length * 3 <= max) return false;
+  return Buffer.byteLength(line) > max;
+}
+
+/** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */
+function quote(line: string): string {
+  return line.length > 200 ? `${JSON.stringify(line.slice(0, 200))}… (${line.length} characters)` : JSON.stringify(line);
+}

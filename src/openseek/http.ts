@@ -19,6 +19,8 @@ export interface PostOptions {
   signal?: AbortSignal | undefined;
   /** Milliseconds for the whole exchange; `undefined` waits without a deadline (approval tools). */
   deadlineMs?: number | undefined;
+  /** Largest reply body accepted; default {@link MAX_REPLY_BYTES}. */
+  maxReplyBytes?: number;
 }
 
 const OUTCOME_UNKNOWN = "execution outcome may be unknown";
@@ -30,7 +32,7 @@ const OUTCOME_UNKNOWN = "execution outcome may be unknown";
  * outcome may be unknown. `mayHaveExecuted` is true once the connection was made.
  */
 export function postJson(service: HostService, handoff: Handoff, body: string, options: PostOptions = {}): Promise<unknown> {
-  const { signal, deadlineMs } = options;
+  const { signal, deadlineMs, maxReplyBytes = MAX_REPLY_BYTES } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise<unknown>((resolve, reject) => {
     const payload = Buffer.from(body, "utf8");
@@ -96,7 +98,7 @@ export function postJson(service: HostService, handoff: Handoff, body: string, o
       let size = 0;
       response.on("data", (chunk: Buffer) => {
         size += chunk.length;
-        if (size > MAX_REPLY_BYTES) fail(`host sent a reply over ${MAX_REPLY_BYTES} bytes`);
+        if (size > maxReplyBytes) fail(`host sent a reply over ${maxReplyBytes} bytes`);
         else chunks.push(chunk);
       });
       response.on("error", (error) => fail(`connection failed while reading the reply (${describeCause(error)})`, error));

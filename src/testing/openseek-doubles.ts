@@ -24,6 +24,8 @@ export interface RecordedHttpRequest {
   method: string;
   /** The request target, e.g. `/call`. */
   path: string;
+  /** Which connection carried it: 1 for the double's first connection, 2 for the next, ... */
+  connection: number;
   /** Header names are lower-cased (Node's parsing); `rawHeaders` keeps names and order as sent. */
   headers: IncomingHttpHeaders;
   /** Alternating names and values exactly as sent, so duplicates and case can be checked. */
@@ -53,7 +55,12 @@ export type OpenSeekReply =
   /** Never answers; the connection stays open until the client gives up or the double closes. */
   | { type: "hang" }
   /** Destroys the connection without answering. */
-  | { type: "drop"; delayMs?: number };
+  | { type: "drop"; delayMs?: number }
+  /**
+   * Sends HTTP 200 headers promising more bytes than `body`, then `body`, then hangs or drops the
+   * connection: a reply that never completes.
+   */
+  | { type: "partial"; body: string; then: "hang" | "drop"; delayMs?: number };
 
 /** Computes the reply for a recorded request (it may be async, e.g. to wait for a test's signal). */
 export type OpenSeekResponder = (request: RecordedHttpRequest) => OpenSeekReply | Promise<OpenSeekReply>;
@@ -107,6 +114,10 @@ export const hostReplies = {
   /** Closes the connection without answering (after `delayMs`, if given). */
   drop(delayMs?: number): OpenSeekReply {
     return delayMs === undefined ? { type: "drop" } : { type: "drop", delayMs };
+  },
+  /** The start of a reply (`body`), after which the double hangs or drops the connection. */
+  partial(body: string, then: "hang" | "drop" = "hang"): OpenSeekReply {
+    return { type: "partial", body, then };
   },
   /** `reply` sent after `delayMs` milliseconds. */
   delayed(delayMs: number, reply: OpenSeekReply): OpenSeekReply {
@@ -176,6 +187,8 @@ export async function startOpenSeekHost(options: OpenSeekHostOptions = {}): Prom
   const requests: RecordedHttpRequest[] = [];
   const queue: (OpenSeekReply | OpenSeekResponder)[] = [];
   const sockets = new Set<Socket>();
+  const connectionIds = new WeakMap<Socket, number>();
+  let connectionCount = 0;
   const timers = new Set<ReturnType<typeof setTimeout>>();
   let responder: OpenSeekResponder = options.respond ?? (() => hostReplies.status(500, "the host double has no reply for this request"));
 
@@ -201,6 +214,13 @@ export async function startOpenSeekHost(options: OpenSeekHostOptions = {}): Prom
             "Content-Length": body.length,
           });
           response.end(body);
+          return;
+        }
+        case "partial": {
+          const body = Buffer.from(reply.body, "utf8");
+          response.writeHead(200, { "Content-Type": "application/json", "Content-Length": body.length + 1024 });
+          response.write(body);
+          if (reply.then === "drop") response.socket?.destroy();
         }
       }
     };
@@ -227,6 +247,7 @@ export async function startOpenSeekHost(options: OpenSeekHostOptions = {}): Prom
     const recorded: RecordedHttpRequest = {
       method: message.method ?? "",
       path: message.url ?? "",
+      connection: connectionIds.get(message.socket) ?? 0,
       headers: message.headers,
       rawHeaders: message.rawHeaders,
       rawBody: text,
@@ -255,6 +276,7 @@ export async function startOpenSeekHost(options: OpenSeekHostOptions = {}): Prom
     message.on("end", () => void handle(message, response, Buffer.concat(chunks)));
   });
   server.on("connection", (socket) => {
+    connectionIds.set(socket, ++connectionCount);
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });

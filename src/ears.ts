@@ -24,6 +24,9 @@ interface Pending {
 
 const noop = () => {};
 
+/** The longest delay setTimeout honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * The guest's handle on the host, made by `serve` from the `invoke` frame. Calls outside the host's
  * allowlist are refused locally; tool failures are {@link Outcome} values; only a broken connection
@@ -110,7 +113,9 @@ export class Ears {
         if (timer !== undefined) clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
       };
-      if (timeoutMs !== undefined) {
+      // setTimeout fires after 1 ms for delays over 2^31-1 ms (about 24.8 days) or Infinity; such a
+      // timeout cannot run out while the process lives in practice, so it gets no timer at all.
+      if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
         timer = setTimeout(
           () => giveUp(new TimeoutError(`"${name}" got no reply within ${timeoutMs} ms; the request may still execute on the host`)),
           timeoutMs,

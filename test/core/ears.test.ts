@@ -1,0 +1,324 @@
+// The Ears handle over an in-memory pair: local failures never touch the wire, tool failures are values,
+// and only a broken connection raises TransportError.
+import { describe, expect, it } from "vitest";
+import { Ears } from "../../src/ears.js";
+import { TimeoutError, TransportError } from "../../src/errors.js";
+import { encodeFrame } from "../../src/frames.js";
+import { FailureCode, Outcome } from "../../src/outcome.js";
+import { serve } from "../../src/serve.js";
+import type { Wire } from "../../src/wire.js";
+import { createLinkedPair } from "../../src/wires/memory.js";
+import { resultOf, runGuest, startGuest } from "./memory-host.js";
+
+const ok = (content = "ok") => Outcome.success(content);
+
+describe("Ears.call refused locally", () => {
+  it("a name outside the allowlist returns CapabilityDenied and writes nothing", async () => {
+    const { frames } = await runGuest(async (ears) => ears.call("write", { path: "x" }), { allowed: ["read"] });
+    const outcome = resultOf(frames);
+    expect(outcome).toMatchObject({ status: "failure", code: FailureCode.CapabilityDenied });
+    expect(outcome.content).toMatch(/"write" is not allowed by the host \(allowed: "read"\); nothing was sent/);
+    expect(frames.map((f) => f.type)).toEqual(["result"]);
+  });
+
+  it("after close(), call returns ScopeClosed without touching the wire and log is ignored", async () => {
+    const { frames } = await runGuest(
+      async (ears) => {
+        ears.close();
+        await ears.log("dropped");
+        return ears.call("read");
+      },
+      { allowed: ["read"], answer: () => ok() },
+    );
+    expect(resultOf(frames)).toMatchObject({ status: "failure", code: FailureCode.ScopeClosed });
+    expect(frames.map((f) => f.type)).toEqual(["result"]);
+  });
+
+  it("after the run ended, a kept handle returns ScopeClosed and its logs are ignored", async () => {
+    let kept: Ears | undefined;
+    const { frames, report } = await runGuest(
+      (ears) => {
+        kept = ears;
+      },
+      { allowed: ["read"] },
+    );
+    expect(report.status).toBe("completed");
+    expect(await kept!.call("read")).toMatchObject({ status: "failure", code: FailureCode.ScopeClosed });
+    await expect(kept!.log("late")).resolves.toBeUndefined();
+    expect(frames.map((f) => f.type)).toEqual(["result"]);
+  });
+
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  it.each<[string, unknown, RegExp]>([
+    ["a BigInt", { n: 1n }, /\$\.n is a BigInt/],
+    ["a cycle", cycle, /\$\.self refers back/],
+    ["NaN", { x: Number.NaN }, /\$\.x is NaN/],
+    ["a function", [() => 1], /\$\[0\] is a function/],
+    ["undefined in an array", [1, undefined], /\$\[1\] is undefined/],
+  ])("arguments holding %s return InvalidArguments without touching the wire", async (_name, args, reason) => {
+    const { frames } = await runGuest(async (ears) => ears.call("read", args), { allowed: ["read"], answer: () => ok() });
+    const outcome = resultOf(frames);
+    expect(outcome).toMatchObject({ status: "failure", code: FailureCode.InvalidArguments });
+    expect(outcome.content).toMatch(reason);
+    expect(outcome.content).toMatch(/nothing was sent/);
+    expect(frames.map((f) => f.type)).toEqual(["result"]);
+  });
+
+  it.each([0, -1, Number.NaN, "5"])("timeoutMs %s is a RangeError and nothing is sent", async (timeoutMs) => {
+    const { frames } = await runGuest(
+      async (ears) => {
+        await expect(ears.call("read", null, { timeoutMs: timeoutMs as number })).rejects.toThrow(RangeError);
+      },
+      { allowed: ["read"] },
+    );
+    expect(frames).toEqual([{ type: "result", outcome: Outcome.success() }]);
+  });
+});
+
+describe("Ears.call on the wire", () => {
+  it("sends a request with sequential ids, undefined arguments as null, and resolves with the host's outcome as a value", async () => {
+    const failure = Outcome.failure("NotFound", "no such file", { path: "x" });
+    const { frames, requests } = await runGuest(
+      async (ears) => {
+        expect(await ears.call("read")).toEqual(failure);
+        expect(await ears.call("read", { path: "y" })).toEqual(ok("y"));
+        return "done";
+      },
+      { allowed: ["read"], answer: (r) => (r.id === 1 ? failure : ok("y")) },
+    );
+    expect(requests).toEqual([
+      { type: "request", id: 1, name: "read", arguments: null },
+      { type: "request", id: 2, name: "read", arguments: { path: "y" } },
+    ]);
+    expect(resultOf(frames)).toEqual(Outcome.success("", "done"));
+  });
+
+  it("correlates out-of-order replies to the right calls", async () => {
+    const guest = startGuest(async (ears) => Promise.all([1, 2, 3].map((n) => ears.call("read", n))).then((all) => all.map((o) => o.content)));
+    await guest.invoke(["read"]);
+    const requests = [await guest.expect("request"), await guest.expect("request"), await guest.expect("request")];
+    for (const r of [requests[2]!, requests[0]!, requests[1]!]) await guest.reply(r.id, ok(`answer ${String(r.arguments)}`));
+    expect(resultOf(await guest.rest())).toEqual(Outcome.success("", ["answer 1", "answer 2", "answer 3"]));
+  });
+
+  it("aborting the signal rejects with the signal's reason; the late reply is dropped quietly", async () => {
+    const reason = new Error("user gave up");
+    const controller = new AbortController();
+    const guest = startGuest(async (ears) => {
+      const first = ears.call("read", 1, { signal: controller.signal });
+      await ears.log("sent");
+      await expect(first).rejects.toBe(reason);
+      return (await ears.call("read", 2)).content;
+    });
+    await guest.invoke(["read"]);
+    const first = await guest.expect("request");
+    await guest.expect("log");
+    controller.abort(reason);
+    const second = await guest.expect("request");
+    await guest.reply(first.id, ok("late"));
+    await guest.reply(second.id, ok("second"));
+    expect(resultOf(await guest.rest())).toEqual(Outcome.success("", "second"));
+    expect((await guest.report).status).toBe("completed");
+  });
+
+  it("an already aborted signal rejects with its reason and sends nothing", async () => {
+    const { frames } = await runGuest(
+      async (ears) => {
+        await expect(ears.call("read", null, { signal: AbortSignal.abort("stop") })).rejects.toBe("stop");
+      },
+      { allowed: ["read"] },
+    );
+    expect(frames).toEqual([{ type: "result", outcome: Outcome.success() }]);
+  });
+
+  it("timeoutMs rejects with a TimeoutError; the late reply is dropped quietly and the session goes on", async () => {
+    const guest = startGuest(async (ears) => {
+      const error = await ears.call("read", 1, { timeoutMs: 1 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TimeoutError);
+      expect((error as Error).message).toMatch(/"read" got no reply within 1 ms; the request may still execute/);
+      await ears.log("timed out");
+      return (await ears.call("read", 2)).content;
+    });
+    await guest.invoke(["read"]);
+    const first = await guest.expect("request");
+    await guest.expect("log"); // the timeout has fired
+    await guest.reply(first.id, ok("late"));
+    const second = await guest.expect("request");
+    await guest.reply(second.id, ok("second"));
+    expect(resultOf(await guest.rest())).toEqual(Outcome.success("", "second"));
+  });
+
+  it.each([2 ** 31, 2 ** 40, Infinity])("a timeoutMs of %s does not fire before a reply that comes later", async (timeoutMs) => {
+    const guest = startGuest(async (ears) => (await ears.call("read", null, { timeoutMs })).content);
+    await guest.invoke(["read"]);
+    const request = await guest.expect("request");
+    // A timer the runtime mis-set to 1 ms would fire before this one.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await guest.reply(request.id, ok("in time"));
+    expect(resultOf(await guest.rest())).toEqual(Outcome.success("", "in time"));
+  });
+
+  it("a reply to an unknown id breaks the session with a TransportError saying the request may already have executed", async () => {
+    const guest = startGuest(async (ears) => {
+      const error = await ears.call("read").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TransportError);
+      expect(error).toMatchObject({ kind: "unknown-reply", mayHaveExecuted: true });
+      expect((error as Error).message).toMatch(/replied to request id 99, which is unknown or already answered.*may already have executed/);
+      // Later calls reject without being sent.
+      const later = await ears.call("read").catch((e: unknown) => e);
+      expect(later).toMatchObject({ kind: "unknown-reply", mayHaveExecuted: false });
+      expect((later as Error).message).toMatch(/was not sent/);
+      return "handled";
+    });
+    await guest.invoke(["read"]);
+    await guest.expect("request");
+    await guest.reply(99, ok());
+    const rest = await guest.rest();
+    expect(rest.map((f) => f.type)).toEqual(["result"]);
+    expect(resultOf(rest)).toEqual(Outcome.success("", "handled"));
+  });
+
+  it("a second reply to an answered id rejects the waiting call as unknown-reply", async () => {
+    const guest = startGuest(async (ears) => {
+      await ears.call("read", 1);
+      await ears.call("read", 2);
+    });
+    await guest.invoke(["read"]);
+    const first = await guest.expect("request");
+    await guest.reply(first.id, ok());
+    await guest.expect("request");
+    await guest.reply(first.id, ok());
+    const outcome = resultOf(await guest.rest());
+    expect(outcome).toMatchObject({ status: "failure", code: FailureCode.GuestFailed });
+    expect(outcome.content).toMatch(/request id 1, which is unknown or already answered.*"read"; the request may already have executed/);
+  });
+
+  it("a frame other than a reply during the run is a protocol violation for the waiting call", async () => {
+    const guest = startGuest(async (ears) => ears.call("read"));
+    await guest.invoke(["read"]);
+    await guest.expect("request");
+    await guest.send({ type: "invoke", protocol: 1, allowed: [], input: null });
+    const outcome = resultOf(await guest.rest());
+    expect(outcome).toMatchObject({ code: FailureCode.GuestFailed });
+    expect(outcome.content).toMatch(/sent a "invoke" frame during the run; only replies are expected/);
+  });
+
+  it("a malformed frame during the run rejects the waiting call as malformed", async () => {
+    const guest = startGuest(async (ears) => ears.call("read").catch((e: TransportError) => `${e.kind}: ${e.message}`));
+    await guest.invoke(["read"]);
+    await guest.expect("request");
+    await guest.sendLine('{"type":"reply","id":1}');
+    const outcome = resultOf(await guest.rest());
+    expect(outcome.structured).toMatch(/^malformed: the host sent a malformed frame \(reply.outcome: an outcome must be an object/);
+  });
+});
+
+describe("end of stream and write failures", () => {
+  it("EOF alone does not abort the run: a host may write the invoke and close its end", async () => {
+    const guest = startGuest(async (ears, input) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await ears.log("still running");
+      return { echo: input };
+    });
+    await guest.invoke([], "hi");
+    guest.host.end();
+    const frames = await guest.rest();
+    expect(frames).toEqual([
+      { type: "log", level: "info", content: "still running" },
+      { type: "result", outcome: Outcome.success("", { echo: "hi" }) },
+    ]);
+  });
+
+  it("EOF while a call waits rejects it with a TransportError; a call after EOF rejects without writing", async () => {
+    const guest = startGuest(async (ears) => {
+      const waiting = await ears.call("read", 1).catch((e: unknown) => e);
+      expect(waiting).toBeInstanceOf(TransportError);
+      expect(waiting).toMatchObject({ kind: "closed", mayHaveExecuted: true });
+      expect((waiting as Error).message).toBe('the host closed the connection before replying to "read"; the request may already have executed');
+      const after = await ears.call("read", 2).catch((e: unknown) => e);
+      expect(after).toMatchObject({ kind: "closed", mayHaveExecuted: false });
+      expect((after as Error).message).toMatch(/"read" was not sent/);
+      return "survived";
+    });
+    await guest.invoke(["read"]);
+    await guest.expect("request");
+    guest.host.end();
+    const rest = await guest.rest();
+    expect(rest.map((f) => f.type)).toEqual(["result"]);
+    expect(resultOf(rest)).toEqual(Outcome.success("", "survived"));
+  });
+
+  it("a write failure (EPIPE) rejects the call, silences logs, and the session ends broken", async () => {
+    const [guestEnd, hostEnd] = createLinkedPair();
+    let writable = true;
+    // A user-written wire whose writes start failing the way a closed pipe does.
+    const wire: Wire = {
+      send: (frame) => (writable ? guestEnd.send(frame) : Promise.reject(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }))),
+      receive: () => guestEnd.receive(),
+    };
+    let seen: unknown;
+    let logged: unknown = "pending";
+    const report = serve({
+      wire,
+      run: async (ears) => {
+        seen = await ears.call("read").catch((e: unknown) => e);
+        logged = await ears.log("ignored");
+      },
+    });
+    await hostEnd.receive(); // hello
+    writable = false;
+    await hostEnd.send(encodeFrame({ type: "invoke", protocol: 1, allowed: ["read"], input: null }));
+    expect(await report).toMatchObject({ status: "broken", error: { kind: "write-failed" }, outcome: { status: "success" } });
+    expect(seen).toBeInstanceOf(TransportError);
+    expect(seen).toMatchObject({ kind: "write-failed", mayHaveExecuted: true });
+    expect((seen as Error).message).toMatch(/writing to the host failed: write EPIPE.*"read"; the request may already have executed/);
+    expect(logged).toBeUndefined();
+  });
+
+  it("calls the program never awaited resolve to ScopeClosed, with a warning logged before the result", async () => {
+    let forgotten: Promise<Outcome> | undefined;
+    const { frames } = await runGuest(
+      (ears) => {
+        forgotten = ears.call("read");
+        return "returned early";
+      },
+      { allowed: ["read"] },
+    );
+    expect(frames.map((f) => f.type)).toEqual(["request", "log", "result"]);
+    expect(frames[1]).toEqual({ type: "log", level: "warn", content: "1 call was still waiting for a reply when the program returned; await every call" });
+    expect(await forgotten).toMatchObject({ status: "failure", code: FailureCode.ScopeClosed });
+  });
+});
+
+describe("Ears.log and allowed", () => {
+  it("log defaults to info, keeps any level, and goes out in call order with requests", async () => {
+    const { frames } = await runGuest(
+      async (ears) => {
+        void ears.log("a");
+        const call = ears.call("read");
+        void ears.log("b", "debug");
+        void ears.log("c", "custom-level");
+        await call;
+      },
+      { allowed: ["read"], answer: () => ok() },
+    );
+    expect(frames.slice(0, 4)).toEqual([
+      { type: "log", level: "info", content: "a" },
+      { type: "request", id: 1, name: "read", arguments: null },
+      { type: "log", level: "debug", content: "b" },
+      { type: "log", level: "custom-level", content: "c" },
+    ]);
+  });
+
+  it("allowed is the host's list, in its order, read-only", async () => {
+    const { frames } = await runGuest(
+      (ears) => {
+        expect(ears.allowed).toEqual(["write", "read"]);
+        expect(Object.isFrozen(ears.allowed)).toBe(true);
+      },
+      { allowed: ["write", "read"] },
+    );
+    expect(resultOf(frames)).toEqual(Outcome.success());
+  });
+});

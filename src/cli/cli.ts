@@ -1,0 +1,51 @@
+/** The `ears` command: dispatches to `run` and `replay`, prints help and version, maps errors to exit statuses. */
+import { describeError } from "../errors.js";
+import { SDK } from "../version.js";
+import { MAIN_HELP } from "./help.js";
+import { replayCommand } from "./replay-command.js";
+import { ExitStatus, type CliIo } from "./report-output.js";
+import { runCommand } from "./run-command.js";
+import { UsageError } from "./usage.js";
+
+/** The package version, as `ears --version` prints it. */
+export const VERSION = SDK.slice(SDK.lastIndexOf("@") + 1);
+
+/**
+ * Runs `ears` with `argv` (without the node and script paths) and resolves with the exit status; never
+ * rejects. Usage errors print `ears: <message>` on stderr and give 64.
+ */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const [first, ...rest] = argv;
+  try {
+    switch (first) {
+      case "run":
+        return await runCommand(rest, io);
+      case "replay":
+        return await replayCommand(rest, io);
+      case "--help":
+      case "-h":
+      case "help":
+        io.stdout.write(MAIN_HELP);
+        return ExitStatus.Success;
+      case "--version":
+      case "-V":
+        io.stdout.write(`${VERSION}\n`);
+        return ExitStatus.Success;
+      case undefined:
+        throw new UsageError("ears: no command; use ears run or ears replay (see ears --help)");
+      default:
+        throw new UsageError(
+          first.startsWith("-")
+            ? `ears: unknown option ${first}; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)`
+            : `ears: unknown command ${JSON.stringify(first)}; the commands are run and replay (see ears --help)`,
+        );
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`${error.message.startsWith("ears") ? "" : "ears: "}${error.message}\n`);
+      return ExitStatus.Usage;
+    }
+    io.stderr.write(`ears: internal error: ${error instanceof Error && error.stack ? error.stack : describeError(error)}\n`);
+    return ExitStatus.SessionError;
+  }
+}

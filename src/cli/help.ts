@@ -1,0 +1,110 @@
+/** The help texts of `ears`: complete enough to use the CLI without the docs. */
+
+const EXIT_STATUS = `Exit status:
+  0   the guest's result is a success (replay: the guest did what the recording says)
+  1   the guest's result is a failure outcome (replay: the guest diverged from the recording)
+  2   the session broke: protocol error, crash, no result, timeout, the command could not start,
+      interrupted (Ctrl-C), or the transcript could not be written
+  64  usage error: unknown option, bad --input, missing command, unreadable file`;
+
+/** `ears --help`. */
+export const MAIN_HELP = `ears - run, record and replay @posoco/ears guest programs (protocol 1 over stdio)
+
+Usage:
+  ears run [options] -- <command> [args...]
+      Run a guest program as a child process under a local host.
+  ears replay <transcript.ndjson> [options] -- <command> [args...]
+      Replay a recorded session against a guest and report the first divergence.
+  ears --help, ears <command> --help
+  ears --version
+
+A guest is a program that calls serve() from @posoco/ears. The host sends it an input and the names
+of the capabilities it may call, answers its calls, streams its logs to stderr, and prints its result.
+
+${EXIT_STATUS}
+
+Examples:
+  ears run --allow read,list -- node fixtures/guests/demo.mjs
+  ears run --allow read --record run.ndjson -- node guest.mjs
+  ears replay run.ndjson -- node guest.mjs
+
+Run "ears run --help" or "ears replay --help" for the options.
+`;
+
+/** `ears run --help`. */
+export const RUN_HELP = `Usage: ears run [options] -- <command> [args...]
+
+Starts <command> (no shell) as a guest child process, speaks protocol 1 with it over its stdin and
+stdout, answers its capability calls, streams its logs to stderr as "[level] content" while it runs,
+and prints its result at the end: the content, then the structured value as pretty JSON (stdout).
+
+Options:
+  --allow <names>           Capabilities the guest may call, comma-separated; repeatable.
+                            Default: none (every call is answered CapabilityDenied).
+  --input <json>|@<file>    The guest's input: JSON text, or @file to read JSON from a file.
+                            Default: null.
+  --capabilities <module>   A JavaScript module of capability handlers: named function exports,
+                            or a default export object of name -> handler. A handler gets
+                            (args, { name, id, signal }) and returns an Outcome, a string, or JSON.
+                            Merged over the built-ins (a module's "read" replaces the built-in).
+  --root <dir>              The directory the built-in read and list are confined to.
+                            Default: the working directory.
+  --record <file>           Write every frame, both directions, to an NDJSON transcript
+                            ({"from":"guest"|"host","frame":{...}} a line), for "ears replay".
+  --timeout <seconds>       Deadline for the whole run; past it the guest is stopped (exit 2).
+                            Default: none.
+  --call-timeout <seconds>  Deadline for each capability call; a late call is answered with a
+                            CallTimedOut failure. Default: 120.
+  --json                    Print the whole run report (outcome, failure, logs, calls, exit,
+                            stderr tail) as one JSON line on stdout instead of the result.
+  --quiet                   Do not stream logs or write notes to stderr (errors still appear).
+  -h, --help                Show this help.
+
+Built-in capabilities (allow them with --allow):
+  read  {"path": "notes/a.txt"}  the UTF-8 text of a file under the root
+  list  {"path": "notes"}        the entries of a directory under the root ({} or null: the root);
+                                 content: one name a line, directories ending in "/";
+                                 structured: [{"name": ..., "type": "file"|"directory"|"symlink"|"other"}]
+  Paths are relative to the root. Absolute paths, ".." leading out of the root and symbolic links
+  resolving outside it are refused with a PathOutsideRoot failure; other failures: NotFound,
+  NotAFile, NotADirectory, NotUtf8, FileTooLarge (over 16 MiB), InvalidArguments, FileSystemError.
+
+${EXIT_STATUS}
+
+Examples:
+  ears run --allow read,list -- node fixtures/guests/demo.mjs
+  ears run --allow read --input '{"path":"README.md"}' --root docs -- node guest.mjs
+  ears run --capabilities ./caps.mjs --allow search --input @input.json --json -- node guest.mjs
+  ears run --allow read --record run.ndjson --timeout 30 -- node guest.mjs
+`;
+
+/** `ears replay --help`. */
+export const REPLAY_HELP = `Usage: ears replay <transcript.ndjson> [options] -- <command> [args...]
+
+Replays a transcript written by "ears run --record" (or recordTo() in @posoco/ears/testing) against
+<command>: sends the recorded invoke (same allowed names and input), checks every request the guest
+makes against the recording (name and arguments, in order), answers it with the recorded reply, and
+compares the guest's result with the recorded one. The replay stops at the first divergence and says
+where, e.g.: request #3: expected read {"path":"a"} but the guest sent read {"path":"b"}.
+Logs are streamed but not compared. On a match the result is printed as "ears run" prints it.
+
+Options:
+  --record <file>           Also record the replayed session to a new transcript.
+  --timeout <seconds>       Deadline for the whole replay. Default: none.
+  --call-timeout <seconds>  Deadline for each call. Default: 120.
+  --json                    Print {"ok", "divergence", "matchedRequests", "recordedRequests",
+                            "report"} as one JSON line on stdout instead of the result.
+  --quiet                   Do not stream logs or write notes to stderr (errors still appear).
+  -h, --help                Show this help.
+
+Exit status:
+  0   the guest made the recorded requests and returned the recorded result
+  1   the guest diverged from the recording (the divergence is printed on stderr)
+  2   the session broke in a way the recording does not show (crash, timeout, protocol error,
+      the command could not start, interrupted), or the transcript could not be written
+  64  usage error, or the transcript cannot be read or is not a recording (the line is named)
+
+Examples:
+  ears run --allow read --record run.ndjson -- node guest.mjs
+  ears replay run.ndjson -- node guest.mjs
+`;

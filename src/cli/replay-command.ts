@@ -1,0 +1,58 @@
+/** `ears replay <transcript.ndjson> [options] -- <command> [args...]`: replay a recording against a guest. */
+import { resolve } from "node:path";
+import { describeError } from "../errors.js";
+import { recordingOf, replay, RecordingError, type Recording } from "../testing/replay.js";
+import { readTranscript, TranscriptError } from "../testing/transcript.js";
+import { REPLAY_HELP } from "./help.js";
+import { ExitStatus, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import { finishRecording, guestCommand, limitsOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
+import { parseCommandLine, UsageError } from "./usage.js";
+
+/** Runs `ears replay` with `argv` (the words after "replay"); resolves with the exit status. Throws {@link UsageError}. */
+export async function replayCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals, command } = parseCommandLine("replay", argv, SESSION_OPTIONS);
+  if (values.help) {
+    io.stdout.write(REPLAY_HELP);
+    return ExitStatus.Success;
+  }
+  const [transcript, ...extra] = positionals;
+  if (transcript === undefined) {
+    throw new UsageError("ears replay: no transcript; e.g. ears replay run.ndjson -- node guest.mjs (see ears replay --help)");
+  }
+  const guest = guestCommand("replay", extra, command);
+  const limits = limitsOf(values);
+  const recording = await loadRecording(resolve(io.cwd, transcript), transcript);
+  const recorder = startRecording(values.record, io.cwd);
+  const replayed = await replay(
+    recording,
+    { command: guest[0]!, args: guest.slice(1), cwd: io.cwd },
+    { limits, onLog: values.quiet ? undefined : logPrinter(io.stderr), onFrame: recorder?.onFrame, signal: io.signal },
+  );
+  const recorded = await finishRecording(recorder, io);
+  const { report } = replayed;
+  if (values.json) io.stdout.write(`${JSON.stringify(replayed)}\n`);
+  else if (replayed.ok && report.outcome !== undefined) printOutcome(report.outcome, io.stdout);
+  if (replayed.ok) {
+    if (!values.quiet) {
+      const requests = replayed.recordedRequests === 1 ? "1 request" : `${replayed.recordedRequests} requests`;
+      io.stderr.write(`ears: the guest matched the recording (${requests} and the result)\n`);
+    }
+  } else {
+    io.stderr.write(`ears: the guest diverged from the recording: ${replayed.divergence}\n`);
+  }
+  // The replay's own stop shows up as an Aborted failure; that is the divergence, already reported.
+  printNotes(replayed.stopped ? { ...report, failure: undefined } : report, io.stderr, values.quiet ?? false);
+  if (!recorded) return ExitStatus.SessionError;
+  if (replayed.ok) return ExitStatus.Success;
+  return report.failure !== undefined && !replayed.stopped ? ExitStatus.SessionError : ExitStatus.GuestFailure;
+}
+
+async function loadRecording(path: string, shown: string): Promise<Recording> {
+  try {
+    return recordingOf(await readTranscript(path));
+  } catch (error) {
+    if (error instanceof TranscriptError) throw new UsageError(error.message);
+    if (error instanceof RecordingError) throw new UsageError(`${shown} cannot be replayed: ${error.message}`);
+    throw new UsageError(`cannot read transcript ${shown}: ${describeError(error)}`);
+  }
+}

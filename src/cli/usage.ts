@@ -1,0 +1,143 @@
+/**
+ * Command-line parsing for `ears`: node:util parseArgs in strict mode, the guest command after `--`,
+ * and usage errors that say what was wrong and where to look (exit status 64).
+ */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { describeError } from "../errors.js";
+import { jsonProblem, type Json } from "../json.js";
+
+/** A mistake in how `ears` was called. Printed as `ears: <message>` with exit status 64. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
+
+/** What {@link parseCommandLine} found. */
+export interface CommandLine<Values> {
+  values: Values;
+  /** Words before `--` that are not options (e.g. the transcript path of `ears replay`). */
+  positionals: string[];
+  /** The guest command and its arguments: everything after the first `--`, untouched. */
+  command: string[];
+  /** Whether a `--` was present at all. */
+  sawSeparator: boolean;
+}
+
+/**
+ * Parses `argv` (without the subcommand) for `command`. Everything after the first `--` belongs to the
+ * guest and is never parsed as an option. Throws {@link UsageError} for unknown options (with the
+ * closest known one as a hint), missing values, and values given to flags.
+ */
+export function parseCommandLine<const Spec extends OptionSpec>(
+  command: string,
+  argv: readonly string[],
+  options: Spec,
+): CommandLine<ReturnType<typeof parseArgs<{ options: Spec; allowPositionals: true; strict: true }>>["values"]> {
+  const separator = argv.indexOf("--");
+  const ours = separator < 0 ? argv : argv.slice(0, separator);
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...ours], options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(explainParseError(command, error, options, ours));
+  }
+  return {
+    values: parsed.values as never,
+    positionals: parsed.positionals,
+    command: separator < 0 ? [] : argv.slice(separator + 1),
+    sawSeparator: separator >= 0,
+  };
+}
+
+function explainParseError(command: string, error: unknown, options: OptionSpec, argv: readonly string[]): string {
+  const code = (error as { code?: string }).code;
+  const help = `see ears ${command} --help`;
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    const given = /'([^']+)'/.exec((error as Error).message)?.[1] ?? argv.find((a) => a.startsWith("-")) ?? "";
+    const name = given.replace(/^-+/, "").split("=")[0]!;
+    const hint = closest(name, Object.keys(options));
+    return `ears ${command}: unknown option ${given}${hint === undefined ? "" : ` (did you mean --${hint}?)`}; ${help}`;
+  }
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+    return `ears ${command}: ${(error as Error).message.replace(/\.$/, "")}; ${help}`;
+  }
+  return `ears ${command}: ${describeError(error)}; ${help}`;
+}
+
+/** The known name nearest to `name` by edit distance, when it is near enough to be a likely typo. */
+function closest(name: string, known: string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const distance = editDistance(name, candidate);
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return bestDistance <= Math.max(2, Math.floor(name.length / 3)) || (best !== undefined && best.startsWith(name) && name.length >= 2)
+    ? best
+    : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** `--allow a,b --allow c` -> ["a", "b", "c"]: trimmed, empty items dropped, duplicates removed. */
+export function parseNameList(values: readonly string[] | undefined): string[] {
+  const names = (values ?? []).flatMap((v) => v.split(",")).map((n) => n.trim()).filter((n) => n !== "");
+  return [...new Set(names)];
+}
+
+/** `--timeout 1.5` -> 1500 (ms). Throws {@link UsageError} for anything but a positive, finite number of seconds. */
+export function parseSeconds(option: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const seconds = /^\s*\d*\.?\d+(e[+-]?\d+)?\s*$/i.test(text) ? Number(text) : NaN;
+  if (!(Number.isFinite(seconds) && seconds > 0)) {
+    throw new UsageError(`--${option} takes a positive number of seconds (e.g. --${option} 30), got ${JSON.stringify(text)}`);
+  }
+  return Math.max(1, Math.round(seconds * 1000));
+}
+
+/**
+ * `--input`: JSON text, or `@path` to read the JSON from a file (relative to `cwd`). Throws
+ * {@link UsageError} for unreadable files, text that is not JSON, and numbers JSON cannot keep (1e999).
+ */
+export function parseInput(text: string | undefined, cwd: string): Json {
+  if (text === undefined) return null;
+  let source = "--input";
+  let json = text;
+  if (text.startsWith("@")) {
+    const path = text.slice(1);
+    if (path === "") throw new UsageError("--input @ needs a file name, e.g. --input @input.json");
+    source = `--input file ${path}`;
+    try {
+      json = readFileSync(resolve(cwd, path), "utf8");
+    } catch (error) {
+      throw new UsageError(`cannot read ${source}: ${describeError(error)}`);
+    }
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new UsageError(
+      `${source} is not valid JSON (${describeError(error)}); pass JSON text such as --input '{"n":1}' (quote it for the shell), or --input @file.json`,
+    );
+  }
+  const problem = jsonProblem(value);
+  if (problem !== undefined) throw new UsageError(`${source} cannot be sent unchanged: ${problem.replace(/^\$/, "input")}`);
+  return value as Json;
+}

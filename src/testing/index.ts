@@ -1,0 +1,31 @@
+/**
+ * @posoco/ears/testing: run guests in-process against scripted capabilities, record and replay
+ * transcripts, fast-check arbitraries for frames and sessions, and OpenSeek host doubles.
+ */
+export { testGuest, type GuestTestReport } from "./run-in-process.js";
+export {
+  recordTo,
+  readTranscript,
+  formatTranscriptEntry,
+  transcriptLine,
+  transcriptEntry,
+  TranscriptError,
+  type Direction,
+  type Recorder,
+  type ReadTranscriptOptions,
+  type TranscriptEntry,
+} from "./transcript.js";
+export {
+  replay,
+  replayHost,
+  recordingOf,
+  RecordingError,
+  REPLAY_DIVERGED,
+  type Recording,
+  type RecordedExchange,
+  type ReplayOptions,
+  type ReplayReport,
+  type ReplayTarget,
+} from "./replay.js";
+export * from "./arbitraries.js";
+export * from "./openseek-doubles.js";

@@ -1,0 +1,280 @@
+/**
+ * Replay: a host double built from a recorded transcript. It sends the recorded invoke, checks each
+ * request of the guest against the recording (name and arguments, in order), answers with the recorded
+ * reply, and compares the final result. The host engine does all frame handling (runHost / runGuest);
+ * the replay is only a set of capabilities plus checks on the frames the engine sees.
+ */
+import { runGuest } from "../host/index.js";
+import type { Capabilities, GuestCommand, HostLimits, HostOptions, LogEntry, RunReport } from "../host/index.js";
+import { validateFrame, type HelloFrame, type InvokeFrame, type RequestFrame } from "../frames.js";
+import type { Json } from "../json.js";
+import { Outcome } from "../outcome.js";
+import type { GuestProgram } from "../serve.js";
+import { testGuest } from "./run-in-process.js";
+import { readTranscript, type Direction, type TranscriptEntry } from "./transcript.js";
+
+/** One recorded request and the reply the host gave it (absent when the session ended first). */
+export interface RecordedExchange {
+  request: RequestFrame;
+  reply?: Outcome;
+}
+
+/** The parts of a transcript a replay needs. */
+export interface Recording {
+  hello?: HelloFrame;
+  invoke: InvokeFrame;
+  /** The guest's requests in the order it sent them. */
+  exchanges: RecordedExchange[];
+  /** The guest's result; absent when the recorded session broke before it. */
+  result?: Outcome;
+}
+
+/** A transcript that cannot be replayed (no invoke, a malformed host frame, a reply to an unknown id). */
+export class RecordingError extends Error {
+  override name = "RecordingError";
+}
+
+/** Failure code of the reply a replay sends once the guest has diverged (the run is being stopped). */
+export const REPLAY_DIVERGED = "ReplayDiverged";
+
+/**
+ * Extracts the recording from transcript entries. Host entries must be valid frames (the host wrote
+ * them); guest entries that are not valid frames are skipped, since they are where a recorded session
+ * broke. Throws {@link RecordingError} naming the entry (1-based) when the transcript cannot be replayed.
+ */
+export function recordingOf(entries: readonly TranscriptEntry[]): Recording {
+  let hello: HelloFrame | undefined;
+  let invoke: InvokeFrame | undefined;
+  let result: Outcome | undefined;
+  const exchanges: RecordedExchange[] = [];
+  const unanswered = new Map<number, RecordedExchange>();
+  entries.forEach((entry, index) => {
+    const at = `entry ${index + 1} (from ${entry.from})`;
+    if (!("frame" in entry)) {
+      if (entry.from === "host") throw new RecordingError(`${at} is not a frame; a host never writes that`);
+      return;
+    }
+    const frame = validateFrame(entry.frame);
+    if (typeof frame === "string") {
+      if (entry.from === "host") throw new RecordingError(`${at} is not a valid frame: ${frame}`);
+      return;
+    }
+    if (entry.from === "host") {
+      if (frame.type === "invoke") {
+        if (invoke !== undefined) throw new RecordingError(`${at} is a second invoke; a session has one`);
+        invoke = frame;
+      } else if (frame.type === "reply") {
+        const exchange = unanswered.get(frame.id);
+        if (exchange === undefined) throw new RecordingError(`${at} replies to request id ${frame.id}, which the guest did not send before it`);
+        unanswered.delete(frame.id);
+        exchange.reply = frame.outcome;
+      } else {
+        throw new RecordingError(`${at} is a ${frame.type} frame, which only a guest sends`);
+      }
+      return;
+    }
+    if (frame.type === "hello") hello ??= frame;
+    else if (frame.type === "request") {
+      const exchange = { request: frame };
+      exchanges.push(exchange);
+      unanswered.set(frame.id, exchange);
+    } else if (frame.type === "result") result ??= frame.outcome;
+  });
+  if (invoke === undefined) {
+    throw new RecordingError("the transcript has no invoke frame from the host, so it is not the recording of a session");
+  }
+  return { hello, invoke, exchanges, result };
+}
+
+/** What a replay found. */
+export interface ReplayReport<Report extends RunReport = RunReport> {
+  /** The guest made the recorded requests, in order, and returned the recorded result. */
+  ok: boolean;
+  /** The first difference from the recording, e.g. `request #3: expected read {"path":"a"} but the guest sent read {"path":"b"}`. */
+  divergence?: string;
+  /**
+   * True when the replay itself stopped the run at the divergence (the report's failure is then
+   * `Aborted`); false when the run ended on its own and the difference was found afterwards.
+   */
+  stopped: boolean;
+  /** Requests that matched the recording before the first divergence. */
+  matchedRequests: number;
+  /** Requests in the recording. */
+  recordedRequests: number;
+  /** The replayed run's own report (the host engine's view). */
+  report: Report;
+}
+
+/** What to replay against: a guest program in this process, or a command run as a child process. */
+export type ReplayTarget = { run: GuestProgram } | Pick<GuestCommand, "command" | "args" | "cwd" | "env" | "killGraceMs">;
+
+/** Options for {@link replay}. */
+export interface ReplayOptions {
+  limits?: HostLimits;
+  onLog?: (log: LogEntry) => void;
+  /** Sees every frame of the replayed run (e.g. `recordTo(path).onFrame`, to record the replay itself). */
+  onFrame?: (direction: Direction, line: string) => void;
+  /** Aborting it ends the replay (the run's failure is then `Aborted`). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Replays a recording (a transcript file path, its entries, or a {@link Recording}) against a guest.
+ * Stops at the first divergence; never rejects for anything the guest does. Rejects with a
+ * {@link TranscriptError} or {@link RecordingError} when the recording cannot be read or replayed.
+ *
+ * ```ts
+ * const replayed = await replay("run.ndjson", { command: "node", args: ["guest.mjs"] });
+ * if (!replayed.ok) console.error(replayed.divergence);
+ * ```
+ */
+export async function replay(
+  recording: string | readonly TranscriptEntry[] | Recording,
+  target: ReplayTarget,
+  options: ReplayOptions = {},
+): Promise<ReplayReport> {
+  const recorded =
+    typeof recording === "string"
+      ? recordingOf(await readTranscript(recording))
+      : Array.isArray(recording)
+        ? recordingOf(recording as readonly TranscriptEntry[])
+        : (recording as Recording);
+  const double = replayHost(recorded, options);
+  const report = "run" in target ? await testGuest(target.run, double.options) : await runGuest({ ...target, ...double.options });
+  return double.verdict(report);
+}
+
+/**
+ * The replay as host options plus a verdict, for hosts that run the guest themselves: pass `options`
+ * to `runHost` or `runGuest`, then give the report to `verdict`. Used by {@link replay}.
+ */
+export function replayHost(
+  recording: Recording,
+  options: ReplayOptions = {},
+): { options: HostOptions; verdict<Report extends RunReport>(report: Report): ReplayReport<Report> } {
+  const { exchanges } = recording;
+  const stop = new AbortController();
+  let divergence: string | undefined;
+  let matched = 0;
+  const answers = new Map<number, RecordedExchange>();
+  const diverge = (message: string) => {
+    if (divergence !== undefined) return;
+    divergence = message;
+    stop.abort(new Error(`replay diverged: ${message}`));
+  };
+
+  const onGuestLine = (line: string) => {
+    if (divergence !== undefined) return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      return; // not a frame: the engine reports it as a protocol violation
+    }
+    const frame = validateFrame(value);
+    if (typeof frame === "string") return;
+    if (frame.type === "hello" && recording.hello !== undefined && frame.protocol !== recording.hello.protocol) {
+      diverge(`hello: the recorded guest spoke protocol ${recording.hello.protocol}, but this guest speaks protocol ${frame.protocol}`);
+    } else if (frame.type === "request") {
+      const number = matched + 1;
+      const expected = exchanges[matched];
+      if (expected === undefined) {
+        diverge(`request #${number}: the recording has no more requests (it has ${exchanges.length}), but the guest sent ${describeRequest(frame)}`);
+      } else if (expected.request.name !== frame.name || !sameJson(expected.request.arguments, frame.arguments)) {
+        diverge(`request #${number}: expected ${describeRequest(expected.request)} but the guest sent ${describeRequest(frame)}`);
+      } else {
+        matched = number;
+        answers.set(frame.id, expected);
+      }
+    }
+  };
+
+  // Every name the recorded guest was allowed or asked for answers from the recording; the engine keeps
+  // denying names outside `allowed` itself, exactly as in the recorded session.
+  const capabilities: Capabilities = Object.create(null) as Capabilities;
+  const names = new Set([...recording.invoke.allowed, ...exchanges.map((e) => e.request.name)]);
+  for (const name of names) {
+    capabilities[name] = (_args: Json, ctx: { id: number }) => {
+      const exchange = answers.get(ctx.id);
+      if (exchange === undefined) {
+        return Outcome.failure(REPLAY_DIVERGED, `the replay stopped: ${divergence ?? "this request does not match the recording"}`);
+      }
+      answers.delete(ctx.id);
+      if (exchange.reply === undefined) {
+        diverge(
+          `request #${exchanges.indexOf(exchange) + 1} ${describeRequest(exchange.request)} has no reply in the recording (the recorded session ended before it was answered); the replay stops here`,
+        );
+        return Outcome.failure(REPLAY_DIVERGED, `the replay stopped: ${divergence}`);
+      }
+      return exchange.reply;
+    };
+  }
+
+  return {
+    options: {
+      allowed: recording.invoke.allowed,
+      input: recording.invoke.input,
+      capabilities,
+      onLog: options.onLog,
+      limits: options.limits,
+      signal: options.signal === undefined ? stop.signal : AbortSignal.any([stop.signal, options.signal]),
+      onFrame: (direction, line) => {
+        if (direction === "guest") onGuestLine(line);
+        options.onFrame?.(direction, line);
+      },
+    },
+    verdict(report) {
+      const stopped = divergence !== undefined;
+      divergence ??= endDivergence(recording, matched, report);
+      return {
+        ok: divergence === undefined,
+        ...(divergence === undefined ? {} : { divergence }),
+        stopped,
+        matchedRequests: matched,
+        recordedRequests: exchanges.length,
+        report,
+      };
+    },
+  };
+}
+
+/** Differences found once the run is over: recorded requests the guest never made, and the result. */
+function endDivergence(recording: Recording, matched: number, report: RunReport): string | undefined {
+  const ended = report.failure === undefined ? "" : ` (the run ended: ${report.failure.code}: ${report.failure.message})`;
+  const next = recording.exchanges[matched];
+  if (next !== undefined) {
+    const instead = report.outcome === undefined ? ended : ` and then returned ${describeOutcome(report.outcome)}`;
+    return `request #${matched + 1}: expected ${describeRequest(next.request)} but the guest made only ${matched} of the ${recording.exchanges.length} recorded requests${instead}`;
+  }
+  const expected = recording.result;
+  const actual = report.outcome;
+  if (expected !== undefined && actual === undefined) {
+    return `result: expected ${describeOutcome(expected)} but the guest sent no result${ended}`;
+  }
+  if (expected === undefined && actual !== undefined) {
+    return `result: the recorded session ended without a result, but the guest returned ${describeOutcome(actual)}`;
+  }
+  if (expected !== undefined && actual !== undefined && !Outcome.equal(expected, actual)) {
+    return `result: expected ${describeOutcome(expected)} but the guest returned ${describeOutcome(actual)}`;
+  }
+  return undefined;
+}
+
+/** JSON equality (object key order ignored), by way of the outcome comparison the core already has. */
+function sameJson(a: Json, b: Json): boolean {
+  return Outcome.equal(Outcome.success("", a), Outcome.success("", b));
+}
+
+function describeRequest(request: RequestFrame): string {
+  return `${request.name} ${cut(JSON.stringify(request.arguments))}`;
+}
+
+function describeOutcome(outcome: Outcome): string {
+  const { status, ...rest } = Outcome.toJson(outcome);
+  if (outcome.status === "failure") delete rest.code;
+  return `${status}${outcome.status === "failure" ? ` ${outcome.code}` : ""} ${cut(JSON.stringify(rest))}`;
+}
+
+function cut(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}… (${text.length} characters)` : text;
+}

@@ -1,0 +1,53 @@
+/** Runs a guest program and the host engine in one process, over the in-memory wire pair. */
+import { runHost } from "../host/index.js";
+import type { HostOptions, RunReport } from "../host/index.js";
+import { serve, type GuestProgram, type ServeReport } from "../serve.js";
+import { createLinkedPair } from "../wires/memory.js";
+import { transcriptEntry, type TranscriptEntry } from "./transcript.js";
+
+/** What {@link testGuest} returns: the host's report plus the whole conversation. */
+export interface GuestTestReport extends RunReport {
+  /** Every frame both ways, in the order the host read or wrote them. */
+  transcript: TranscriptEntry[];
+  /**
+   * How `serve` ended on the guest side; absent when the program was still running when the host
+   * ended the run (a run timeout or an abort while the program awaited something other than the host).
+   */
+  guest?: ServeReport;
+}
+
+/**
+ * Runs `run` as a guest against the host engine in this process: `serve` on one end of
+ * `createLinkedPair()`, `runHost` with `options` on the other. Resolves with the host's report, the
+ * transcript and the guest's own view; never rejects for anything the program or the handlers do.
+ *
+ * ```ts
+ * const report = await testGuest(async (ears) => (await ears.call("read", { path: "a" })).content, {
+ *   capabilities: { read: ({ path }) => `contents of ${path}` },
+ * });
+ * expect(report.outcome).toEqual({ status: "success", content: "", structured: "contents of a" });
+ * ```
+ */
+export async function testGuest(run: GuestProgram, options: HostOptions = {}): Promise<GuestTestReport> {
+  if (typeof run !== "function") throw new TypeError("testGuest: the first argument must be the guest program (ears, input) => result");
+  const [guestEnd, hostEnd] = createLinkedPair();
+  const transcript: TranscriptEntry[] = [];
+  const onFrame = options.onFrame;
+  const guest = serve({ wire: guestEnd, run });
+  let served: ServeReport | undefined;
+  guest.then(
+    (report) => (served = report),
+    () => {}, // serve rejects only for bad options, which were checked above
+  );
+  const report = await runHost(hostEnd, {
+    ...options,
+    onFrame: (from, line) => {
+      transcript.push(transcriptEntry(from, line));
+      onFrame?.(from, line);
+    },
+  });
+  // The guest releases its wire before the host's report settles; one turn of the event loop lets a
+  // program that is already done finish, without waiting for one that is still running.
+  await new Promise((resolve) => setImmediate(resolve));
+  return served === undefined ? { ...report, transcript } : { ...report, transcript, guest: served };
+}

@@ -1,0 +1,223 @@
+/**
+ * Transcripts: every frame of a session, both directions, one NDJSON line each:
+ * `{"from":"guest","frame":{…}}`. A line the peer wrote that is not JSON at all is kept as
+ * `{"from":"guest","text":"…"}`, so a recording of a broken session loses nothing.
+ *
+ * The writer is our own (not ndjson's stringify, which ends lines with os.EOL and rewrites cycles
+ * instead of refusing them), and files are read with the project's linear {@link LineSplitter} (split2
+ * rescans pending data on every chunk, which is quadratic on the long lines a big result makes).
+ */
+import { closeSync, createReadStream, createWriteStream, openSync } from "node:fs";
+import { describeError } from "../errors.js";
+import { jsonProblem, type Json } from "../json.js";
+import { LineError, LineSplitter } from "../lines.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "../wires/stdio.js";
+
+/** Which side wrote a frame. */
+export type Direction = "guest" | "host";
+
+/**
+ * One line of a transcript: a frame as it was written (any JSON value; frames are objects, but a peer
+ * that broke the protocol may have written other JSON), or `text` for a line that was not JSON.
+ */
+export type TranscriptEntry = { from: Direction; frame: Json } | { from: Direction; text: string };
+
+/** A transcript file that cannot be read or is not a transcript. `line` is 1-based, 0 for the whole file. */
+export class TranscriptError extends Error {
+  override name = "TranscriptError";
+  constructor(
+    message: string,
+    readonly path: string,
+    readonly line: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * One transcript line for `entry`, without the newline. Throws a TypeError when JSON would alter the
+ * frame (NaN, BigInt, cycles, …) or the entry is not a transcript entry: values are refused, never fixed.
+ */
+export function formatTranscriptEntry(entry: TranscriptEntry): string {
+  if (entry === null || typeof entry !== "object") throw new TypeError("a transcript entry must be an object");
+  const from = (entry as { from?: unknown }).from;
+  if (from !== "guest" && from !== "host") throw new TypeError(`entry.from must be "guest" or "host", got ${describeError(from)}`);
+  if ("text" in entry && !("frame" in entry)) {
+    if (typeof entry.text !== "string") throw new TypeError("entry.text must be a string");
+    return JSON.stringify({ from, text: entry.text });
+  }
+  const frame = (entry as { frame?: unknown }).frame;
+  const problem = jsonProblem(frame);
+  if (problem !== undefined) throw new TypeError(`entry.frame cannot be written as JSON unchanged: ${problem.replace(/^\$/, "frame")}`);
+  return JSON.stringify({ from, frame });
+}
+
+/**
+ * One transcript line for a frame line as it crossed the wire (what `HostOptions.onFrame` sees). A line
+ * that is JSON is spliced in as it is, so the recording keeps exactly what was sent; any other line is
+ * kept as `text`.
+ */
+export function transcriptLine(from: Direction, line: string): string {
+  return isJsonText(line) ? `{"from":"${from}","frame":${line}}` : JSON.stringify({ from, text: line });
+}
+
+/** The entry for a frame line as it crossed the wire. */
+export function transcriptEntry(from: Direction, line: string): TranscriptEntry {
+  try {
+    return { from, frame: JSON.parse(line) as Json };
+  } catch {
+    return { from, text: line };
+  }
+}
+
+function isJsonText(line: string): boolean {
+  try {
+    JSON.parse(line);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A transcript being written to a file; see {@link recordTo}. */
+export interface Recorder {
+  /** Pass as `HostOptions.onFrame`: appends the line to the transcript, in call order. */
+  readonly onFrame: (from: Direction, line: string) => void;
+  /** Appends an entry built from frame objects. Throws a TypeError for values JSON would alter. */
+  write(entry: TranscriptEntry): void;
+  /** Flushes and closes the file. Rejects with a {@link TranscriptError} when any write failed. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a transcript file at `path` (created or truncated now, so a bad path fails here, before a run
+ * starts). Lines are queued in order and end with `\n` on every platform; `close()` flushes them.
+ * Frames written after `close()` are refused with an Error, never silently dropped.
+ */
+export function recordTo(path: string): Recorder {
+  let fd: number;
+  try {
+    fd = openSync(path, "w");
+  } catch (error) {
+    throw new TranscriptError(`cannot create transcript ${path}: ${describeError(error)}`, path, 0, { cause: error });
+  }
+  const stream = createWriteStream(path, { fd, autoClose: true });
+  let failure: Error | undefined;
+  stream.on("error", (error) => {
+    failure ??= error;
+  });
+  let closing: Promise<void> | undefined;
+  const append = (line: string) => {
+    if (closing !== undefined) throw new Error(`transcript ${path} is closed; a frame arrived after close()`);
+    if (failure === undefined) stream.write(`${line}\n`);
+  };
+  return {
+    onFrame: (from, line) => append(transcriptLine(from, line)),
+    write: (entry) => append(formatTranscriptEntry(entry)),
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        if (stream.destroyed) resolve();
+        else stream.end(() => resolve());
+        stream.once("close", () => resolve());
+      }).then(() => {
+        if (failure !== undefined) {
+          throw new TranscriptError(`writing transcript ${path} failed: ${describeError(failure)}`, path, 0, { cause: failure });
+        }
+      });
+      return closing;
+    },
+  };
+}
+
+/** Options for {@link readTranscript}. */
+export interface ReadTranscriptOptions {
+  /** Longest line accepted, in bytes. Default: the default frame cap plus room for the entry wrapper. */
+  maxLineBytes?: number;
+}
+
+/**
+ * Reads a transcript file. Blank lines are skipped; `\r\n` is accepted. Rejects with a
+ * {@link TranscriptError} naming the line for a line that is not UTF-8, not JSON, too long, cut off
+ * at the end, or not an entry (`from` must be "guest" or "host", with a `frame` or a `text` string).
+ */
+export async function readTranscript(path: string, options: ReadTranscriptOptions = {}): Promise<TranscriptEntry[]> {
+  const splitter = new LineSplitter(options.maxLineBytes ?? DEFAULT_MAX_FRAME_BYTES + 1024);
+  const entries: TranscriptEntry[] = [];
+  let lineNumber = 0;
+  const emit = (line: string) => entries.push(parseEntry(line, path, lineNumber));
+  const fail = (error: unknown, at: number): never => {
+    if (error instanceof TranscriptError) throw error;
+    const reason = error instanceof LineError ? lineProblem(error) : describeError(error);
+    throw new TranscriptError(`${path} line ${at}: ${reason}`, path, at, { cause: error });
+  };
+  try {
+    closeSync(openSync(path, "r")); // a clear error for a missing file, before streaming
+  } catch (error) {
+    throw new TranscriptError(`cannot read transcript ${path}: ${describeError(error)}`, path, 0, { cause: error });
+  }
+  const stream = createReadStream(path);
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      // Feed the splitter one line at a time, so each emitted line's number is known (blank lines count).
+      let start = 0;
+      while (start < chunk.length) {
+        const newline = chunk.indexOf(10, start);
+        const end = newline < 0 ? chunk.length : newline + 1;
+        try {
+          splitter.push(chunk.subarray(start, end), emit);
+        } catch (error) {
+          fail(error, lineNumber + 1);
+        }
+        if (newline >= 0) lineNumber++;
+        start = end;
+      }
+    }
+  } catch (error) {
+    if (error instanceof TranscriptError) throw error;
+    throw new TranscriptError(`cannot read transcript ${path}: ${describeError(error)}`, path, 0, { cause: error });
+  } finally {
+    stream.destroy();
+  }
+  try {
+    splitter.end();
+  } catch (error) {
+    fail(error, lineNumber + 1);
+  }
+  return entries;
+}
+
+function lineProblem(error: LineError): string {
+  switch (error.kind) {
+    case "not-utf8":
+      return "not valid UTF-8";
+    case "truncated":
+      return "the file ends in the middle of a line (no final newline); the recording may have been cut off";
+    case "oversized":
+      return `${error.message}; pass a larger maxLineBytes if the recording is genuine`;
+  }
+}
+
+function parseEntry(line: string, path: string, lineNumber: number): TranscriptEntry {
+  // The splitter emits a line only for the newline that ends it, after lineNumber was counted up.
+  const at = lineNumber + 1;
+  const bad = (reason: string) => new TranscriptError(`${path} line ${at}: ${reason}`, path, at);
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (error) {
+    throw bad(`not JSON (${describeError(error)})`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw bad('a transcript entry must be an object like {"from":"guest","frame":{…}}');
+  }
+  const entry = value as Record<string, unknown>;
+  if (entry.from !== "guest" && entry.from !== "host") throw bad('"from" must be "guest" or "host"');
+  if ("frame" in entry) {
+    const problem = jsonProblem(entry.frame);
+    if (problem !== undefined) throw bad(`the frame cannot be read as JSON unchanged: ${problem.replace(/^\$/, "frame")}`);
+    return { from: entry.from, frame: entry.frame as Json };
+  }
+  if (typeof entry.text === "string") return { from: entry.from, text: entry.text };
+  throw bad('an entry needs a "frame" (the frame object) or a "text" string');
+}

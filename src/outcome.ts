@@ -62,7 +62,7 @@ function toJson(outcome: Outcome): { [key: string]: Json } {
       : { status: "success", content: outcome.content };
   if (outcome.structured !== undefined) {
     const problem = jsonProblem(outcome.structured);
-    if (problem !== undefined) throw new TypeError(`Outcome.toJson: structured ${problem.slice(1)}`);
+    if (problem !== undefined) throw new TypeError(`Outcome.toJson: structured${problem.slice(1)}`);
     json.structured = outcome.structured;
   }
   return json;
@@ -78,7 +78,7 @@ function fromJson(value: unknown): Outcome {
   if (problem !== undefined) throw new TypeError(`invalid outcome: ${problem}`);
   const structured = (value as { structured?: unknown }).structured;
   const notJson = structured === undefined ? undefined : jsonProblem(structured);
-  if (notJson !== undefined) throw new TypeError(`invalid outcome: structured ${notJson.slice(1)}`);
+  if (notJson !== undefined) throw new TypeError(`invalid outcome: structured${notJson.slice(1)}`);
   return fromValid(value as Record<string, unknown>);
 }
 

@@ -127,7 +127,7 @@ function resultOf(value: unknown): Outcome {
     const problem = value.structured === undefined ? undefined : jsonProblem(value.structured);
     return problem === undefined
       ? value
-      : Outcome.failure(FailureCode.GuestFailed, `the program's result outcome cannot be sent as JSON unchanged: structured ${problem.slice(1)}`);
+      : Outcome.failure(FailureCode.GuestFailed, `the program's result outcome cannot be sent as JSON unchanged: structured${problem.slice(1)}`);
   }
   const problem = jsonProblem(value);
   if (problem !== undefined) {

@@ -56,11 +56,12 @@ describe("Outcome", () => {
     expect(() => Outcome.fromJson({ status: "ok" })).toThrow(/status must be/);
     expect(() => Outcome.fromJson({ status: "failure", content: "x" })).toThrow(/string code/);
     expect(() => Outcome.fromJson({ status: "success", content: 3 })).toThrow(/content must be a string/);
-    expect(() => Outcome.fromJson({ status: "success", structured: 10n })).toThrow(/BigInt/);
+    expect(() => Outcome.fromJson({ status: "success", structured: 10n })).toThrow(/^invalid outcome: structured is a BigInt/);
   });
 
   it("toJson refuses a structured value JSON would alter rather than altering it", () => {
-    expect(() => Outcome.toJson(Outcome.success("", [Number.NaN] as never))).toThrow(/NaN/);
+    expect(() => Outcome.toJson(Outcome.success("", [Number.NaN] as never))).toThrow(/^Outcome\.toJson: structured\[0\] is NaN/);
+    expect(() => Outcome.toJson(Outcome.success("", Number.NaN as never))).toThrow(/^Outcome\.toJson: structured is NaN/);
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;
     expect(() => Outcome.toJson(Outcome.failure("E", "", cycle as never))).toThrow(/cycle/);

@@ -94,7 +94,8 @@ export interface ReplayReport<Report extends RunReport = RunReport> {
   divergence?: string;
   /**
    * True when the replay itself stopped the run at the divergence (the report's failure is then
-   * `Aborted`); false when the run ended on its own and the difference was found afterwards.
+   * `Aborted`); false when the run ended on its own (the difference may have been seen during the run,
+   * like a hello for another protocol, which the engine refuses by itself, or found afterwards).
    */
   stopped: boolean;
   /** Requests that matched the recording before the first divergence. */
@@ -157,10 +158,15 @@ export function replayHost(
   let divergence: string | undefined;
   let matched = 0;
   const answers = new Map<number, RecordedExchange>();
-  const diverge = (message: string) => {
+  let stopped = false;
+  const diverge = (message: string, stopRun = true) => {
     if (divergence !== undefined) return;
     divergence = message;
-    stop.abort(new Error(`replay diverged: ${message}`));
+    if (!stopRun) return;
+    stopped = true;
+    // Not from inside the engine's frame handling; a turn later, so the diverging request's handler has
+    // answered and the guest sees a ReplayDiverged failure rather than only a closed connection.
+    setImmediate(() => stop.abort(new Error(`replay diverged: ${message}`)));
   };
 
   const onGuestLine = (line: string) => {
@@ -174,7 +180,8 @@ export function replayHost(
     const frame = validateFrame(value);
     if (typeof frame === "string") return;
     if (frame.type === "hello" && recording.hello !== undefined && frame.protocol !== recording.hello.protocol) {
-      diverge(`hello: the recorded guest spoke protocol ${recording.hello.protocol}, but this guest speaks protocol ${frame.protocol}`);
+      // The engine refuses a protocol it does not speak on its own; the run need not be stopped.
+      diverge(`hello: the recorded guest spoke protocol ${recording.hello.protocol}, but this guest speaks protocol ${frame.protocol}`, false);
     } else if (frame.type === "request") {
       const number = matched + 1;
       const expected = exchanges[matched];
@@ -224,7 +231,6 @@ export function replayHost(
       },
     },
     verdict(report) {
-      const stopped = divergence !== undefined;
       divergence ??= endDivergence(recording, matched, report);
       return {
         ok: divergence === undefined,

@@ -187,8 +187,11 @@ export function replayHost(
       const expected = exchanges[matched];
       if (expected === undefined) {
         diverge(`request #${number}: the recording has no more requests (it has ${exchanges.length}), but the guest sent ${describeRequest(frame)}`);
-      } else if (expected.request.name !== frame.name || !sameJson(expected.request.arguments, frame.arguments)) {
+      } else if (expected.request.name !== frame.name) {
         diverge(`request #${number}: expected ${describeRequest(expected.request)} but the guest sent ${describeRequest(frame)}`);
+      } else if (firstDifference(expected.request.arguments, frame.arguments) !== undefined) {
+        const difference = firstDifference(expected.request.arguments, frame.arguments, "arguments");
+        diverge(`request #${number}: ${contrast(describeRequest(expected.request), `sent ${describeRequest(frame)}`, difference)}`);
       } else {
         matched = number;
         answers.set(frame.id, expected);
@@ -261,14 +264,40 @@ function endDivergence(recording: Recording, matched: number, report: RunReport)
     return `result: the recorded session ended without a result, but the guest returned ${describeOutcome(actual)}`;
   }
   if (expected !== undefined && actual !== undefined && !Outcome.equal(expected, actual)) {
-    return `result: expected ${describeOutcome(expected)} but the guest returned ${describeOutcome(actual)}`;
+    const difference = firstDifference(Outcome.toJson(expected), Outcome.toJson(actual));
+    return `result: ${contrast(describeOutcome(expected), `returned ${describeOutcome(actual)}`, difference)}`;
   }
   return undefined;
 }
 
-/** JSON equality (object key order ignored), by way of the outcome comparison the core already has. */
-function sameJson(a: Json, b: Json): boolean {
-  return Outcome.equal(Outcome.success("", a), Outcome.success("", b));
+/** Where two JSON values first differ (object key order ignored), or undefined when they are equal. */
+function firstDifference(expected: Json | undefined, actual: Json | undefined, path = ""): string | undefined {
+  if (expected === actual) return undefined;
+  const show = (value: Json | undefined) => (value === undefined ? "absent" : cut(JSON.stringify(value), 80));
+  const here = () => `${path === "" ? "the value" : path}: recorded ${show(expected)}, now ${show(actual)}`;
+  if (typeof expected !== "object" || typeof actual !== "object" || expected === null || actual === null) return here();
+  if (Array.isArray(expected) !== Array.isArray(actual)) return here();
+  if (Array.isArray(expected) && Array.isArray(actual)) {
+    for (let i = 0; i < Math.max(expected.length, actual.length); i++) {
+      const found = firstDifference(expected[i], actual[i], `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  const a = expected as { [key: string]: Json };
+  const b = actual as { [key: string]: Json };
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    const step = /^[A-Za-z_$][\w$]*$/.test(key) ? `${path === "" ? "" : path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+    const found = firstDifference(Object.hasOwn(a, key) ? a[key] : undefined, Object.hasOwn(b, key) ? b[key] : undefined, step.replace(/^\./, ""));
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** Both versions, plus where they differ when a version had to be cut short to stay readable. */
+function contrast(expected: string, actual: string, difference: string | undefined): string {
+  const long = expected.includes("… (") || actual.includes("… (");
+  return `expected ${expected} but the guest ${actual}${long && difference !== undefined ? `; first difference at ${difference}` : ""}`;
 }
 
 function describeRequest(request: RequestFrame): string {
@@ -281,6 +310,6 @@ function describeOutcome(outcome: Outcome): string {
   return `${status}${outcome.status === "failure" ? ` ${outcome.code}` : ""} ${cut(JSON.stringify(rest))}`;
 }
 
-function cut(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}… (${text.length} characters)` : text;
+function cut(text: string, max = 200): string {
+  return text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
 }

@@ -91,6 +91,13 @@ describe("replay", () => {
     expect(replayed.ok).toBe(true);
   });
 
+  it("points at the first difference when the values are too long to show whole", async () => {
+    const long = "x".repeat(300);
+    const transcript = await record(async (ears) => ears.call("read", { path: "a", pad: long, list: [1, { deep: "same" }] }));
+    const replayed = await replay(transcript, { run: async (ears) => ears.call("read", { path: "a", pad: long, list: [1, { deep: "changed" }] }) });
+    expect(replayed.divergence).toMatch(/^request #1: expected read \{.*… \(\d+ characters\) but the guest sent read \{.*… \(\d+ characters\); first difference at arguments\.list\[1\]\.deep: recorded "same", now "changed"$/);
+  });
+
   it("reports a different capability name", async () => {
     const transcript = await record(reader([]));
     const replayed = await replay(transcript, { run: async (ears) => ears.call("read", {}) });

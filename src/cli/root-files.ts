@@ -5,7 +5,7 @@
 import { isUtf8 } from "node:buffer";
 import { constants, type Dirent } from "node:fs";
 import { open, readdir, realpath, stat } from "node:fs/promises";
-import { isAbsolute, relative, resolve, sep } from "node:path";
+import { isAbsolute, normalize, relative, resolve, sep } from "node:path";
 import { describeError } from "../errors.js";
 import type { Json } from "../json.js";
 import { Outcome } from "../outcome.js";
@@ -134,7 +134,9 @@ function pathArgument(args: Json, name: string, optional: boolean): string | Out
 async function locateInside(realRoot: string, path: string): Promise<string | Outcome> {
   const outside = (why: string) => Outcome.failure(FileFailureCode.PathOutsideRoot, `${path} ${why}; paths must stay inside the root`);
   if (isAbsolute(path)) return outside("is an absolute path");
-  if (!inside(realRoot, resolve(realRoot, path))) return outside("climbs out of the root with ..");
+  // Judged on the path alone, so "../root-name/file" is refused too: it names what is outside.
+  const normal = normalize(path);
+  if (normal === ".." || normal.startsWith(`..${sep}`)) return outside("climbs out of the root with ..");
   let real: string;
   try {
     real = await realpath(resolve(realRoot, path));
@@ -156,6 +158,8 @@ function fsFailure(error: unknown, path: string): Outcome {
   if (code === "ENOTDIR") {
     return Outcome.failure(FileFailureCode.NotADirectory, `${path} is not a directory (or a part of it is a file)`);
   }
-  if (code === "ELOOP") return Outcome.failure(FileFailureCode.PathOutsideRoot, `${path} is a symbolic link, which read does not follow here`);
+  if (code === "ELOOP") {
+    return Outcome.failure(FileFailureCode.FileSystemError, `${path} cannot be resolved: too many levels of symbolic links (a loop?)`);
+  }
   return Outcome.failure(FileFailureCode.FileSystemError, `${path}: ${describeError(error)}`);
 }

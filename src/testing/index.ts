@@ -11,6 +11,7 @@ export {
   transcriptEntry,
   TranscriptError,
   type Direction,
+  type EntryToWrite,
   type Recorder,
   type ReadTranscriptOptions,
   type TranscriptEntry,

@@ -9,6 +9,7 @@
  */
 import { closeSync, createReadStream, createWriteStream, openSync } from "node:fs";
 import { describeError } from "../errors.js";
+import type { Frame } from "../frames.js";
 import { jsonProblem, type Json } from "../json.js";
 import { LineError, LineSplitter } from "../lines.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../wires/stdio.js";
@@ -21,6 +22,9 @@ export type Direction = "guest" | "host";
  * that broke the protocol may have written other JSON), or `text` for a line that was not JSON.
  */
 export type TranscriptEntry = { from: Direction; frame: Json } | { from: Direction; text: string };
+
+/** What a transcript writer accepts: an entry, or a typed frame object (checked like any JSON value). */
+export type EntryToWrite = TranscriptEntry | { from: Direction; frame: Frame };
 
 /** A transcript file that cannot be read or is not a transcript. `line` is 1-based, 0 for the whole file. */
 export class TranscriptError extends Error {
@@ -39,7 +43,7 @@ export class TranscriptError extends Error {
  * One transcript line for `entry`, without the newline. Throws a TypeError when JSON would alter the
  * frame (NaN, BigInt, cycles, …) or the entry is not a transcript entry: values are refused, never fixed.
  */
-export function formatTranscriptEntry(entry: TranscriptEntry): string {
+export function formatTranscriptEntry(entry: EntryToWrite): string {
   if (entry === null || typeof entry !== "object") throw new TypeError("a transcript entry must be an object");
   const from = (entry as { from?: unknown }).from;
   if (from !== "guest" && from !== "host") throw new TypeError(`entry.from must be "guest" or "host", got ${describeError(from)}`);
@@ -85,7 +89,7 @@ export interface Recorder {
   /** Pass as `HostOptions.onFrame`: appends the line to the transcript, in call order. */
   readonly onFrame: (from: Direction, line: string) => void;
   /** Appends an entry built from frame objects. Throws a TypeError for values JSON would alter. */
-  write(entry: TranscriptEntry): void;
+  write(entry: EntryToWrite): void;
   /** Flushes and closes the file. Rejects with a {@link TranscriptError} when any write failed. Idempotent. */
   close(): Promise<void>;
 }

@@ -277,7 +277,7 @@ describe("ears run --record, then ears replay", () => {
 
   it("records every frame both ways", async () => {
     const entries = await readTranscript(transcript);
-    const types = entries.map((e) => `${e.from}:${(e as { frame: { type: string } }).frame.type}`);
+    const types = entries.map((e) => `${e.from}:${(e as { frame?: { type?: string } }).frame?.type}`);
     expect(types).toEqual([
       "guest:hello",
       "host:invoke",

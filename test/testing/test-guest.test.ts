@@ -19,7 +19,7 @@ describe("testGuest", () => {
     expect(report.calls).toMatchObject([{ id: 1, name: "read", arguments: { path: "a.txt" }, outcome: { status: "success", content: "contents of a.txt" } }]);
     expect(report.logs).toMatchObject([{ level: "debug", content: "starting" }]);
     expect(report.guest).toMatchObject({ status: "completed" });
-    expect(report.transcript.map((e) => `${e.from}:${(e as { frame: { type: string } }).frame.type}`)).toEqual([
+    expect(report.transcript.map((e) => `${e.from}:${(e as { frame?: { type?: string } }).frame?.type}`)).toEqual([
       "guest:hello",
       "host:invoke",
       "guest:log",

@@ -1,0 +1,65 @@
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/cli.js";
+import { parseNameList, parseSeconds, UsageError } from "../../src/cli/usage.js";
+
+/** Runs the CLI in this process with captured output (only for paths that stop before starting a guest). */
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = "";
+  let err = "";
+  stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  const code = await main(argv, { stdout, stderr, cwd: process.cwd() });
+  return { code, stdout: out, stderr: err };
+}
+
+describe("usage errors exit 64 with a message that says what to do", () => {
+  it.each([
+    [[], "ears: no command; use ears run or ears replay (see ears --help)"],
+    [["start"], 'ears: unknown command "start"; the commands are run and replay (see ears --help)'],
+    [["--allow", "read"], "ears: unknown option --allow; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)"],
+    [["run", "--tmeout", "3", "--", "node"], "ears run: unknown option --tmeout (did you mean --timeout?); see ears run --help"],
+    [["run", "--verbose", "--", "node"], "ears run: unknown option --verbose; see ears run --help"],
+    [["run", "--allow"], "ears run: Option '--allow <value>' argument missing; see ears run --help"],
+    [["run", "--timeout", "0", "--", "node"], 'ears: --timeout takes a positive number of seconds (e.g. --timeout 30), got "0"'],
+    [["run", "--call-timeout=-1", "--", "node"], 'ears: --call-timeout takes a positive number of seconds (e.g. --call-timeout 30), got "-1"'],
+    [["run", "--input", "", "--", "node"], /^ears: --input is not valid JSON/],
+    [["run", "--input", "@", "--", "node"], "ears: --input @ needs a file name, e.g. --input @input.json"],
+    [["replay", "--", "node"], "ears replay: no transcript; e.g. ears replay run.ndjson -- node guest.mjs (see ears replay --help)"],
+    [["replay", "a.ndjson", "b", "--", "node"], 'ears replay: unexpected "b" before --; write the guest command after --, e.g. ears replay -- node guest.mjs'],
+    [["replay", "a.ndjson"], "ears replay: no guest command; write it after --, e.g. ears replay -- node guest.mjs (see ears replay --help)"],
+    [["replay", "--allow", "read", "t.ndjson", "--", "node"], "ears replay: unknown option --allow; see ears replay --help"],
+  ])("%j", async (argv, message) => {
+    const run = await cli(...argv);
+    expect(run.code).toBe(64);
+    expect(run.stdout).toBe("");
+    if (typeof message === "string") expect(run.stderr).toBe(`${message}\n`);
+    else expect(run.stderr).toMatch(message);
+  });
+
+  it("never parses the guest's own arguments after --", async () => {
+    // --help after -- belongs to the guest: this is a usage error about the missing root, not help.
+    const run = await cli("run", "--root", "/nonexistent-root", "--", "node", "guest.mjs", "--help");
+    expect(run.code).toBe(64);
+    expect(run.stderr).toMatch(/^ears: --root: the root \/nonexistent-root cannot be used/);
+  });
+});
+
+describe("option values", () => {
+  it("--allow lists are split, trimmed and deduplicated", () => {
+    expect(parseNameList(["read, list", "read", ",search,"])).toEqual(["read", "list", "search"]);
+    expect(parseNameList(undefined)).toEqual([]);
+  });
+
+  it("seconds become milliseconds; anything but a positive number is refused", () => {
+    expect(parseSeconds("timeout", "1.5")).toBe(1500);
+    expect(parseSeconds("timeout", "30")).toBe(30_000);
+    expect(parseSeconds("timeout", ".25")).toBe(250);
+    expect(parseSeconds("timeout", undefined)).toBeUndefined();
+    for (const bad of ["", "abc", "1s", "-2", "0", "1e999", "Infinity", "0x10"]) {
+      expect(() => parseSeconds("timeout", bad)).toThrow(UsageError);
+    }
+  });
+});

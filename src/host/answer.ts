@@ -28,7 +28,7 @@ export function outcomeOf(value: unknown, name: string): Outcome {
     if (problem === undefined) return value;
     return Outcome.failure(
       HostReplyCode.CapabilityFailed,
-      `the host's handler for ${JSON.stringify(name)} answered with an outcome whose structured value cannot be sent as JSON unchanged: structured ${problem.slice(1)}`,
+      `the host's handler for ${JSON.stringify(name)} answered with an outcome whose structured value cannot be sent as JSON unchanged: structured${problem.slice(1)}`,
     );
   }
   const problem = jsonProblem(value);

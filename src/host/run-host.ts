@@ -330,7 +330,7 @@ class HostSession {
     if (kind === "oversized") {
       this.finish({
         code: HostFailureCode.FrameTooLarge,
-        message: `the guest wrote a frame over the ${this.settings.limits.maxFrameBytes}-byte limit (limits.maxFrameBytes); the run was stopped`,
+        message: `the guest wrote a frame over the size cap: ${reason} (limits.maxFrameBytes); the run was stopped`,
       });
     } else if (kind === "malformed") {
       this.violation(`the guest's output is not valid protocol 1 framing (${reason})`);

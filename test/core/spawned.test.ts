@@ -1,0 +1,119 @@
+// Real child processes running fixture guests that import "@posoco/ears" (dist/, so build first): the
+// behaviour that only exists at process level — EOF, EPIPE, flushing before exit, stdout purity, exit
+// status and the single stderr line of a broken session. No timing assertions: every wait has a generous
+// safety bound that only a hang can reach.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { GuestProcess, killLeftoverChildren, requireBuild } from "./child.js";
+
+let scratch: string;
+beforeAll(() => {
+  requireBuild();
+  scratch = mkdtempSync(join(tmpdir(), "ears-core-"));
+});
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterEach(killLeftoverChildren);
+
+const invoke = (allowed: string[] = ["read"], protocol = 1) => ({ type: "invoke", protocol, allowed, input: "in" }) as const;
+
+describe("spawned guests", () => {
+  it("EOF mid-call: the waiting call fails, the result is GuestFailed naming the transport error, exit 0 by itself", async () => {
+    const guest = new GuestProcess("call-and-return.mjs");
+    expect(await guest.nextFrame()).toEqual({ type: "hello", protocol: 1, sdk: "@posoco/ears@0.1.0" });
+    guest.send(invoke());
+    expect(await guest.nextFrame()).toEqual({ type: "request", id: 1, name: "read", arguments: { path: "README.md" } });
+    guest.child.stdin!.end();
+    const rest = await guest.restFrames();
+    expect(rest.at(-1)).toEqual({
+      type: "result",
+      outcome: {
+        status: "failure",
+        code: "GuestFailed",
+        content: 'the host closed the connection before replying to "read"; the request may already have executed',
+      },
+    });
+    expect(rest.slice(0, -1).map((f) => f.type)).toEqual(["log"]); // the error's stack, at level error
+    expect(await guest.exited()).toEqual({ code: 0, signal: null });
+    expect(guest.stderrLines()).toEqual(["program ran"]);
+    expect(guest.invalid).toEqual([]);
+  });
+
+  it("EPIPE: after the host stops reading stdout, logging and calling neither crash nor spin; exit 1 with one stderr line", async () => {
+    const report = join(scratch, "keeps-talking.json");
+    const guest = new GuestProcess("keeps-talking.mjs", { env: { EARS_TEST_REPORT: report } });
+    expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
+    guest.child.stdout!.destroy();
+    guest.send(invoke()); // stdin stays open: the guest must leave by itself
+    expect(await guest.exited()).toEqual({ code: 1, signal: null });
+    const lines = guest.stderrLines();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^ears: could not write the result: writing to the host failed \(EPIPE\)$/);
+    const calls = JSON.parse(readFileSync(report, "utf8")) as unknown[];
+    expect(calls).toHaveLength(200);
+    for (const call of calls) expect(call).toMatchObject({ name: "TransportError", kind: "write-failed" });
+  });
+
+  it("a 5 MB result read slowly by the host arrives whole before the process exits", async () => {
+    const bytes = 5 * 1024 * 1024;
+    const guest = new GuestProcess("big-result.mjs", { env: { EARS_TEST_BYTES: String(bytes) }, paused: true });
+    guest.send(invoke([]));
+    guest.startReading(2);
+    const frames = await guest.restFrames();
+    expect({ invalid: guest.invalid, stderr: guest.stderr }).toEqual({ invalid: [], stderr: "" });
+    expect(frames.map((f) => f.type)).toEqual(["hello", "result"]);
+    const result = frames[1] as { outcome: { status: string; content: string } };
+    expect(result.outcome.status).toBe("success");
+    expect(Buffer.byteLength(result.outcome.content)).toBe(bytes);
+    expect(result.outcome.content).toBe("é".repeat(bytes / 4) + "x".repeat(bytes / 2));
+    expect(Buffer.concat(guest.stdoutChunks).at(-1)).toBe(0x0a);
+    expect(await guest.exited()).toEqual({ code: 0, signal: null });
+    expect(guest.stderr).toBe("");
+  });
+
+  it("stdout stays pure: console.* and process.stdout.write, before serve and during the run, arrive as log frames with levels", async () => {
+    const guest = new GuestProcess("pollutes-stdout.mjs");
+    expect(await guest.nextFrame()).toMatchObject({ type: "hello", protocol: 1 });
+    guest.send(invoke([]));
+    const rest = await guest.restFrames();
+    expect(await guest.exited()).toEqual({ code: 0, signal: null });
+    expect(guest.invalid).toEqual([]);
+    const stdout = Buffer.concat(guest.stdoutChunks).toString("utf8");
+    expect(stdout.endsWith("\n")).toBe(true);
+    expect(stdout.split("\n").length - 1).toBe(rest.length + 1);
+    expect(rest.at(-1)).toEqual({ type: "result", outcome: { status: "success", content: "", structured: "clean" } });
+    const logs = rest.slice(0, -1).map((f) => (f.type === "log" ? [f.level, f.content] : f.type));
+    expect(logs).toEqual([
+      ["info", "before serve: console.log"],
+      ["info", "before serve: stdout.write"],
+      ["info", "log 1"],
+      ["info", "info"],
+      ["debug", "debug"],
+      ["warn", "warn"],
+      ["error", "error"],
+      ["debug", expect.stringMatching(/^Trace: trace\n\s+at /)],
+      ["info", "{ dir: true }"],
+      ["info", "raw write without newline"],
+      ["info", "raw bytes"],
+      ["info", "write with callback"],
+    ]);
+    expect(guest.stderr).toBe("");
+  });
+
+  it("an invoke for protocol 2 is refused: the program never runs, no result, exit 1 with one line naming 2 and 1", async () => {
+    const guest = new GuestProcess("call-and-return.mjs");
+    expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
+    guest.send(invoke(["read"], 2));
+    expect(await guest.restFrames()).toEqual([]);
+    expect(await guest.exited()).toEqual({ code: 1, signal: null });
+    expect(guest.stderrLines()).toEqual(["ears: the host's invoke asks for protocol 2, but this guest speaks protocol 1; the program did not run"]);
+  });
+
+  it("stdin already ended at start (</dev/null): hello, then exit 1 with one clear line, no hang", async () => {
+    const guest = new GuestProcess("call-and-return.mjs", { stdin: "ignore" });
+    expect(await guest.restFrames()).toEqual([{ type: "hello", protocol: 1, sdk: "@posoco/ears@0.1.0" }]);
+    expect(await guest.exited()).toEqual({ code: 1, signal: null });
+    expect(guest.stderrLines()).toEqual(["ears: the host closed the connection before sending invoke; the program did not run"]);
+  });
+});

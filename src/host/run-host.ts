@@ -80,6 +80,9 @@ interface Call {
 
 type Phase = "hello" | "running" | "draining" | "done";
 
+/** Characters of host frames the guest may leave unread before the host stops reading its requests. */
+const UNSENT_HIGH_WATER = 16 * 1024 * 1024;
+
 class HostSession {
   private phase: Phase = "hello";
   private resolve!: (result: SessionResult) => void;
@@ -96,6 +99,10 @@ class HostSession {
   private running = 0;
   private readonly allowed: ReadonlySet<string>;
   private sendError: unknown;
+  /** Characters handed to the wire whose send has not settled (the guest has not taken them yet). */
+  private unsent = 0;
+  /** Wakes the read loop once the guest has taken enough of what was sent, or the run is over. */
+  private resumeReading: (() => void) | undefined;
   private helloTimer: ReturnType<typeof setTimeout> | undefined;
   private runTimer: ReturnType<typeof setTimeout> | undefined;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
@@ -159,6 +166,12 @@ class HostSession {
 
   private async readLoop(): Promise<void> {
     while (!this.over()) {
+      if (this.unsent > UNSENT_HIGH_WATER) {
+        // A guest that sends requests but does not read its replies would make the host queue them
+        // without bound; read nothing more until it catches up (a deadline still ends the run).
+        await new Promise<void>((resolve) => (this.resumeReading = resolve));
+        continue;
+      }
       let line: string | undefined;
       try {
         line = await this.wire.receive();
@@ -351,14 +364,23 @@ class HostSession {
 
   private send(line: string): void {
     this.callback("onFrame", () => this.settings.onFrame?.("host", line));
-    const noteFailure = (error: unknown) => {
-      this.sendError ??= error;
+    this.unsent += line.length;
+    const settled = (error?: unknown) => {
+      if (error !== undefined) this.sendError ??= error;
+      this.unsent -= line.length;
+      if (this.unsent <= UNSENT_HIGH_WATER / 2) this.wakeReader();
     };
     try {
-      this.wire.send(line).catch(noteFailure);
+      this.wire.send(line).then(() => settled(), (error: unknown) => settled(error ?? new Error("the send failed")));
     } catch (error) {
-      noteFailure(error);
+      settled(error ?? new Error("the send failed"));
     }
+  }
+
+  private wakeReader(): void {
+    const resume = this.resumeReading;
+    this.resumeReading = undefined;
+    resume?.();
   }
 
   /** Aborts the handlers still running; their calls get no reply. */
@@ -379,6 +401,7 @@ class HostSession {
     clearTimeout(this.graceTimer);
     this.settings.signal?.removeEventListener("abort", this.onAbort);
     this.dropPending("the run ended");
+    this.wakeReader();
     try {
       this.hooks.release(failure);
     } catch {

@@ -225,6 +225,22 @@ describe("runGuest with floods and large frames", () => {
   });
 });
 
+describe("runGuest with a guest that does not read its replies", () => {
+  it("stops taking its requests once 16 MiB of replies wait unread, instead of queueing them all", async () => {
+    let ran = 0;
+    const report = await runFixture("unread-replies.mjs", [], {
+      limits: { runTimeoutMs: 3000 },
+      capabilities: { big: () => (ran++, "r".repeat(1024 * 1024)) },
+    });
+    expect(report.failure?.code).toBe(HostFailureCode.RunTimeout);
+    // About 16 replies fill the budget; without back-pressure all 200 would run and queue 200 MiB.
+    expect(ran).toBeGreaterThanOrEqual(16);
+    expect(ran).toBeLessThan(40);
+    expect(report.calls).toHaveLength(ran);
+    expectGone(report);
+  });
+});
+
 describe("runGuest with concurrent calls", () => {
   it("answers 1,000 concurrent calls, each with its own reply, in completion order", async () => {
     const count = 1000;

@@ -122,6 +122,22 @@ describe("StreamWire reading", () => {
     expect(await wire.receive()).toBeUndefined();
   });
 
+  it("a burst of thousands of frames the reader has not asked for yet is paused, then delivered whole and in order", async () => {
+    const { input, output } = pipes();
+    const wire = new StreamWire(input, output);
+    input.write('{"n":-1}\n');
+    expect(await wire.receive()).toBe('{"n":-1}');
+    for (let chunk = 0; chunk < 5; chunk++) {
+      input.write([...Array(1000).keys()].map((i) => `{"n":${chunk * 1000 + i}}\n`).join(""));
+    }
+    input.end();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(input.isPaused()).toBe(true); // the wire stopped taking lines nobody asked for
+    const received: string[] = [];
+    for (let line = await wire.receive(); line !== undefined; line = await wire.receive()) received.push(line);
+    expect(received).toEqual([...Array(5000).keys()].map((n) => `{"n":${n}}`));
+  });
+
   it("an input stream error rejects receive with a TransportError instead of crashing", async () => {
     const { input, output } = pipes();
     const wire = new StreamWire(input, output);

@@ -5,18 +5,9 @@ import { mcp, TransportError } from "../../src/openseek/index.js";
 import { mcpCallWithSettings } from "../../src/openseek/mcp-call.js";
 import { defaultSettings } from "../../src/openseek/ptc.js";
 import { hostReplies, startMcpHost, startOpenSeekHost } from "../../src/testing/openseek-doubles.js";
-import { until, useOpenSeekLifecycle } from "./lifecycle.js";
+import { rejection, until, useOpenSeekLifecycle } from "./lifecycle.js";
 
 const track = useOpenSeekLifecycle();
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the promise to reject");
-}
 
 const github = {
   name: "github",

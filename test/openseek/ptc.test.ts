@@ -6,7 +6,7 @@ import { call, TransportError } from "../../src/openseek/index.js";
 import { callWithSettings, defaultSettings } from "../../src/openseek/ptc.js";
 import * as arb from "../../src/testing/arbitraries.js";
 import { hostReplies, startPtcHost, type RecordedHttpRequest } from "../../src/testing/openseek-doubles.js";
-import { gate, until, useOpenSeekLifecycle } from "./lifecycle.js";
+import { gate, rejection, until, useOpenSeekLifecycle } from "./lifecycle.js";
 
 const track = useOpenSeekLifecycle();
 
@@ -37,15 +37,6 @@ function expectHeaders(request: RecordedHttpRequest, token: string, body: string
   // The host refuses duplicate header names.
   const names = request.rawHeaders.filter((_, index) => index % 2 === 0).map((name) => name.toLowerCase());
   expect(new Set(names).size).toBe(names.length);
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the promise to reject");
 }
 
 async function transportError(promise: Promise<unknown>): Promise<TransportError> {
@@ -117,6 +108,11 @@ describe("PTC call: requests", () => {
   });
 });
 
+/** Makes a capability from the double's valid one. */
+type CapabilityMaker = (capability: (overrides?: Record<string, unknown>) => string) => string;
+const verbatim = (text: string): CapabilityMaker => () => text;
+const overriding = (overrides: Record<string, unknown>): CapabilityMaker => (capability) => capability(overrides);
+
 describe("PTC call: the handoff fails before any I/O", () => {
   it("refuses a missing capability with a TransportError that says how to get one", async () => {
     const host = await echoHost();
@@ -128,23 +124,24 @@ describe("PTC call: the handoff fails before any I/O", () => {
   });
 
   it.each([
-    ["not JSON", () => "not JSON"],
-    ["an empty object", () => "{}"],
-    ["a JSON array", () => "[]"],
-    ["JSON null", () => "null"],
-    ["version 2", (capability: (o?: Record<string, unknown>) => string) => capability({ version: 2 })],
-    ['version "1"', (capability: (o?: Record<string, unknown>) => string) => capability({ version: "1" })],
-    ["no url", (capability: (o?: Record<string, unknown>) => string) => capability({ url: undefined })],
-    ["a numeric url", (capability: (o?: Record<string, unknown>) => string) => capability({ url: 8080 })],
-    ["a url that is not http:", (capability: (o?: Record<string, unknown>) => string) => capability({ url: "https://127.0.0.1:1/call" })],
-    ["a url that does not parse", (capability: (o?: Record<string, unknown>) => string) => capability({ url: "127.0.0.1/call" })],
-    ["no token", (capability: (o?: Record<string, unknown>) => string) => capability({ token: undefined })],
-    ["a numeric token", (capability: (o?: Record<string, unknown>) => string) => capability({ token: 7 })],
-    ["an empty token", (capability: (o?: Record<string, unknown>) => string) => capability({ token: "" })],
-    ["a token with a line break", (capability: (o?: Record<string, unknown>) => string) => capability({ token: "a\r\nOrigin: x" })],
-    ["approval_tools that is a string", (capability: (o?: Record<string, unknown>) => string) => capability({ approval_tools: "write" })],
-    ["approval_tools with a number", (capability: (o?: Record<string, unknown>) => string) => capability({ approval_tools: ["write", 1] })],
-  ])("refuses %s as an invalid handoff", async (_, make) => {
+    ["not JSON", verbatim("not JSON")],
+    ["an empty object", verbatim("{}")],
+    ["a JSON array", verbatim("[]")],
+    ["JSON null", verbatim("null")],
+    ["an empty string", verbatim("")],
+    ["version 2", overriding({ version: 2 })],
+    ['version "1"', overriding({ version: "1" })],
+    ["no url", overriding({ url: undefined })],
+    ["a numeric url", overriding({ url: 8080 })],
+    ["a url that is not http:", overriding({ url: "https://127.0.0.1:1/call" })],
+    ["a url that does not parse", overriding({ url: "127.0.0.1/call" })],
+    ["no token", overriding({ token: undefined })],
+    ["a numeric token", overriding({ token: 7 })],
+    ["an empty token", overriding({ token: "" })],
+    ["a token with a line break", overriding({ token: "a\r\nOrigin: x" })],
+    ["approval_tools that is a string", overriding({ approval_tools: "write" })],
+    ["approval_tools with a number", overriding({ approval_tools: ["write", 1] })],
+  ] as [string, CapabilityMaker][])("refuses %s as an invalid handoff", async (_, make) => {
     const host = await echoHost();
     process.env["OPENSEEK_PTC"] = make((overrides) => host.capability(overrides));
     const error = await transportError(call("edit", { path: "a" }));

@@ -10,7 +10,7 @@ import {
   startMcpHost,
   type McpServerDouble,
 } from "../../src/testing/openseek-doubles.js";
-import { useOpenSeekLifecycle } from "./lifecycle.js";
+import { rejection, useOpenSeekLifecycle } from "./lifecycle.js";
 
 const track = useOpenSeekLifecycle();
 
@@ -40,13 +40,9 @@ const servers: McpServerDouble[] = [
 ];
 
 async function searchError(promise: Promise<unknown>): Promise<SearchError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(SearchError);
-    return error as SearchError;
-  }
-  throw new Error("expected a SearchError");
+  const error = await rejection(promise);
+  expect(error).toBeInstanceOf(SearchError);
+  return error as SearchError;
 }
 
 describe("mcp.search: catalog download", () => {

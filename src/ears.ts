@@ -108,10 +108,10 @@ export class Ears {
           reject(error);
         }
       };
-      const onAbort = () => giveUp(signal!.reason);
+      const stopWatching = signal === undefined ? noop : watchAbort(signal, () => giveUp(signal.reason));
       const cleanup = () => {
         if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
+        stopWatching();
       };
       // setTimeout fires after 1 ms for delays over 2^31-1 ms (about 24.8 days) or Infinity; such a
       // timeout cannot run out while the process lives in practice, so it gets no timer at all.
@@ -121,7 +121,6 @@ export class Ears {
           timeoutMs,
         );
       }
-      signal?.addEventListener("abort", onAbort, { once: true });
       this.pending.set(id, { name, resolve, reject, cleanup });
     });
     this.wire.send(line).catch((error: unknown) => this.disconnect(writeFailure(error)));
@@ -237,6 +236,26 @@ function writeFailure(error: unknown): TransportError {
     mayHaveExecuted: true,
     cause: error,
   });
+}
+
+// One "abort" listener per signal, shared by every call waiting on it: a program that passes one signal
+// to many concurrent calls must not trip Node's listener-leak warning (MaxListenersExceededWarning on stderr).
+const abortWatchers = new WeakMap<AbortSignal, Set<() => void>>();
+
+/** Runs `onAbort` when `signal` aborts; returns the function that stops watching. */
+function watchAbort(signal: AbortSignal, onAbort: () => void): () => void {
+  let watchers = abortWatchers.get(signal);
+  if (watchers === undefined) {
+    const all = new Set<() => void>();
+    watchers = all;
+    abortWatchers.set(signal, all);
+    signal.addEventListener("abort", () => {
+      abortWatchers.delete(signal);
+      for (const watcher of all) watcher();
+    }, { once: true });
+  }
+  watchers.add(onAbort);
+  return () => watchers.delete(onAbort);
 }
 
 function handled<T>(promise: Promise<T>): Promise<T> {

@@ -122,6 +122,31 @@ describe("Ears.call on the wire", () => {
     expect((await guest.report).status).toBe("completed");
   });
 
+  it("one signal shared by many concurrent calls aborts them all, without a listener-leak warning", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      const controller = new AbortController();
+      const guest = startGuest(async (ears) => {
+        const calls = [...Array(50).keys()].map((i) => ears.call("read", i, { signal: controller.signal }));
+        const settled = await Promise.allSettled(calls);
+        return settled.map((s) => (s.status === "rejected" ? String(s.reason) : "fulfilled"));
+      });
+      await guest.invoke(["read"]);
+      for (let i = 0; i < 50; i++) await guest.expect("request");
+      await guest.reply(7, ok());
+      controller.abort("stop all");
+      const reasons = resultOf(await guest.rest()).structured as string[];
+      expect(reasons.filter((r) => r === "stop all")).toHaveLength(49);
+      expect(reasons[6]).toBe("fulfilled");
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((w) => w.name)).not.toContain("MaxListenersExceededWarning");
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("an already aborted signal rejects with its reason and sends nothing", async () => {
     const { frames } = await runGuest(
       async (ears) => {

@@ -99,12 +99,12 @@ describe("runGuest with a guest that crashes", () => {
 });
 
 describe("runGuest with a guest that hangs", () => {
-  it("stops it at the run deadline: RunTimeout, stdin closed, then SIGTERM", async () => {
+  it("stops it at the run deadline: RunTimeout, and the child is gone", async () => {
     const report = await runFixture("hang.mjs", [], { limits: { runTimeoutMs: 1500 } });
-    expect(report.failure?.code).toBe(HostFailureCode.RunTimeout);
-    expect(report.failure?.message).toContain("1500 ms");
-    expect(report.forcedStop).toBe("SIGTERM");
-    expect(report.exit).toEqual({ code: null, signal: "SIGTERM" });
+    expect(report.failure).toEqual({ code: HostFailureCode.RunTimeout, message: "the guest did not finish within 1500 ms (limits.runTimeoutMs); the run was stopped" });
+    // Usually SIGTERM ends it; on a very slow machine the deadline can come before the guest's hello,
+    // and the guest then exits by itself on the closed pipes. Either way it must be gone.
+    expect(report.exit).toBeDefined();
     expectGone(report);
   });
 
@@ -340,6 +340,7 @@ describe("runGuest refuses what it cannot host", () => {
   });
 
   it("survives EPIPE when the guest closed its stdin, and still takes its result", async () => {
+    // The fixture closes fd 0 before its hello, so writing the invoke fails with EPIPE.
     const report = await runFixture("closed-stdin.mjs");
     expect(report.ok).toBe(true);
     expect(report.outcome).toEqual({ status: "success", content: "never saw the invoke" });

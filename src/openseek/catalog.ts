@@ -7,7 +7,7 @@ import { SearchError } from "./search-error.js";
 
 /** A tool of an MCP server, with the raw JSON Schemas its server declared. */
 export interface McpTool {
-  /** The server's name, as {@link mcp.call} takes it. */
+  /** The server's name, as `mcp.call` takes it. */
   server: string;
   /** The tool's own name on its server. */
   name: string;

@@ -32,30 +32,28 @@ export function call(name: string, args: Json, options: OpenSeekCallOptions = {}
   return callWithSettings(name, args, options, defaultSettings());
 }
 
-/**
- * Finds MCP tools. The first search downloads the `OPENSEEK_MCP` host's catalog; later searches in the
- * process reuse it. `server` alone lists that server's tools in order; `query` ranks tools (within
- * `server` when both are given); neither lists every tool, followed on the last page by the servers that
- * are unavailable. Rejects with {@link SearchError} for bad options, an unknown server, an offset past the
- * end, or a catalog that could not be downloaded.
- */
-function search(options?: SearchOptions): Promise<SearchPage> {
-  return searchWithSettings(options, defaultSettings());
-}
-
-/**
- * Calls `tool` of MCP server `server` by the server's own names, with a 125 s deadline (MCP calls never
- * wait for approval). Sends `{"version":1,"call":{"server","tool","arguments"}}` to the `OPENSEEK_MCP`
- * host. A tool failure resolves with `isError: true`; the saved images' paths are in `images`. Rejects
- * like {@link call}: `TypeError` (bad names or arguments), `TransportError` ("handoff" or "http"), or the
- * signal's reason.
- */
-function callMcp(server: string, tool: string, args: Json, options: OpenSeekCallOptions = {}): Promise<McpCallResult> {
-  return mcpCallWithSettings(server, tool, args, options, defaultSettings());
-}
-
-/** The MCP bridge: {@link search} for tools, then `call` one by its server's own names. */
-export const mcp: {
+/** The MCP bridge of an OpenSeek host (`OPENSEEK_MCP`): find tools with `search`, then `call` one. */
+export interface McpBridge {
+  /**
+   * Finds MCP tools. The first search downloads the host's catalog; later searches in the process reuse
+   * it. `server` alone lists that server's tools in order; `query` ranks tools (within `server` when both
+   * are given); neither lists every tool, followed on the last page by the servers that are unavailable.
+   * Rejects with {@link SearchError} for bad options, an unknown server, an offset past the end, or a
+   * catalog that could not be downloaded.
+   */
   readonly search: (options?: SearchOptions) => Promise<SearchPage>;
+  /**
+   * Calls `tool` of MCP server `server` by the server's own names, with a 125 s deadline (MCP calls never
+   * wait for approval). A tool failure resolves with `isError: true`; saved images' paths are in `images`.
+   * Rejects like {@link call}: `TypeError` (bad names or arguments, nothing sent), `TransportError`
+   * ("handoff" or "http"), or the signal's reason.
+   */
   readonly call: (server: string, tool: string, args: Json, options?: OpenSeekCallOptions) => Promise<McpCallResult>;
-} = Object.freeze({ search, call: callMcp });
+}
+
+/** The MCP bridge: `mcp.search(...)` and `mcp.call(server, tool, arguments)`. */
+export const mcp: McpBridge = Object.freeze({
+  search: (options?: SearchOptions) => searchWithSettings(options, defaultSettings()),
+  call: (server: string, tool: string, args: Json, options: OpenSeekCallOptions = {}) =>
+    mcpCallWithSettings(server, tool, args, options, defaultSettings()),
+});

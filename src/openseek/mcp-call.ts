@@ -22,7 +22,7 @@ export interface McpCallResult {
 }
 
 /**
- * {@link mcp.call} with explicit settings. Checks, all before any I/O: `server` and `tool` are strings,
+ * `mcp.call` with explicit settings. Checks, all before any I/O: `server` and `tool` are strings,
  * the arguments survive JSON unchanged (else `TypeError`), the signal is not already aborted, the
  * `OPENSEEK_MCP` capability is valid (else `TransportError` kind "handoff"). MCP calls never wait for
  * approval: the deadline always applies.

@@ -37,7 +37,7 @@ export function defaultSettings(): ClientSettings {
 }
 
 /**
- * {@link call} with explicit settings. Order of checks, all before any I/O: the name is a string, the
+ * `call` with explicit settings. Order of checks, all before any I/O: the name is a string, the
  * arguments survive JSON unchanged (else `TypeError`), the signal is not already aborted, the
  * `OPENSEEK_PTC` capability is valid (else `TransportError` kind "handoff").
  */

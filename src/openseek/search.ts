@@ -45,7 +45,7 @@ interface Request {
   offset: number;
 }
 
-/** {@link mcp.search} with explicit settings. */
+/** `mcp.search` with explicit settings. */
 export async function searchWithSettings(options: SearchOptions | undefined, settings: ClientSettings): Promise<SearchPage> {
   const request = readOptions(options);
   const catalog = await loadCatalog(settings);

@@ -59,29 +59,28 @@ export function formatTranscriptEntry(entry: EntryToWrite): string {
 
 /**
  * One transcript line for a frame line as it crossed the wire (what `HostOptions.onFrame` sees). A line
- * that is JSON is spliced in as it is, so the recording keeps exactly what was sent; any other line is
- * kept as `text`.
+ * that is faithful JSON is spliced in as it is, so the recording keeps exactly what was sent; any other
+ * line (not JSON, or JSON whose value JSON.parse alters, such as a number that overflows to Infinity)
+ * is kept as `text`.
  */
 export function transcriptLine(from: Direction, line: string): string {
-  return isJsonText(line) ? `{"from":"${from}","frame":${line}}` : JSON.stringify({ from, text: line });
+  return faithfulJson(line) === undefined ? JSON.stringify({ from, text: line }) : `{"from":"${from}","frame":${line}}`;
 }
 
-/** The entry for a frame line as it crossed the wire. */
+/** The entry for a frame line as it crossed the wire: the same entry {@link readTranscript} reads back. */
 export function transcriptEntry(from: Direction, line: string): TranscriptEntry {
-  try {
-    return { from, frame: JSON.parse(line) as Json };
-  } catch {
-    return { from, text: line };
-  }
+  const value = faithfulJson(line);
+  return value === undefined ? { from, text: line } : { from, frame: value.json };
 }
 
-function isJsonText(line: string): boolean {
+function faithfulJson(line: string): { json: Json } | undefined {
+  let value: unknown;
   try {
-    JSON.parse(line);
-    return true;
+    value = JSON.parse(line);
   } catch {
-    return false;
+    return undefined;
   }
+  return jsonProblem(value) === undefined ? { json: value as Json } : undefined;
 }
 
 /** A transcript being written to a file; see {@link recordTo}. */
@@ -121,9 +120,12 @@ export function recordTo(path: string): Recorder {
     write: (entry) => append(formatTranscriptEntry(entry)),
     close() {
       closing ??= new Promise<void>((resolve) => {
-        if (stream.destroyed) resolve();
-        else stream.end(() => resolve());
+        // 'close' comes after 'finish' or after 'error', so by then any write failure is known.
+        if (stream.closed) return resolve();
         stream.once("close", () => resolve());
+        stream.end((error?: Error | null) => {
+          if (error) failure ??= error;
+        });
       }).then(() => {
         if (failure !== undefined) {
           throw new TranscriptError(`writing transcript ${path} failed: ${describeError(failure)}`, path, 0, { cause: failure });

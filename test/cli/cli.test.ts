@@ -275,6 +275,13 @@ describe("ears run --record, then ears replay", () => {
     expect(run.code).toBe(0);
   });
 
+  it.runIf(process.platform === "linux")("exits 2 when the transcript cannot be written, even though the guest succeeded", async () => {
+    const run = await ears(["run", "--record", "/dev/full", "--quiet", "--", "node", SCRIPT]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^ears: writing transcript \/dev\/full failed: .*ENOSPC/);
+    expect(run.stdout).toBe('{\n  "outcomes": []\n}\n');
+  });
+
   it("records every frame both ways", async () => {
     const entries = await readTranscript(transcript);
     const types = entries.map((e) => `${e.from}:${(e as { frame?: { type?: string } }).frame?.type}`);

@@ -151,7 +151,15 @@ describe("replay", () => {
     );
   });
 
-  it("reproduces a recorded session that ended without a result", async () => {
+  it("reports a guest that speaks another protocol (the engine refuses it as usual)", async () => {
+    const transcript = await record(reader(["a"]));
+    const replayed = await replay(transcript, { command: process.execPath, args: ["fixtures/guests/protocol-2.mjs"] });
+    expect(replayed.divergence).toBe("hello: the recorded guest spoke protocol 1, but this guest speaks protocol 2");
+    expect(replayed.stopped).toBe(false);
+    expect(replayed.report.failure?.code).toBe("ProtocolMismatch");
+  });
+
+  it("reports a result the recording does not have (the recorded session ended without one)", async () => {
     const full = await record(reader(["a"]));
     const noResult = full.filter((e) => !("frame" in e && (e.frame as { type: string }).type === "result"));
     const replayed = await replay(noResult, { run: reader(["a"]) });

@@ -83,6 +83,16 @@ describe("transcript writer and reader", () => {
     ]);
   });
 
+  it("keeps a JSON line whose value JSON.parse would alter as text, so it reads back as written", async () => {
+    const path = file();
+    const recorder = recordTo(path);
+    recorder.onFrame("guest", '{"type":"reply","id":1e400}');
+    await recorder.close();
+    expect(readFileSync(path, "utf8")).toBe('{"from":"guest","text":"{\\"type\\":\\"reply\\",\\"id\\":1e400}"}\n');
+    expect(await readTranscript(path)).toEqual([transcriptEntry("guest", '{"type":"reply","id":1e400}')]);
+    expect(transcriptEntry("guest", '{"type":"reply","id":1e400}')).toEqual({ from: "guest", text: '{"type":"reply","id":1e400}' });
+  });
+
   it("refuses values JSON would alter instead of rewriting them", () => {
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;
@@ -106,6 +116,12 @@ describe("transcript writer and reader", () => {
     expect(() => recorder.onFrame("guest", "{}")).toThrow(/is closed/);
     expect(() => recordTo(join(dir, "missing", "t.ndjson"))).toThrow(TranscriptError);
     expect(() => recordTo(join(dir, "missing", "t.ndjson"))).toThrow(/cannot create transcript .*ENOENT/);
+  });
+
+  it.runIf(process.platform === "linux")("close() rejects when the file could not be written (a full disk)", async () => {
+    const recorder = recordTo("/dev/full");
+    recorder.onFrame("guest", '{"type":"hello","protocol":1}');
+    await expect(recorder.close()).rejects.toThrow(/writing transcript \/dev\/full failed: .*ENOSPC/);
   });
 
   it("accepts \\r\\n, blank lines and a byte order mark", async () => {

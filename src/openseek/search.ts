@@ -38,7 +38,8 @@ export interface SearchPage {
   instructions?: string;
 }
 
-interface Request {
+/** Search options after checking: blank strings removed, defaults filled in. */
+export interface SearchRequest {
   query?: string;
   server?: string;
   limit: number;
@@ -53,7 +54,7 @@ export async function searchWithSettings(options: SearchOptions | undefined, set
 }
 
 /** Runs a checked search over a downloaded catalog. Pure. */
-export function searchCatalog(catalog: Catalog, request: Request): SearchPage {
+export function searchCatalog(catalog: Catalog, request: SearchRequest): SearchPage {
   const { query, limit, offset } = request;
   let server: McpServer | undefined;
   if (request.server !== undefined) {
@@ -87,13 +88,13 @@ export function searchCatalog(catalog: Catalog, request: Request): SearchPage {
 }
 
 /** Checks the options before any download. Throws {@link SearchError} with the reason. */
-export function readOptions(options: unknown): Request {
+export function readOptions(options: unknown): SearchRequest {
   if (options === undefined) return { limit: DEFAULT_LIMIT, offset: 0 };
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw new SearchError(`search options must be an object like { query, server, limit, offset }, got ${describe(options)}`);
   }
   const fields = options as Record<string, unknown>;
-  const request: Request = {
+  const request: SearchRequest = {
     limit: readInteger(fields["limit"], "limit", DEFAULT_LIMIT),
     offset: readInteger(fields["offset"], "offset", 0),
   };

@@ -80,6 +80,17 @@ describe("OpenSeek host doubles", () => {
     for (let i = 0; i < 3; i++) answers.push(await postJson(PTC_SERVICE, handoff, "{}"));
     expect(answers).toEqual(["first", "second", "default"]);
   });
+
+  it("send delayed replies, and cancel them on close", async () => {
+    const host = await startOpenSeekHost({ respond: () => hostReplies.delayed(20, hostReplies.json("late")) });
+    const handoff = readHandoff(PTC_SERVICE, { OPENSEEK_PTC: host.capability() });
+    await expect(postJson(PTC_SERVICE, handoff, "{}")).resolves.toBe("late");
+    host.respondWith(() => hostReplies.delayed(60_000, hostReplies.json("never")));
+    const pending = postJson(PTC_SERVICE, handoff, "{}");
+    await until(() => host.requests.length === 2);
+    await host.close();
+    await expect(pending).rejects.toBeInstanceOf(TransportError);
+  });
 });
 
 describe("postJson", () => {

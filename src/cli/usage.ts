@@ -124,7 +124,8 @@ export function parseInput(text: string | undefined, cwd: string): Json {
     if (path === "") throw new UsageError("--input @ needs a file name, e.g. --input @input.json");
     source = `--input file ${path}`;
     try {
-      json = readFileSync(resolve(cwd, path), "utf8");
+      // Editors on Windows save a byte order mark, which JSON.parse rejects; it is not part of the JSON.
+      json = readFileSync(resolve(cwd, path), "utf8").replace(/^\uFEFF/, "");
     } catch (error) {
       throw new UsageError(`cannot read ${source}: ${describeError(error)}`);
     }

@@ -106,9 +106,9 @@ describe("ears run", () => {
     expect(isRunning(report.pid!)).toBe(false);
   });
 
-  it("reads --input from a file with @", async () => {
+  it("reads --input from a file with @ (a byte order mark is allowed)", async () => {
     const path = join(dir, "input.json");
-    writeFileSync(path, '{"calls": [], "fail": "FromFile"}');
+    writeFileSync(path, '\uFEFF{"calls": [], "fail": "FromFile"}');
     const run = await ears(["run", "--input", `@${path}`, "--quiet", "--", "node", SCRIPT]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain("failing as asked");

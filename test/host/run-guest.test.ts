@@ -87,6 +87,17 @@ describe("runGuest with a guest that crashes", () => {
     expectGone(report);
   });
 
+  it("reports NoResult, not a crash, when the guest exits with code 0 before its result", async () => {
+    const report = await runFixture("crash-mid-run.mjs", ["0"], { capabilities: { read: () => "text" } });
+    expect(report.failure).toEqual({
+      code: HostFailureCode.NoResult,
+      message: 'the guest\'s output ended before it sent a result; the guest exited with exit code 0; its stderr ends with: "fatal: giving up mid-run"',
+    });
+    expect(report.exit).toEqual({ code: 0, signal: null });
+    expect(report.calls).toHaveLength(1);
+    expectGone(report);
+  });
+
   it("keeps only the tail of a large stderr", async () => {
     const script = "process.stderr.write('a'.repeat(200000) + 'THE END'); process.exitCode = 2";
     const report = await runGuest({ command: process.execPath, args: ["-e", script], limits: { maxStderrBytes: 1000 } });

@@ -63,9 +63,12 @@ export class CatalogBuilder {
     }
   }
 
-  /** The catalog so far. */
+  /**
+   * The catalog so far, frozen: it is cached for the process and searches cache each tool's words, so
+   * nothing may change it (pages hand out copies).
+   */
   build(): Catalog {
-    return { servers: [...this.servers], tools: [...this.tools] };
+    return deepFreeze({ servers: [...this.servers], tools: [...this.tools] });
   }
 
   private addServer(item: Record<string, unknown>): void {
@@ -107,6 +110,17 @@ export class CatalogBuilder {
     }
     this.tools.push(record);
   }
+}
+
+function deepFreeze<T>(value: T): T {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node !== "object" || node === null || Object.isFrozen(node)) continue;
+    Object.freeze(node);
+    for (const child of Object.values(node)) pending.push(child);
+  }
+  return value;
 }
 
 function optionalString(object: Record<string, unknown>, key: string, where: string): string | undefined {

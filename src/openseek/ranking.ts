@@ -25,8 +25,23 @@ export function toolDocument(tool: McpTool): string[] {
  * best first; ties keep the given order, and tools that share no word with the query are left out.
  */
 export function rankTools<T extends McpTool>(tools: readonly T[], query: string): T[] {
-  const ranked = rankBm25(tools.map(toolDocument), tokenize(query));
+  const ranked = rankBm25(tools.map(cachedDocument), tokenize(query));
   return ranked.map(({ index }) => tools[index]!);
+}
+
+/**
+ * Documents of the cached catalog's tools, which never change, so later searches skip re-tokenising
+ * (the bulk of a query search's time). Keyed weakly: a dropped catalog frees its documents.
+ */
+const documents = new WeakMap<McpTool, string[]>();
+
+function cachedDocument(tool: McpTool): string[] {
+  let document = documents.get(tool);
+  if (document === undefined) {
+    document = toolDocument(tool);
+    documents.set(tool, document);
+  }
+  return document;
 }
 
 /** Adds property names and descriptions found anywhere in `schema`. Iterative: deep schemas cannot overflow the stack. */
@@ -35,7 +50,7 @@ function collectSchemaWords(schema: unknown, words: string[]): void {
   while (pending.length > 0) {
     const node = pending.pop();
     if (Array.isArray(node)) {
-      pending.push(...node);
+      for (const item of node) pending.push(item);
       continue;
     }
     if (typeof node !== "object" || node === null) continue;

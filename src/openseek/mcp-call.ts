@@ -5,7 +5,7 @@ import type { Json } from "../json.js";
 import { decodeResult, invalidReply } from "./envelope.js";
 import { MCP_SERVICE, readHandoff } from "./handoff.js";
 import { postJson } from "./http.js";
-import type { ClientSettings, OpenSeekCallOptions } from "./ptc.js";
+import { readSignal, type ClientSettings, type OpenSeekCallOptions } from "./ptc.js";
 import { requireString, sendable } from "./sendable.js";
 
 /** An MCP tool's result. A tool failure is a result with `isError: true`, not an exception. */
@@ -37,7 +37,7 @@ export async function mcpCallWithSettings(
   requireString(server, "The MCP server name");
   requireString(tool, "The MCP tool name");
   const value = sendable(args, `The arguments of MCP tool ${JSON.stringify(tool)} on server ${JSON.stringify(server)}`);
-  const signal = options.signal;
+  const signal = readSignal(options);
   if (signal?.aborted) throw signal.reason;
   const handoff = readHandoff(MCP_SERVICE, settings.env);
   const body = JSON.stringify({ version: 1, call: { server, tool, arguments: value } });

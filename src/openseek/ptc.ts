@@ -37,6 +37,30 @@ export function defaultSettings(): ClientSettings {
 }
 
 /**
+ * The signal of a call's options. Throws a `TypeError` (nothing sent) for options that are not an object,
+ * a `signal` that is not an AbortSignal, or any other key: a mistyped or unsupported option such as
+ * `timeoutMs` must not be ignored silently.
+ */
+export function readSignal(options: unknown): AbortSignal | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new TypeError("The call options must be an object like { signal }; nothing was sent");
+  }
+  for (const key of Object.keys(options)) {
+    if (key !== "signal") {
+      throw new TypeError(
+        `Unknown call option ${JSON.stringify(key)}: the only option is signal (for a deadline, pass signal: AbortSignal.timeout(ms)); nothing was sent`,
+      );
+    }
+  }
+  const signal = (options as { signal?: unknown }).signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError("The call option signal must be an AbortSignal; nothing was sent");
+  }
+  return signal;
+}
+
+/**
  * `call` with explicit settings. Order of checks, all before any I/O: the name is a string, the
  * arguments survive JSON unchanged (else `TypeError`), the signal is not already aborted, the
  * `OPENSEEK_PTC` capability is valid (else `TransportError` kind "handoff").
@@ -49,7 +73,7 @@ export async function callWithSettings(
 ): Promise<CallResult> {
   requireString(name, "The PTC tool name");
   const value = sendable(args, `The arguments of PTC tool ${JSON.stringify(name)}`);
-  const signal = options.signal;
+  const signal = readSignal(options);
   if (signal?.aborted) throw signal.reason;
   const handoff = readHandoff(PTC_SERVICE, settings.env);
   const body = JSON.stringify({ version: 1, name, arguments: value });

@@ -87,6 +87,8 @@ export function searchCatalog(catalog: Catalog, request: SearchRequest): SearchP
   return page;
 }
 
+const OPTION_NAMES = ["query", "server", "limit", "offset"];
+
 /** Checks the options before any download. Throws {@link SearchError} with the reason. */
 export function readOptions(options: unknown): SearchRequest {
   if (options === undefined) return { limit: DEFAULT_LIMIT, offset: 0 };
@@ -94,6 +96,11 @@ export function readOptions(options: unknown): SearchRequest {
     throw new SearchError(`search options must be an object like { query, server, limit, offset }, got ${describe(options)}`);
   }
   const fields = options as Record<string, unknown>;
+  for (const key of Object.keys(fields)) {
+    if (!OPTION_NAMES.includes(key)) {
+      throw new SearchError(`Unknown search option ${JSON.stringify(key)}; the options are ${OPTION_NAMES.join(", ")}`);
+    }
+  }
   const request: SearchRequest = {
     limit: readInteger(fields["limit"], "limit", DEFAULT_LIMIT),
     offset: readInteger(fields["offset"], "offset", 0),

@@ -90,6 +90,7 @@ describe("mcp.call", () => {
     await expect(mcp.call("github", "list_issues", { n: Number.POSITIVE_INFINITY })).rejects.toThrow(/\$\.n is Infinity.*nothing was sent$/);
     await expect(mcp.call(1 as never, "list_issues", {})).rejects.toThrow(TypeError);
     await expect(mcp.call("github", undefined as never, {})).rejects.toThrow(/MCP tool name must be a string/);
+    await expect(mcp.call("github", "list_issues", {}, { deadline: 1 } as never)).rejects.toThrow(/Unknown call option "deadline"/);
     expect(host.requests).toHaveLength(0);
   });
 

@@ -178,6 +178,18 @@ describe("PTC call: the handoff fails before any I/O", () => {
     await expect(call(42 as never, {})).rejects.toThrow(TypeError);
     expect(host.requests).toHaveLength(0);
   });
+
+  it("refuses unknown call options instead of ignoring them, sending nothing", async () => {
+    const host = await echoHost();
+    host.install();
+    await expect(call("edit", {}, { timeoutMs: 5 } as never)).rejects.toThrow(
+      'Unknown call option "timeoutMs": the only option is signal (for a deadline, pass signal: AbortSignal.timeout(ms)); nothing was sent',
+    );
+    await expect(call("edit", {}, { signal: "stop" } as never)).rejects.toThrow("The call option signal must be an AbortSignal; nothing was sent");
+    await expect(call("edit", {}, null as never)).rejects.toThrow(TypeError);
+    expect(host.requests).toHaveLength(0);
+    await expect(call("edit", {}, { signal: undefined })).resolves.toMatchObject({ content: "mock reply" });
+  });
 });
 
 describe("PTC call: results", () => {

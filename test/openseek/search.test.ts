@@ -289,6 +289,7 @@ describe("mcp.search: option errors", () => {
     [{ query: 42 }, "query must be a string, got number 42"],
     [{ server: null }, "server must be a string, got null"],
     [{ server: ["github"] }, "server must be a string, got an array"],
+    [{ querry: "issues" }, 'Unknown search option "querry"; the options are query, server, limit, offset'],
     ["github", 'search options must be an object like { query, server, limit, offset }, got the string "github"'],
   ])("refuses %j before downloading anything", async (options, message) => {
     const host = await track(startMcpHost({ servers }));

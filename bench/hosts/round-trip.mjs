@@ -2,7 +2,7 @@
 // Prints {"ms": …} for the timed calls (warm-up calls excluded, spawn and handshake excluded).
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { callArguments, childScript } from "../lib/children.mjs";
+import { callArguments, childArgs } from "../lib/children.mjs";
 
 const [contender, callsText, warmupText] = process.argv.slice(2);
 const calls = Number(callsText);
@@ -12,7 +12,7 @@ async function ears() {
   const { runGuest } = await import("@posoco/ears/host");
   const report = await runGuest({
     command: process.execPath,
-    args: [childScript("ears-calls.mjs")],
+    args: childArgs("ears-calls.mjs"),
     input: { calls, warmup, concurrent: false },
     capabilities: { echo: (args) => args },
   });
@@ -24,7 +24,7 @@ async function mcp() {
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
   const client = new Client({ name: "bench", version: "1.0.0" });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [childScript("mcp-server.mjs")], stderr: "pipe" }));
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: childArgs("mcp-server.mjs"), stderr: "pipe" }));
   const call = async (i) => {
     const result = await client.callTool({ name: "echo", arguments: callArguments(i) });
     if (result.isError || result.structuredContent?.i !== i) throw new Error(`call ${i} got a wrong reply`);
@@ -38,7 +38,7 @@ async function mcp() {
 }
 
 async function echo() {
-  const child = spawn(process.execPath, [childScript("echo.mjs")], { stdio: ["pipe", "pipe", "ignore"] });
+  const child = spawn(process.execPath, childArgs("echo.mjs"), { stdio: ["pipe", "pipe", "ignore"] });
   let pending = "";
   let waiting;
   child.stdout.setEncoding("utf8");

@@ -161,3 +161,8 @@ export function chunks(buffer, size) {
   for (let at = 0; at < buffer.length; at += size) list.push(buffer.subarray(at, Math.min(at + size, buffer.length)));
   return list;
 }
+
+/** The large-payload value: `{ records }` whose JSON text is about `bytes` long. */
+export function largeValue(bytes, seed = 4) {
+  return { records: records(random(seed), bytes - 14) };
+}

@@ -23,7 +23,12 @@ export function captureStdout(sink: CaptureSink): Write {
   const rawWrite = stdout.write.bind(stdout) as Write;
   let current = sink;
   stdout.write = function write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
-    const text = typeof chunk === "string" ? chunk : Buffer.from(chunk as Uint8Array).toString("utf8");
+    const text =
+      typeof chunk === "string"
+        ? typeof encoding === "string" && encoding !== "utf8" && encoding !== "utf-8"
+          ? Buffer.from(chunk, encoding as BufferEncoding).toString("utf8")
+          : chunk
+        : Buffer.from(chunk as Uint8Array).toString("utf8");
     current("info", text.endsWith("\n") ? text.slice(0, -1) : text);
     const done = typeof encoding === "function" ? encoding : callback;
     if (typeof done === "function") process.nextTick(done as () => void);

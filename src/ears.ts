@@ -211,21 +211,27 @@ export class Ears {
     }
   }
 
-  /** Breaks the session once: every waiting call rejects, and later calls reject without being sent. */
+  /**
+   * Breaks the session once: every waiting call rejects, and later calls reject without being sent.
+   * A protocol violation by the host is also reported to it as an `error` log, so a break is never
+   * silent even when no call was waiting.
+   */
   private disconnect(error: TransportError): void {
     if (this.broken !== undefined) return;
     this.broken = error;
     for (const [, call] of this.pending) {
       call.cleanup();
-      call.reject(
-        new TransportError(`${error.message} before replying to "${call.name}"; the request may already have executed`, {
-          kind: error.kind,
-          mayHaveExecuted: true,
-          cause: error,
-        }),
-      );
+      const message =
+        error.kind === "closed"
+          ? `${error.message} before replying to "${call.name}"; the request may already have executed`
+          : `the session with the host broke while "${call.name}" waited for its reply (${error.message}); the request may already have executed`;
+      call.reject(new TransportError(message, { kind: error.kind, mayHaveExecuted: true, cause: error }));
     }
     this.pending.clear();
+    if (error.kind !== "closed" && error.kind !== "write-failed" && !this.finished) {
+      const line = encodeFrame({ type: "log", level: "error", content: `ears: the session with the host is broken: ${error.message}` });
+      this.wire.send(line).catch(noop);
+    }
   }
 }
 

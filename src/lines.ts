@@ -99,9 +99,8 @@ export class LineSplitter {
     const body = end === bytes.length ? bytes : bytes.subarray(0, end);
     if (!isUtf8(body)) throw new LineError("not-utf8", "a frame is not valid UTF-8");
     const line = body.toString("utf8");
-    // Whitespace-only lines are skipped; checking the first byte keeps the common case free.
-    const first = body[0]!;
-    if ((first === 32 || first === 9 || first === 13) && line.trim() === "") return;
+    // Blank (whitespace-only) lines are skipped; a frame starts with "{", so only other lines need the check.
+    if (body[0] !== 0x7b && line.trim() === "") return;
     emit(line);
   }
 

@@ -1,5 +1,6 @@
 import { Ears } from "./ears.js";
 import { describeError, TransportError } from "./errors.js";
+import { watchEscapes, type WatchesEscapes } from "./escapes.js";
 import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL } from "./frames.js";
 import { jsonProblem, type Json } from "./json.js";
 import { FailureCode, isMadeOutcome, Outcome } from "./outcome.js";
@@ -99,7 +100,9 @@ export async function serve(options: ServeOptions): Promise<ServeReport> {
   const ears = new Ears(wire, invoke.allowed);
   let outcome: Outcome;
   try {
-    outcome = resultOf(await run(ears, invoke.input));
+    const running = Promise.resolve().then(() => run(ears, invoke.input));
+    const escapes = (wire as Partial<WatchesEscapes>)[watchEscapes]?.call(wire);
+    outcome = resultOf(await (escapes === undefined ? running : Promise.race([running, escapes])));
   } catch (error) {
     if (error instanceof Error && error.stack) void ears.log(error.stack, "error");
     outcome = Outcome.failure(FailureCode.GuestFailed, describeError(error));

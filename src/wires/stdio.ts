@@ -1,6 +1,7 @@
 import type { Readable, Writable } from "node:stream";
 import { captureStdout } from "../capture.js";
 import { TransportError } from "../errors.js";
+import { escapedError, watchEscapes, type WatchesEscapes } from "../escapes.js";
 import { encodeFrame } from "../frames.js";
 import { LineError, LineSplitter } from "../lines.js";
 import type { Wire } from "../wire.js";
@@ -208,10 +209,11 @@ export function streamWire(options: Required<Pick<StdioOptions, "input" | "outpu
  * process exits on its own; when the session broke, it writes one `ears: …` line to stderr and sets
  * `process.exitCode = 1`. It never calls `process.exit`, so nothing written is lost.
  */
-class ProcessWire extends StreamWire {
+class ProcessWire extends StreamWire implements WatchesEscapes {
   private helloSent = false;
   private done = false;
   private readonly early: string[] = [];
+  private escapes: Promise<never> | undefined;
 
   constructor(maxFrameBytes: number | undefined) {
     let self: ProcessWire | undefined;
@@ -228,7 +230,31 @@ class ProcessWire extends StreamWire {
       this.helloSent = true;
       for (const line of this.early.splice(0)) super.send(line).catch(() => {});
     }
+    // Output captured from now on must not follow the result as a frame (encodeFrame puts type first).
+    if (frame.startsWith('{"type":"result"')) this.done = true;
     return sent;
+  }
+
+  /**
+   * Watches the process for errors that escape the program while it is served. The first one rejects
+   * the returned promise (serve turns it into a GuestFailed result); later ones go to the host as
+   * `error` logs, and after the result to stderr. The process keeps Node's exit-status rules otherwise.
+   */
+  [watchEscapes](): Promise<never> {
+    this.escapes ??= new Promise<never>((_, reject) => {
+      let first = true;
+      const escaped = (error: unknown, origin: "uncaughtException" | "unhandledRejection") => {
+        const failure = escapedError(error, origin);
+        if (first && !this.done) {
+          first = false;
+          reject(failure);
+        } else this.captured("error", failure.stack ?? failure.message);
+      };
+      process.on("uncaughtException", (error, origin) => escaped(error, origin));
+      process.on("unhandledRejection", (reason) => escaped(reason, "unhandledRejection"));
+    });
+    this.escapes.catch(() => {});
+    return this.escapes;
   }
 
   private captured(level: string, content: string): void {

@@ -116,4 +116,21 @@ describe("spawned guests", () => {
     expect(await guest.exited()).toEqual({ code: 1, signal: null });
     expect(guest.stderrLines()).toEqual(["ears: the host closed the connection before sending invoke; the program did not run"]);
   });
+
+  for (const [mode, expected] of [
+    ["throw", "an uncaught exception escaped the program: thrown from a timer"],
+    ["reject", "a promise rejection nobody handled escaped the program: lost rejection"],
+  ] as const) {
+    it(`an error that escapes the program (${mode}) ends the run as GuestFailed instead of crashing: exit 0`, async () => {
+      const guest = new GuestProcess("escapes.mjs", { env: { EARS_ESCAPE: mode } });
+      expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
+      guest.send(invoke([]));
+      const rest = await guest.restFrames();
+      expect(rest.at(-1)).toEqual({ type: "result", outcome: { status: "failure", code: "GuestFailed", content: expected } });
+      expect(rest.slice(0, -1)).toEqual([expect.objectContaining({ type: "log", level: "error" })]);
+      expect(await guest.exited()).toEqual({ code: 0, signal: null });
+      expect(guest.stderr).toBe("");
+      expect(guest.invalid).toEqual([]);
+    });
+  }
 });

@@ -8,6 +8,5 @@ import { reportPeakRss } from "./peak-rss.mjs";
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc");
 reportPeakRss();
-const value = largeValue(Number(process.argv[2]));
-gc(); // the generator's garbage is the benchmark's, not the writer's
+const value = largeValue(Number(process.argv[2]), gc); // the generator's garbage is the benchmark's, not the writer's
 process.stdout.write(`${JSON.stringify(value)}\n`);

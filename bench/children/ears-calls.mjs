@@ -1,5 +1,6 @@
-// Round-trip and concurrency guest: after `warmup` untimed calls, makes `calls` calls to "echo",
-// one after another or all at once, checks every reply, and returns the time the timed calls took.
+// Round-trip and concurrency guest: makes `warmup` untimed calls (i = -warmup … -1), then `calls`
+// timed calls (i = 0 … calls-1) to "echo", one after another or all at once, checks every reply,
+// and returns the time and the CPU time the timed calls took.
 import { performance } from "node:perf_hooks";
 import { serve, stdio, Outcome } from "@posoco/ears";
 import { callArguments } from "../lib/children.mjs";
@@ -16,7 +17,8 @@ function check(outcome, i) {
 await serve({
   wire: stdio(),
   run: async (ears, { calls, warmup, concurrent }) => {
-    for (let i = 0; i < warmup; i++) check(await ears.call("echo", callArguments(i)), i);
+    for (let i = -warmup; i < 0; i++) check(await ears.call("echo", callArguments(i)), i);
+    const cpu = process.cpuUsage();
     const start = performance.now();
     if (concurrent) {
       const outcomes = await Promise.all(Array.from({ length: calls }, (_, i) => ears.call("echo", callArguments(i))));
@@ -24,6 +26,8 @@ await serve({
     } else {
       for (let i = 0; i < calls; i++) check(await ears.call("echo", callArguments(i)), i);
     }
-    return { ms: performance.now() - start };
+    const ms = performance.now() - start;
+    const used = process.cpuUsage(cpu);
+    return { ms, cpuUs: used.user + used.system };
   },
 });

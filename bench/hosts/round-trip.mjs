@@ -1,40 +1,52 @@
 // Scenario 3, one contender per process: `node round-trip.mjs <ears|mcp|echo> <calls> <warmup>`.
-// Prints {"ms": …} for the timed calls (warm-up calls excluded, spawn and handshake excluded).
+// Prints {"ms", "hostCpuUs", "childCpuUs"} for the timed calls (warm-up calls, spawn and handshake
+// excluded). "host" is this process (the side that answers for ears, the side that calls for the
+// peers); "child" is the other process.
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { callArguments, childArgs } from "../lib/children.mjs";
+import { callArguments, childArgs, processCpuUs } from "../lib/children.mjs";
 
 const [contender, callsText, warmupText] = process.argv.slice(2);
 const calls = Number(callsText);
 const warmup = Number(warmupText);
 
+const cpuNow = () => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+
 async function ears() {
   const { runGuest } = await import("@posoco/ears/host");
+  let hostCpuUs;
   const report = await runGuest({
     command: process.execPath,
     args: childArgs("ears-calls.mjs"),
     input: { calls, warmup, concurrent: false },
-    capabilities: { echo: (args) => args },
+    capabilities: {
+      echo: (args) => {
+        // The guest numbers warm-up calls below 0, so the first and last timed calls are known here.
+        if (args.i === 0) hostCpuUs = -cpuNow();
+        if (args.i === calls - 1) hostCpuUs += cpuNow();
+        return args;
+      },
+    },
   });
   if (!report.ok) throw new Error(`the guest run failed: ${JSON.stringify(report.failure ?? report.outcome)} ${report.stderr ?? ""}`);
-  return report.outcome.structured.ms;
+  const { ms, cpuUs } = report.outcome.structured;
+  return { ms, hostCpuUs, childCpuUs: cpuUs };
 }
 
 async function mcp() {
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
   const client = new Client({ name: "bench", version: "1.0.0" });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: childArgs("mcp-server.mjs"), stderr: "pipe" }));
+  const transport = new StdioClientTransport({ command: process.execPath, args: childArgs("mcp-server.mjs"), stderr: "pipe" });
+  await client.connect(transport);
   const call = async (i) => {
     const result = await client.callTool({ name: "echo", arguments: callArguments(i) });
     if (result.isError || result.structuredContent?.i !== i) throw new Error(`call ${i} got a wrong reply`);
   };
-  for (let i = 0; i < warmup; i++) await call(i);
-  const start = performance.now();
-  for (let i = 0; i < calls; i++) await call(i);
-  const ms = performance.now() - start;
-  await client.close();
-  return ms;
+  return timedLoop(call, transport.pid, () => client.close());
 }
 
 async function echo() {
@@ -55,18 +67,29 @@ async function echo() {
   });
   const call = async (i) => {
     const reply = new Promise((resolve) => (waiting = resolve));
-    child.stdin.write(`${JSON.stringify({ type: "request", id: i + 1, name: "echo", arguments: callArguments(i) })}\n`);
+    child.stdin.write(`${JSON.stringify({ type: "request", id: i + warmup + 1, name: "echo", arguments: callArguments(i) })}\n`);
     if (JSON.parse(await reply).arguments.i !== i) throw new Error(`call ${i} got a wrong reply`);
   };
-  for (let i = 0; i < warmup; i++) await call(i);
+  return timedLoop(call, child.pid, async () => {
+    child.stdin.end();
+    await new Promise((resolve) => child.on("close", resolve));
+  });
+}
+
+/** The peers' loop: warm-up calls, then the timed calls, with this process's and the child's CPU time. */
+async function timedLoop(call, childPid, close) {
+  for (let i = -warmup; i < 0; i++) await call(i);
+  const childBefore = processCpuUs(childPid);
+  const hostBefore = cpuNow();
   const start = performance.now();
   for (let i = 0; i < calls; i++) await call(i);
   const ms = performance.now() - start;
-  child.stdin.end();
-  await new Promise((resolve) => child.on("close", resolve));
-  return ms;
+  const hostCpuUs = cpuNow() - hostBefore;
+  const childAfter = processCpuUs(childPid);
+  await close();
+  return { ms, hostCpuUs, childCpuUs: childBefore === undefined ? undefined : childAfter - childBefore };
 }
 
 const run = { ears, mcp, echo }[contender];
 if (run === undefined) throw new Error(`unknown contender ${contender}; use ears, mcp or echo`);
-console.log(JSON.stringify({ ms: await run() }));
+console.log(JSON.stringify(await run()));

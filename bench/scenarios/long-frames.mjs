@@ -8,7 +8,7 @@ import { MiB, summarize } from "../lib/stats.mjs";
 
 export async function longFrames({ quick }) {
   const repetitions = quick ? 3 : 5;
-  const budgetMs = quick ? 1000 : 5000;
+  const budgetMs = quick ? 500 : 5000;
   const cases = quick
     ? [
         { mib: 2, chunk: 1460 },

@@ -12,6 +12,9 @@ import { resultOf, runGuest, startGuest } from "./memory-host.js";
 
 const ok = (content = "ok") => Outcome.success(content);
 
+/** The error log the guest writes when the host broke the session. */
+const brokenLog = (reason: string) => ({ type: "log", level: "error", content: `ears: the session with the host is broken: ${reason}` });
+
 describe("Ears.call refused locally", () => {
   it("a name outside the allowlist returns CapabilityDenied and writes nothing", async () => {
     const { frames } = await runGuest(async (ears) => ears.call("write", { path: "x" }), { allowed: ["read"] });
@@ -189,7 +192,9 @@ describe("Ears.call on the wire", () => {
       const error = await ears.call("read").catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TransportError);
       expect(error).toMatchObject({ kind: "unknown-reply", mayHaveExecuted: true });
-      expect((error as Error).message).toMatch(/replied to request id 99, which is unknown or already answered.*may already have executed/);
+      expect((error as Error).message).toBe(
+        'the session with the host broke while "read" waited for its reply (the host replied to request id 99, which is unknown or already answered); the request may already have executed',
+      );
       // Later calls reject without being sent.
       const later = await ears.call("read").catch((e: unknown) => e);
       expect(later).toMatchObject({ kind: "unknown-reply", mayHaveExecuted: false });
@@ -200,8 +205,11 @@ describe("Ears.call on the wire", () => {
     await guest.expect("request");
     await guest.reply(99, ok());
     const rest = await guest.rest();
-    expect(rest.map((f) => f.type)).toEqual(["result"]);
-    expect(resultOf(rest)).toEqual(Outcome.success("", "handled"));
+    // The violation is reported to the host before anything else the guest writes.
+    expect(rest).toEqual([
+      brokenLog("the host replied to request id 99, which is unknown or already answered"),
+      { type: "result", outcome: Outcome.success("", "handled") },
+    ]);
   });
 
   it("a second reply to an answered id rejects the waiting call as unknown-reply", async () => {
@@ -214,9 +222,16 @@ describe("Ears.call on the wire", () => {
     await guest.reply(first.id, ok());
     await guest.expect("request");
     await guest.reply(first.id, ok());
-    const outcome = resultOf(await guest.rest());
-    expect(outcome).toMatchObject({ status: "failure", code: FailureCode.GuestFailed });
-    expect(outcome.content).toMatch(/request id 1, which is unknown or already answered.*"read"; the request may already have executed/);
+    const rest = await guest.rest();
+    expect(rest.map((f) => (f.type === "log" ? f.level : f.type))).toEqual(["error", "error", "result"]);
+    expect(rest[0]).toEqual(brokenLog("the host replied to request id 1, which is unknown or already answered"));
+    expect(rest[1]).toMatchObject({ content: expect.stringMatching(/^TransportError: the session with the host broke while/) });
+    expect(resultOf(rest)).toEqual(
+      Outcome.failure(
+        FailureCode.GuestFailed,
+        'the session with the host broke while "read" waited for its reply (the host replied to request id 1, which is unknown or already answered); the request may already have executed',
+      ),
+    );
   });
 
   it("a frame other than a reply during the run is a protocol violation for the waiting call", async () => {
@@ -224,9 +239,14 @@ describe("Ears.call on the wire", () => {
     await guest.invoke(["read"]);
     await guest.expect("request");
     await guest.send({ type: "invoke", protocol: 1, allowed: [], input: null });
-    const outcome = resultOf(await guest.rest());
-    expect(outcome).toMatchObject({ code: FailureCode.GuestFailed });
-    expect(outcome.content).toMatch(/sent a "invoke" frame during the run; only replies are expected/);
+    const rest = await guest.rest();
+    expect(rest[0]).toEqual(brokenLog('the host sent a "invoke" frame during the run; only replies are expected'));
+    expect(resultOf(rest)).toEqual(
+      Outcome.failure(
+        FailureCode.GuestFailed,
+        'the session with the host broke while "read" waited for its reply (the host sent a "invoke" frame during the run; only replies are expected); the request may already have executed',
+      ),
+    );
   });
 
   it("a malformed frame during the run rejects the waiting call as malformed", async () => {
@@ -234,8 +254,49 @@ describe("Ears.call on the wire", () => {
     await guest.invoke(["read"]);
     await guest.expect("request");
     await guest.sendLine('{"type":"reply","id":1}');
-    const outcome = resultOf(await guest.rest());
-    expect(outcome.structured).toMatch(/^malformed: the host sent a malformed frame \(reply.outcome: an outcome must be an object/);
+    const reason = 'the host sent a malformed frame (reply.outcome: an outcome must be an object: {"type":"reply","id":1})';
+    const rest = await guest.rest();
+    expect(rest).toEqual([
+      brokenLog(reason),
+      {
+        type: "result",
+        outcome: Outcome.success(
+          "",
+          `malformed: the session with the host broke while "read" waited for its reply (${reason}); the request may already have executed`,
+        ),
+      },
+    ]);
+  });
+
+  it("a host violation while no call waits is reported as an error log; the run completes normally", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const guest = startGuest(async (ears) => {
+      await gate;
+      const later = await ears.call("read").catch((e: TransportError) => `${e.kind}: ${e.message}`);
+      await ears.log("still running");
+      return later;
+    });
+    await guest.invoke(["read"]);
+    await guest.sendLine("not json");
+    // The guest reports the break on its own, while the program is still waiting on its gate.
+    // (The JSON parser's own wording in the middle varies with the Node version.)
+    const reason = /the host sent a malformed frame \(not JSON \(.+\): not json\)/.source;
+    expect(await guest.next()).toEqual({
+      type: "log",
+      level: "error",
+      content: expect.stringMatching(new RegExp(`^ears: the session with the host is broken: ${reason}$`)),
+    });
+    release();
+    const rest = await guest.rest();
+    expect(rest).toEqual([
+      { type: "log", level: "info", content: "still running" },
+      {
+        type: "result",
+        outcome: Outcome.success("", expect.stringMatching(new RegExp(`^malformed: ${reason}; "read" was not sent$`))),
+      },
+    ]);
+    expect(await guest.report).toMatchObject({ status: "completed" });
   });
 });
 
@@ -277,9 +338,14 @@ describe("end of stream and write failures", () => {
   it("a write failure (EPIPE) rejects the call, silences logs, and the session ends broken", async () => {
     const [guestEnd, hostEnd] = createLinkedPair();
     let writable = true;
+    const failedWrites: string[] = [];
     // A user-written wire whose writes start failing the way a closed pipe does.
     const wire: Wire = {
-      send: (frame) => (writable ? guestEnd.send(frame) : Promise.reject(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }))),
+      send: (frame) => {
+        if (writable) return guestEnd.send(frame);
+        failedWrites.push(JSON.parse(frame).type);
+        return Promise.reject(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+      },
       receive: () => guestEnd.receive(),
     };
     let seen: unknown;
@@ -297,8 +363,13 @@ describe("end of stream and write failures", () => {
     expect(await report).toMatchObject({ status: "broken", error: { kind: "write-failed" }, outcome: { status: "success" } });
     expect(seen).toBeInstanceOf(TransportError);
     expect(seen).toMatchObject({ kind: "write-failed", mayHaveExecuted: true });
-    expect((seen as Error).message).toMatch(/writing to the host failed: write EPIPE.*"read"; the request may already have executed/);
+    expect((seen as Error).message).toBe(
+      'the session with the host broke while "read" waited for its reply (writing to the host failed: write EPIPE); the request may already have executed',
+    );
     expect(logged).toBeUndefined();
+    // Only the request and the result were attempted: a write failure is not reported as an error log
+    // (the host is not reading), and the program's log was skipped.
+    expect(failedWrites).toEqual(["request", "result"]);
   });
 
   it("calls the program never awaited resolve to ScopeClosed, with a warning logged before the result", async () => {

@@ -25,6 +25,9 @@ const framedStream = fc
     return { frames: items.map((i) => i.frame), bytes: Buffer.from((bom ? "\uFEFF" : "") + text, "utf8") };
   });
 
+/** Every character String.prototype.trim removes (ECMAScript WhiteSpace and LineTerminator), except \n. */
+const TRIM_WHITESPACE = [..."\t\v\f \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\r"];
+
 function split(chunks: Buffer[], maxLineBytes = 1 << 24): string[] {
   const splitter = new LineSplitter(maxLineBytes);
   const lines: string[] = [];
@@ -101,6 +104,31 @@ describe("LineSplitter", () => {
 
   it("accepts \\r\\n, skips blank and whitespace-only lines, keeps a lone \\r inside a line", () => {
     expect(lines('\n\r\n  \n\t\r\n{"a":1}\r\n\n{"b":"x\ry"}\n')).toEqual(['{"a":1}', '{"b":"x\ry"}']);
+  });
+
+  it("skips a line made only of any whitespace String.prototype.trim removes, not only spaces, tabs and CR", () => {
+    expect(lines('\u00a0\n\f\n\v\r\n\u3000\u2028\n\ufeff\n{"a":1}\n\u2029 \t\n')).toEqual(['{"a":1}']);
+    // Characters trim keeps are data: the line is emitted (and then fails as JSON, a visible error).
+    expect(lines("\u200b\n\u0085\n")).toEqual(["\u200b", "\u0085"]);
+    // Whitespace around a frame is left to the JSON parser, which accepts it.
+    expect(lines('\u00a0{"a":1}\n')).toEqual(['\u00a0{"a":1}']);
+  });
+
+  it("whitespace-only lines of any trim-whitespace mix vanish in any chunking; frames between them survive", () => {
+    fc.assert(
+      fc.property(
+        fc
+          .array(fc.oneof(fc.string({ unit: fc.constantFrom(...TRIM_WHITESPACE), maxLength: 6 }), frame().map(encodeFrame)), { maxLength: 12 })
+          .chain((items) => {
+            const bytes = Buffer.from(items.map((item) => `${item}\n`).join(""));
+            return chunking(bytes).map((chunks) => ({ items, chunks }));
+          }),
+        ({ items, chunks }) => {
+          expect(split(chunks)).toEqual(items.filter((item) => item.startsWith("{")));
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 
   it("skips a UTF-8 BOM at the very start, even split across chunks, but not later in the stream", () => {

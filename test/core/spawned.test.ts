@@ -97,6 +97,10 @@ describe("spawned guests", () => {
       ["info", "raw write without newline"],
       ["info", "raw bytes"],
       ["info", "write with callback"],
+      ["info", "hi"],
+      ["info", "hi base64"],
+      ["info", "caf\ufffd"], // latin1 é is byte E9, not UTF-8: decoded like any binary chunk
+      ["info", "hex with cb"],
     ]);
     expect(guest.stderr).toBe("");
   });
@@ -117,6 +121,24 @@ describe("spawned guests", () => {
     expect(guest.stderrLines()).toEqual(["ears: the host closed the connection before sending invoke; the program did not run"]);
   });
 
+  it("a stray line while no call waits: the guest reports the break as an error log at once, then completes normally, exit 0", async () => {
+    const guest = new GuestProcess("waits-for-signal.mjs");
+    expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
+    guest.send(invoke());
+    guest.child.stdin!.write('{"type":"ping"}\n');
+    const reason = 'the host sent a malformed frame (unknown frame type "ping": {"type":"ping"})';
+    // Written while the program still waits for the signal: the break is never silent.
+    expect(await guest.nextFrame()).toEqual({ type: "log", level: "error", content: `ears: the session with the host is broken: ${reason}` });
+    guest.child.kill("SIGUSR2");
+    expect(await guest.restFrames()).toEqual([
+      { type: "log", level: "info", content: "still running" },
+      { type: "result", outcome: { status: "success", content: "", structured: `malformed: ${reason}; "read" was not sent` } },
+    ]);
+    expect(await guest.exited()).toEqual({ code: 0, signal: null });
+    expect(guest.stderr).toBe("");
+    expect(guest.invalid).toEqual([]);
+  });
+
   for (const [mode, expected] of [
     ["throw", "an uncaught exception escaped the program: thrown from a timer"],
     ["reject", "a promise rejection nobody handled escaped the program: lost rejection"],
@@ -133,4 +155,27 @@ describe("spawned guests", () => {
       expect(guest.invalid).toEqual([]);
     });
   }
+
+  it("only the first escaped error ends the run; later ones reach the host as error logs, and after the result stderr", async () => {
+    const guest = new GuestProcess("escapes.mjs", { env: { EARS_ESCAPE: "several" } });
+    expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
+    guest.send(invoke([]));
+    const rest = await guest.restFrames();
+    expect(rest.at(-1)).toEqual({
+      type: "result",
+      outcome: { status: "failure", code: "GuestFailed", content: "a promise rejection nobody handled escaped the program: first lost rejection" },
+    });
+    // Two error logs with the stacks: the first error's (before its result) and the second's.
+    const logs = rest.slice(0, -1);
+    expect(logs).toHaveLength(2);
+    expect(logs).toEqual(
+      expect.arrayContaining([
+        { type: "log", level: "error", content: expect.stringMatching(/^Error: first lost rejection\n\s+at /) },
+        { type: "log", level: "error", content: expect.stringMatching(/^Error: second lost rejection\n\s+at /) },
+      ]),
+    );
+    expect(await guest.exited()).toEqual({ code: 0, signal: null });
+    expect(guest.stderr).toMatch(/^Error: thrown after the result\n\s+at /);
+    expect(guest.invalid).toEqual([]);
+  });
 });

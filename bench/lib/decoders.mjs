@@ -46,6 +46,18 @@ export async function earsStreamWire(chunks, deadline) {
   return { frames };
 }
 
+/** Ours, framing only: StreamWire lines without decodeFrame (informational: the cost JSON.parse hides). */
+export async function earsStreamWireLines(chunks, deadline) {
+  const wire = new StreamWire(source(chunks, deadline), discard(), MAX_FRAME_BYTES);
+  let frames = 0;
+  try {
+    while ((await wire.receive()) !== undefined) frames++;
+  } finally {
+    await wire.close();
+  }
+  return { frames };
+}
+
 /** Ours without the stream: LineSplitter.push + decodeFrame, synchronous (informational row). */
 export async function earsSplitter(chunks, deadline) {
   const splitter = new LineSplitter(MAX_FRAME_BYTES);

@@ -36,6 +36,7 @@ export async function largePayload({ quick }) {
     rows.push({ contender: `${c.label}: ${childRole} peak RSS`, unit: "MB", summary: child });
   }
   const ratio = (summary) => (summary.median * MB) / bytes;
+  const net = (summary, idle) => ((summary.median - idle.median) * MB) / bytes;
   return {
     id: "large-payload",
     title: `6. Large payload: ${(bytes / MB).toFixed(0)} MB of structured JSON through real pipes`,
@@ -50,6 +51,10 @@ export async function largePayload({ quick }) {
     context: {
       "bare floor: writer peak RSS / payload": ratio(peaks.bare.child),
       "bare floor: reader peak RSS / payload": ratio(peaks.bare.parent),
+      "result: guest (peak - idle guest) RSS / payload": net(peaks.result.child, peaks.idle.child),
+      "result: host (peak - idle host) RSS / payload": net(peaks.result.parent, peaks.idle.parent),
+      "reply: guest (peak - idle guest) RSS / payload": net(peaks.reply.child, peaks.idle.child),
+      "reply: host (peak - idle host) RSS / payload": net(peaks.reply.parent, peaks.idle.parent),
     },
   };
 }

@@ -3,7 +3,7 @@
 import { performance } from "node:perf_hooks";
 import { alternate, timed } from "../lib/measure.mjs";
 import { chunks, longFrame } from "../lib/payloads.mjs";
-import { baselineSplitParse, earsStreamWire, mcpReadBuffer, ndjsonParse } from "../lib/decoders.mjs";
+import { baselineSplitParse, earsStreamWire, earsStreamWireLines, mcpReadBuffer, ndjsonParse } from "../lib/decoders.mjs";
 import { MiB, summarize } from "../lib/stats.mjs";
 
 export async function longFrames({ quick }) {
@@ -26,7 +26,7 @@ export async function longFrames({ quick }) {
 
   // Equal warm-up: every decoder once on a small long frame.
   const warm = Buffer.from(`${longFrame(256 * 1024, 5).ears}\n`);
-  for (const run of [earsStreamWire, mcpReadBuffer, ndjsonParse, baselineSplitParse]) {
+  for (const run of [earsStreamWire, earsStreamWireLines, mcpReadBuffer, ndjsonParse, baselineSplitParse]) {
     if (run !== mcpReadBuffer) await run(chunks(warm, 4096), Infinity);
   }
   await mcpReadBuffer(chunks(Buffer.from(`${longFrame(256 * 1024, 5).mcp}\n`), 4096), Infinity);
@@ -43,6 +43,7 @@ export async function longFrames({ quick }) {
       { name: "MCP SDK ReadBuffer + deserializeMessage", run: (deadline) => mcpReadBuffer(input.mcp, deadline), budget: true },
       { name: "ndjson.parse + validateFrame", run: (deadline) => ndjsonParse(input.ears, deadline), budget: true },
       { name: "baseline split + JSON.parse", run: (deadline) => baselineSplitParse(input.ears, deadline), budget: true },
+      { name: "ears StreamWire framing only (no JSON.parse), informational", run: () => earsStreamWireLines(input.ears, Infinity), budget: false },
     ];
     const deadline = (contender) => performance.now() + (contender.budget ? budgetMs : 120_000);
     const { samples, overBudget } = await alternate(contenders, repetitions, async (contender) => {
@@ -82,7 +83,12 @@ export async function longFrames({ quick }) {
     op: "<=",
     required: (largest.mib / 4) * 1.25,
   });
+  const framing = (r) => r.rows[5].summary.median;
   return {
+    context: {
+      [`framing only (no JSON.parse): ${largest.mib} MiB time / 4 MiB time`]: framing(largest) / framing(four),
+      [`JSON.parse alone: ${largest.mib} MiB time / 4 MiB time`]: parse(largest) / parse(four),
+    },
     id: "long-frames",
     title: `2. Long frames (peers cut off at a ${budgetMs / 1000} s budget)`,
     setup: { repetitions, budgetMs, cases: results.map(({ mib, chunk, bytes }) => ({ mib, chunk, bytes })) },

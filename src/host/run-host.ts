@@ -11,9 +11,10 @@ import { Outcome } from "../outcome.js";
 import type { Wire } from "../wire.js";
 import { answer } from "./answer.js";
 import { HostFailureCode, HostReplyCode } from "./codes.js";
+import { DeadlineQueue } from "./deadlines.js";
 import { LogBook } from "./log-book.js";
 import { hostSettings, type HostSettings } from "./settings.js";
-import type { CallRecord, HostFailure, HostOptions, RunReport } from "./types.js";
+import type { CallRecord, CapabilityContext, HostFailure, HostOptions, RunReport } from "./types.js";
 
 /**
  * Hosts one session over any wire: the host end of `createLinkedPair()`, or a `StreamWire` over a
@@ -71,11 +72,51 @@ export function hostSession(wire: Wire, settings: HostSettings, hooks: SessionHo
   return new HostSession(wire, settings, hooks).run();
 }
 
-interface Call {
-  record: CallRecord;
-  startedAt: number;
-  controller: AbortController;
-  timer: ReturnType<typeof setTimeout> | undefined;
+/** A call whose handler is running. */
+class Call {
+  /** Set once the call is answered, timed out or dropped; its handler's answer is then ignored. */
+  settled = false;
+  /** Made only when the handler reads `ctx.signal`: most handlers never do. */
+  private controller: AbortController | undefined;
+  private abortReason: DOMException | undefined;
+
+  constructor(
+    readonly record: CallRecord,
+    readonly startedAt: number,
+    /** When the call times out, on the session's clock (Infinity: never). */
+    readonly due: number,
+  ) {}
+
+  signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      // A handler that reads its signal only after the call was given up gets it already aborted.
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: DOMException): void {
+    this.abortReason ??= reason;
+    this.controller?.abort(reason);
+  }
+}
+
+/** The context a handler gets; `signal` is a getter so that the AbortController is made only when read. */
+class CallContext implements CapabilityContext {
+  readonly #call: Call;
+
+  constructor(
+    readonly name: string,
+    readonly id: number,
+    call: Call,
+  ) {
+    this.#call = call;
+  }
+
+  get signal(): AbortSignal {
+    return this.#call.signal();
+  }
 }
 
 type Phase = "hello" | "running" | "draining" | "done";
@@ -95,6 +136,11 @@ class HostSession {
   private readonly seenIds = new Set<number>();
   /** Calls waiting for their reply. */
   private readonly pending = new Map<number, Call>();
+  /** The pending calls' deadlines, in start order, under one timer (see DeadlineQueue). */
+  private readonly deadlines = new DeadlineQueue<Call>(
+    () => this.now(),
+    (call) => this.callTimedOut(call),
+  );
   /** Handlers that have not settled, including those whose call timed out. */
   private running = 0;
   private readonly allowed: ReadonlySet<string>;
@@ -274,25 +320,26 @@ class HostSession {
       this.reply(record, startedAt, Outcome.failure(HostReplyCode.TooManyCalls, `the host is already running ${maxInFlight} calls (limits.maxInFlight); ${JSON.stringify(name)} did not run, try again when earlier calls have finished`));
       return;
     }
-    const call: Call = { record, startedAt, controller: new AbortController(), timer: undefined };
+    const call = new Call(record, startedAt, startedAt + callTimeoutMs);
     this.pending.set(id, call);
     this.running++;
-    if (callTimeoutMs !== Infinity) call.timer = setTimeout(() => this.callTimedOut(call), callTimeoutMs);
-    void answer(handler, frame.arguments, { name, id, signal: call.controller.signal }).then((outcome) => {
+    if (callTimeoutMs !== Infinity) this.deadlines.add(call);
+    void answer(handler, frame.arguments, new CallContext(name, id, call)).then((outcome) => {
       this.running--;
-      if (this.pending.get(id) !== call) return; // timed out or the run ended: the answer is dropped
+      if (call.settled) return; // timed out or the run ended: the answer is dropped
+      call.settled = true;
       this.pending.delete(id);
-      clearTimeout(call.timer);
+      this.deadlines.trim();
       this.reply(record, startedAt, outcome);
     });
   }
 
   private callTimedOut(call: Call): void {
     const { id, name } = call.record;
-    if (this.pending.get(id) !== call) return;
+    call.settled = true;
     this.pending.delete(id);
     const ms = this.settings.limits.callTimeoutMs;
-    call.controller.abort(new DOMException(`the call to ${JSON.stringify(name)} timed out after ${ms} ms`, "TimeoutError"));
+    call.abort(new DOMException(`the call to ${JSON.stringify(name)} timed out after ${ms} ms`, "TimeoutError"));
     this.reply(call.record, call.startedAt, Outcome.failure(HostReplyCode.CallTimedOut, `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); the call may have run, so its effects are unknown`));
   }
 
@@ -386,11 +433,12 @@ class HostSession {
   /** Aborts the handlers still running; their calls get no reply. */
   private dropPending(why: string): void {
     for (const call of this.pending.values()) {
-      clearTimeout(call.timer);
+      call.settled = true;
       call.record.durationMs = this.now() - call.startedAt;
-      call.controller.abort(new DOMException(`${why} before ${JSON.stringify(call.record.name)} was answered`, "AbortError"));
+      call.abort(new DOMException(`${why} before ${JSON.stringify(call.record.name)} was answered`, "AbortError"));
     }
     this.pending.clear();
+    this.deadlines.clear();
   }
 
   private finish(failure: HostFailure | undefined, endOfStream = false): void {

@@ -126,6 +126,51 @@ describe("runHost answering a serve() guest", () => {
     expect(report.calls[0]!.outcome).toEqual(report.outcome);
   });
 
+  it("times out each slow call in turn, answers the quick ones between them, and aborts a signal read late", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let readLate!: () => void;
+    const lateRead = new Promise<void>((resolve) => (readLate = resolve));
+    let lateSignal: AbortSignal | undefined;
+    const { report } = await session(
+      async (ears) => {
+        const first = ears.call("slow", 1);
+        const quick = await ears.call("quick");
+        const second = ears.call("slow", 2);
+        const outcomes = [await first, quick, await second];
+        await ears.call("peek"); // only now does the first slow handler read its signal
+        return outcomes.map((o) => (o.status === "success" ? o.content : o.code));
+      },
+      {
+        limits: { callTimeoutMs: 50 },
+        capabilities: {
+          slow: async (args, ctx) => {
+            if (args !== 1) return new Promise(() => {});
+            await gate;
+            lateSignal = ctx.signal;
+            readLate();
+            return "too late";
+          },
+          quick: () => "quick",
+          peek: async () => {
+            release();
+            await lateRead;
+            return "ok";
+          },
+        },
+      },
+    );
+    expect(report.outcome?.structured).toEqual([HostReplyCode.CallTimedOut, "quick", HostReplyCode.CallTimedOut]);
+    expect(lateSignal?.aborted).toBe(true);
+    expect((lateSignal?.reason as DOMException).name).toBe("TimeoutError");
+    expect(report.calls.map((call) => call.outcome?.status === "failure" && call.outcome.code)).toEqual([
+      HostReplyCode.CallTimedOut,
+      false,
+      HostReplyCode.CallTimedOut,
+      false,
+    ]);
+  });
+
   it("answers TooManyCalls past maxInFlight, and never runs more handlers at once", async () => {
     let running = 0;
     let most = 0;

@@ -1,0 +1,80 @@
+/** Something with a deadline that may be settled (answered, dropped) before the deadline passes. */
+export interface Deadline {
+  /** When it expires, on the queue's clock. */
+  readonly due: number;
+  /** Settled items are skipped: they never expire. */
+  readonly settled: boolean;
+}
+
+/**
+ * Deadlines watched by one timer instead of one timer each. Items must be added in the order of their
+ * deadlines (every call of a session has the same timeout, so the call started first is due first):
+ * the timer is armed for the head only, expires the unsettled items whose deadline has passed, skips
+ * settled ones, and re-arms for the next head. Adding and settling an item creates no timer while one
+ * is armed, which is what makes a call cheap when it is answered in microseconds.
+ */
+export class DeadlineQueue<T extends Deadline> {
+  private items: (T | undefined)[] = [];
+  private head = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    /** The clock `due` is measured on, in milliseconds. */
+    private readonly now: () => number,
+    /** Called once for each unsettled item whose deadline has passed, in order. */
+    private readonly expire: (item: T) => void,
+  ) {}
+
+  /** Adds an item; its `due` must not be earlier than that of any item added before. */
+  add(item: T): void {
+    this.items.push(item);
+    if (this.timer === undefined) this.arm(item.due);
+  }
+
+  /**
+   * Forgets the settled items at the head. Call it after settling an item, so that a session answering
+   * its calls in order keeps the queue near empty instead of holding every call until its deadline.
+   */
+  trim(): void {
+    while (this.head < this.items.length && this.items[this.head]!.settled) this.items[this.head++] = undefined;
+    this.compact();
+  }
+
+  /** Forgets every item and stops the timer. */
+  clear(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.items = [];
+    this.head = 0;
+  }
+
+  private arm(due: number): void {
+    this.timer = setTimeout(this.fire, Math.max(0, due - this.now()));
+  }
+
+  private readonly fire = (): void => {
+    this.timer = undefined;
+    const now = this.now();
+    while (this.head < this.items.length) {
+      const item = this.items[this.head]!;
+      if (!item.settled && item.due > now) break;
+      this.items[this.head++] = undefined;
+      if (!item.settled) this.expire(item);
+    }
+    this.compact();
+    // The armed timer may have been for an item settled long ago (it is not cleared on settling); the
+    // head now is the earliest deadline still open.
+    const next = this.items[this.head];
+    if (next !== undefined && this.timer === undefined) this.arm(next.due);
+  };
+
+  private compact(): void {
+    if (this.head === this.items.length) {
+      this.items.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+  }
+}

@@ -22,6 +22,13 @@ export interface StdioOptions {
 // Lines decoded but not yet received; past this the input is paused until the reader catches up.
 const QUEUE_HIGH_WATER = 1024;
 
+/** Frames longer than this (in UTF-16 code units, 1 Mi) are written in slices of at most this length. */
+const WRITE_SLICE_CHARS = 1024 * 1024;
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
 /**
  * A wire over a pair of byte streams: NDJSON framing, `\n` only on output (never `os.EOL`), `\n` or
  * `\r\n` on input. Reading starts on the first `receive`. Stream errors are turned into rejected
@@ -41,6 +48,10 @@ export class StreamWire implements Wire {
   private readonly onEnd = () => this.finishInput();
   private readonly onInputError = (error: Error) =>
     this.failRead(new TransportError(`reading from the host failed: ${error.message}`, { kind: "closed", cause: error }));
+  /** A failed slice of a large frame is reported by the frame's last write, which fails too. */
+  private readonly onSliceWritten = (error?: Error | null) => {
+    if (error) this.onOutputError(error);
+  };
   private readonly onOutputError = (error: Error) => {
     this.writeError ??= new TransportError(`writing to the host failed (${(error as NodeJS.ErrnoException).code ?? error.message})`, {
       kind: "write-failed",
@@ -77,12 +88,25 @@ export class StreamWire implements Wire {
       return Promise.reject(this.writeError);
     }
     return new Promise((resolve, reject) => {
-      this.write(`${frame}\n`, (error) => {
+      const done = (error?: Error | null) => {
         if (error) {
           this.onOutputError(error);
           reject(this.writeError);
         } else resolve();
-      });
+      };
+      if (frame.length <= WRITE_SLICE_CHARS) {
+        this.write(`${frame}\n`, done); // one write: a small frame reaches the pipe whole
+        return;
+      }
+      // A large frame is written in slices, then its newline: `${frame}\n` would be a new string that
+      // the stream flattens into one more full copy of the frame before converting it to bytes.
+      for (let start = 0; start < frame.length; ) {
+        let end = Math.min(start + WRITE_SLICE_CHARS, frame.length);
+        if (end < frame.length && isHighSurrogate(frame.charCodeAt(end - 1))) end--; // keep each pair whole
+        this.write(frame.slice(start, end), this.onSliceWritten);
+        start = end;
+      }
+      this.write("\n", done);
     });
   }
 

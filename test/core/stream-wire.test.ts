@@ -1,6 +1,6 @@
 // StreamWire over PassThrough pairs: byte-level framing at the edges (cap, BOM, CRLF, truncation,
 // invalid UTF-8, ended input) and what it writes (`\n` only, one frame per line).
-import { PassThrough } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { TransportError } from "../../src/errors.js";
 import { decodeFrame, encodeFrame, type Frame } from "../../src/frames.js";
@@ -170,6 +170,37 @@ describe("StreamWire writing", () => {
     expect(frames[1]).toEqual({ type: "log", level: "warn", content: payload });
     expect(frames[2]).toEqual({ type: "request", id: 1, name: "read", arguments: payload });
     expect(frames[3]).toEqual({ type: "result", outcome: Outcome.success("", payload) });
+  });
+
+  it("writes a frame of several MiB whole, with surrogate pairs and multi-byte characters at every MiB boundary", async () => {
+    const mib = 1024 * 1024;
+    // Surrogate pairs aligned so that one straddles the first 1 MiB boundary of the frame's text.
+    const head = encodeFrame({ type: "log", level: "info", content: "" }).length - 2;
+    const content = `${"é".repeat(head % 2 === 0 ? 1 : 0)}${"🎉".repeat(mib)}€tail`;
+    const frame = encodeFrame({ type: "log", level: "info", content });
+    expect(frame.charCodeAt(mib - 1)).toBe(0xd83c); // the high half of a pair sits right before the boundary
+    const { input, output, bytes } = pipes();
+    const wire = new StreamWire(input, output);
+    await wire.send(frame);
+    await wire.send('{"type":"log","content":"next"}');
+    const text = bytes().toString("utf8");
+    expect(text).toBe(`${frame}\n{"type":"log","content":"next"}\n`);
+    expect(bytes().length).toBe(Buffer.byteLength(frame) + 1 + Buffer.byteLength('{"type":"log","content":"next"}') + 1);
+  });
+
+  it("a write failure in the middle of a large frame rejects its send with a write-failed TransportError", async () => {
+    const { input } = pipes();
+    let writes = 0;
+    const output = new Writable({
+      write(_chunk, _encoding, callback) {
+        callback(++writes === 2 ? Object.assign(new Error("write EPIPE"), { code: "EPIPE" }) : null);
+      },
+    });
+    const wire = new StreamWire(input, output);
+    const error = await wire.send("x".repeat(3 * 1024 * 1024)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ kind: "write-failed", message: "writing to the host failed (EPIPE)" });
+    await expect(wire.send("{}")).rejects.toBe(error);
   });
 
   it("an output stream error rejects sends with a write-failed TransportError; later sends reject at once", async () => {

@@ -2,7 +2,7 @@ import { describeError, TimeoutError, TransportError } from "./errors.js";
 import { decodeFrame, encodeFrame, FrameError } from "./frames.js";
 import { jsonProblem, type Json } from "./json.js";
 import { FailureCode, Outcome } from "./outcome.js";
-import type { Wire } from "./wire.js";
+import { frameSender, type Wire } from "./wire.js";
 
 /** Options for one {@link Ears.call}. */
 export interface CallOptions {
@@ -15,14 +15,35 @@ export interface CallOptions {
 /** Log levels the runtime itself uses; hosts accept any string. */
 export type LogLevel = "debug" | "info" | "warn" | "error" | (string & {});
 
-interface Pending {
-  name: string;
-  resolve(outcome: Outcome): void;
-  reject(error: unknown): void;
-  cleanup(): void;
-}
-
 const noop = () => {};
+
+/** A call waiting for its reply. */
+class PendingCall {
+  readonly promise: Promise<Outcome>;
+  private resolve!: (outcome: Outcome) => void;
+  private reject!: (error: unknown) => void;
+  /** Stops the call's timer and abort watch; set only for a call that has either. */
+  cleanup: (() => void) | undefined;
+
+  constructor(readonly name: string) {
+    this.promise = new Promise<Outcome>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  settle(outcome: Outcome): void {
+    this.cleanup?.();
+    this.resolve(outcome);
+  }
+
+  fail(error: unknown): void {
+    this.cleanup?.();
+    // A caller that attaches its handler a tick later must not trigger an unhandled rejection.
+    this.promise.catch(noop);
+    this.reject(error);
+  }
+}
 
 /** The longest delay setTimeout honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -36,13 +57,18 @@ export class Ears {
   /** The capability names the host allows, in the host's order. */
   readonly allowed: readonly string[];
   private readonly allowedSet: ReadonlySet<string>;
-  private readonly pending = new Map<number, Pending>();
+  private readonly pending = new Map<number, PendingCall>();
   /** Ids whose caller gave up (signal, timeout, end of run): their late replies are dropped quietly. */
   private readonly abandoned = new Set<number>();
   private nextId = 1;
   private closed = false;
   private finished = false;
   private broken: TransportError | undefined;
+  /** The wire's promise-free send, when it has one. */
+  private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
+  private readonly onSendFailed = (error?: Error) => {
+    if (error !== undefined) this.disconnect(writeFailure(error));
+  };
 
   constructor(
     private readonly wire: Wire,
@@ -50,6 +76,7 @@ export class Ears {
   ) {
     this.allowed = Object.freeze([...allowed]);
     this.allowedSet = new Set(allowed);
+    this.sendFrame = frameSender(wire);
     void this.readReplies();
   }
 
@@ -99,33 +126,36 @@ export class Ears {
     }
     const id = this.nextId++;
     const line = encodeFrame({ type: "request", id, name, arguments: value as Json });
-    const promise = new Promise<Outcome>((resolve, reject) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const giveUp = (error: unknown) => {
-        if (this.pending.delete(id)) {
-          this.abandoned.add(id);
-          cleanup();
-          reject(error);
-        }
-      };
-      const stopWatching = signal === undefined ? noop : watchAbort(signal, () => giveUp(signal.reason));
-      const cleanup = () => {
-        if (timer !== undefined) clearTimeout(timer);
-        stopWatching();
-      };
-      // setTimeout fires after 1 ms for delays over 2^31-1 ms (about 24.8 days) or Infinity; such a
-      // timeout cannot run out while the process lives in practice, so it gets no timer at all.
-      if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
-        timer = setTimeout(
-          () => giveUp(new TimeoutError(`"${name}" got no reply within ${timeoutMs} ms; the request may still execute on the host`)),
-          timeoutMs,
-        );
+    const call = new PendingCall(name);
+    if (signal !== undefined || timeoutMs !== undefined) this.watch(id, call, signal, timeoutMs);
+    this.pending.set(id, call);
+    if (this.sendFrame !== undefined) this.sendFrame(line, this.onSendFailed);
+    else this.wire.send(line).catch((error: unknown) => this.disconnect(writeFailure(error)));
+    return call.promise;
+  }
+
+  /** Gives up on the call when `signal` aborts or `timeoutMs` runs out; its late reply is then dropped. */
+  private watch(id: number, call: PendingCall, signal: AbortSignal | undefined, timeoutMs: number | undefined): void {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const giveUp = (error: unknown) => {
+      if (this.pending.delete(id)) {
+        this.abandoned.add(id);
+        call.fail(error);
       }
-      this.pending.set(id, { name, resolve, reject, cleanup });
-    });
-    this.wire.send(line).catch((error: unknown) => this.disconnect(writeFailure(error)));
-    // A caller that attaches its handler a tick later must not trigger an unhandled rejection.
-    return handled(promise);
+    };
+    const stopWatching = signal === undefined ? noop : watchAbort(signal, () => giveUp(signal.reason));
+    // setTimeout fires after 1 ms for delays over 2^31-1 ms (about 24.8 days) or Infinity; such a
+    // timeout cannot run out while the process lives in practice, so it gets no timer at all.
+    if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
+      timer = setTimeout(
+        () => giveUp(new TimeoutError(`"${call.name}" got no reply within ${timeoutMs} ms; the request may still execute on the host`)),
+        timeoutMs,
+      );
+    }
+    call.cleanup = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      stopWatching();
+    };
   }
 
   /**
@@ -152,9 +182,8 @@ export class Ears {
     this.finished = true;
     const left = this.pending.size;
     for (const [id, call] of this.pending) {
-      call.cleanup();
       this.abandoned.add(id);
-      call.resolve(
+      call.settle(
         Outcome.failure(
           FailureCode.ScopeClosed,
           `the program ended before the reply to "${call.name}" arrived; the request may have executed`,
@@ -206,8 +235,7 @@ export class Ears {
         return;
       }
       this.pending.delete(frame.id);
-      call.cleanup();
-      call.resolve(frame.outcome);
+      call.settle(frame.outcome);
     }
   }
 
@@ -220,12 +248,11 @@ export class Ears {
     if (this.broken !== undefined) return;
     this.broken = error;
     for (const [, call] of this.pending) {
-      call.cleanup();
       const message =
         error.kind === "closed"
           ? `${error.message} before replying to "${call.name}"; the request may already have executed`
           : `the session with the host broke while "${call.name}" waited for its reply (${error.message}); the request may already have executed`;
-      call.reject(new TransportError(message, { kind: error.kind, mayHaveExecuted: true, cause: error }));
+      call.fail(new TransportError(message, { kind: error.kind, mayHaveExecuted: true, cause: error }));
     }
     this.pending.clear();
     if (error.kind !== "closed" && error.kind !== "write-failed" && !this.finished) {

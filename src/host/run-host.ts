@@ -8,7 +8,7 @@ import { performance } from "node:perf_hooks";
 import { describeError, TransportError } from "../errors.js";
 import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../frames.js";
 import { Outcome } from "../outcome.js";
-import type { Wire } from "../wire.js";
+import { frameSender, type Wire } from "../wire.js";
 import { answer } from "./answer.js";
 import { HostFailureCode, HostReplyCode } from "./codes.js";
 import { DeadlineQueue } from "./deadlines.js";
@@ -153,6 +153,8 @@ class HostSession {
   private runTimer: ReturnType<typeof setTimeout> | undefined;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly callbackFailed = new Set<string>();
+  /** The wire's promise-free send, when it has one. */
+  private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
   private readonly onAbort = () => {
     if (this.phase === "draining") this.finish(undefined);
     else this.finish({ code: HostFailureCode.Aborted, message: `the host aborted the run (${describeError(this.settings.signal?.reason)})` });
@@ -165,6 +167,7 @@ class HostSession {
   ) {
     this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes);
     this.allowed = new Set(settings.allowed);
+    this.sendFrame = frameSender(wire);
   }
 
   run(): Promise<SessionResult> {
@@ -235,7 +238,7 @@ class HostSession {
   }
 
   private take(line: string): void {
-    this.callback("onFrame", () => this.settings.onFrame?.("guest", line));
+    if (this.settings.onFrame !== undefined) this.callback("onFrame", () => this.settings.onFrame?.("guest", line));
     if (this.phase === "draining") {
       this.violation(`the guest wrote after its result: ${quote(line)}`);
       return;
@@ -410,13 +413,17 @@ class HostSession {
   }
 
   private send(line: string): void {
-    this.callback("onFrame", () => this.settings.onFrame?.("host", line));
+    if (this.settings.onFrame !== undefined) this.callback("onFrame", () => this.settings.onFrame?.("host", line));
     this.unsent += line.length;
     const settled = (error?: unknown) => {
       if (error !== undefined) this.sendError ??= error;
       this.unsent -= line.length;
       if (this.unsent <= UNSENT_HIGH_WATER / 2) this.wakeReader();
     };
+    if (this.sendFrame !== undefined) {
+      this.sendFrame(line, settled);
+      return;
+    }
     try {
       this.wire.send(line).then(() => settled(), (error: unknown) => settled(error ?? new Error("the send failed")));
     } catch (error) {

@@ -4,7 +4,7 @@ import { TransportError } from "../errors.js";
 import { escapedError, watchEscapes, type WatchesEscapes } from "../escapes.js";
 import { encodeFrame } from "../frames.js";
 import { LineError, LineSplitter } from "../lines.js";
-import type { Wire } from "../wire.js";
+import { sendFrame, type SendsFrames, type Wire } from "../wire.js";
 
 /** 64 MiB: the default cap on one frame, in bytes. */
 export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -34,7 +34,7 @@ function isHighSurrogate(code: number): boolean {
  * `\r\n` on input. Reading starts on the first `receive`. Stream errors are turned into rejected
  * sends and receives, never thrown from a stream callback.
  */
-export class StreamWire implements Wire {
+export class StreamWire implements Wire, SendsFrames {
   private readonly splitter: LineSplitter;
   private readonly lines: string[] = [];
   private head = 0;
@@ -79,35 +79,43 @@ export class StreamWire implements Wire {
   }
 
   send(frame: string): Promise<void> {
-    if (this.writeError !== undefined) return Promise.reject(this.writeError);
-    if (this.closed) {
-      return Promise.reject(new TransportError("the wire is closed; the frame was not sent", { kind: "write-failed" }));
-    }
-    if (this.output.destroyed || this.output.writableEnded) {
-      this.writeError = new TransportError("the output stream is closed", { kind: "write-failed" });
-      return Promise.reject(this.writeError);
-    }
     return new Promise((resolve, reject) => {
-      const done = (error?: Error | null) => {
-        if (error) {
-          this.onOutputError(error);
-          reject(this.writeError);
-        } else resolve();
-      };
-      if (frame.length <= WRITE_SLICE_CHARS) {
-        this.write(`${frame}\n`, done); // one write: a small frame reaches the pipe whole
-        return;
-      }
-      // A large frame is written in slices, then its newline: `${frame}\n` would be a new string that
-      // the stream flattens into one more full copy of the frame before converting it to bytes.
-      for (let start = 0; start < frame.length; ) {
-        let end = Math.min(start + WRITE_SLICE_CHARS, frame.length);
-        if (end < frame.length && isHighSurrogate(frame.charCodeAt(end - 1))) end--; // keep each pair whole
-        this.write(frame.slice(start, end), this.onSliceWritten);
-        start = end;
-      }
-      this.write("\n", done);
+      this[sendFrame](frame, (error) => (error === undefined ? resolve() : reject(error)));
     });
+  }
+
+  /** @internal {@link send} without the promise (see `sendFrame`). */
+  [sendFrame](frame: string, done: (error?: Error) => void): void {
+    let refused = this.writeError;
+    if (refused === undefined && this.closed) {
+      refused = new TransportError("the wire is closed; the frame was not sent", { kind: "write-failed" });
+    } else if (refused === undefined && (this.output.destroyed || this.output.writableEnded)) {
+      refused = this.writeError = new TransportError("the output stream is closed", { kind: "write-failed" });
+    }
+    if (refused !== undefined) {
+      const error = refused;
+      queueMicrotask(() => done(error)); // reported when a rejected promise would be, never during the call
+      return;
+    }
+    const written = (error?: Error | null) => {
+      if (error) {
+        this.onOutputError(error);
+        done(this.writeError);
+      } else done();
+    };
+    if (frame.length <= WRITE_SLICE_CHARS) {
+      this.write(`${frame}\n`, written); // one write: a small frame reaches the pipe whole
+      return;
+    }
+    // A large frame is written in slices, then its newline: `${frame}\n` would be a new string that
+    // the stream flattens into one more full copy of the frame before converting it to bytes.
+    for (let start = 0; start < frame.length; ) {
+      let end = Math.min(start + WRITE_SLICE_CHARS, frame.length);
+      if (end < frame.length && isHighSurrogate(frame.charCodeAt(end - 1))) end--; // keep each pair whole
+      this.write(frame.slice(start, end), this.onSliceWritten);
+      start = end;
+    }
+    this.write("\n", written);
   }
 
   receive(): Promise<string | undefined> {
@@ -213,6 +221,9 @@ export class StreamWire implements Wire {
   }
 }
 
+/** For frames whose failure is reported elsewhere (the session's own frames fail the same way). */
+const ignore = () => {};
+
 function lineFailure(error: unknown): TransportError {
   if (error instanceof LineError) {
     const kind = error.kind === "oversized" ? "oversized" : error.kind === "truncated" ? "truncated" : "malformed";
@@ -248,15 +259,14 @@ class ProcessWire extends StreamWire implements WatchesEscapes {
     self = this;
   }
 
-  override send(frame: string): Promise<void> {
-    const sent = super.send(frame);
+  override [sendFrame](frame: string, done: (error?: Error) => void): void {
+    super[sendFrame](frame, done);
     if (!this.helloSent) {
       this.helloSent = true;
-      for (const line of this.early.splice(0)) super.send(line).catch(() => {});
+      for (const line of this.early.splice(0)) super[sendFrame](line, ignore);
     }
     // Output captured from now on must not follow the result as a frame (encodeFrame puts type first).
     if (frame.startsWith('{"type":"result"')) this.done = true;
-    return sent;
   }
 
   /**
@@ -287,7 +297,7 @@ class ProcessWire extends StreamWire implements WatchesEscapes {
       return;
     }
     const line = encodeFrame({ type: "log", level, content });
-    if (this.helloSent) super.send(line).catch(() => {});
+    if (this.helloSent) super[sendFrame](line, ignore);
     else this.early.push(line);
   }
 

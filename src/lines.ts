@@ -65,17 +65,16 @@ export class LineSplitter {
         return;
       }
       this.guard(this.pendingBytes + newline - start);
-      let line: Buffer;
       if (this.pendingBytes === 0) {
-        line = chunk.subarray(start, newline);
+        this.emitLine(chunk, start, newline, emit);
       } else {
         this.pending.push(chunk.subarray(start, newline));
-        line = Buffer.concat(this.pending, this.pendingBytes + newline - start);
+        const line = Buffer.concat(this.pending, this.pendingBytes + newline - start);
         this.pending = [];
         this.pendingBytes = 0;
+        this.emitLine(line, 0, line.length, emit);
       }
       start = newline + 1;
-      this.emitLine(line, emit);
     }
   }
 
@@ -92,15 +91,16 @@ export class LineSplitter {
     );
   }
 
-  private emitLine(bytes: Buffer, emit: (line: string) => void): void {
-    let end = bytes.length;
-    if (end > 0 && bytes[end - 1] === 13) end--;
-    if (end === 0) return;
-    const body = end === bytes.length ? bytes : bytes.subarray(0, end);
-    if (!isUtf8(body)) throw new LineError("not-utf8", "a frame is not valid UTF-8");
-    const line = body.toString("utf8");
+  /** Emits `bytes[start, end)` as a line (a trailing `\r` dropped, blank lines skipped). */
+  private emitLine(bytes: Buffer, start: number, end: number, emit: (line: string) => void): void {
+    if (end > start && bytes[end - 1] === 13) end--;
+    if (end === start) return;
+    const line = bytes.toString("utf8", start, end);
+    // The decoder turns every invalid sequence into U+FFFD, so a line without one was valid UTF-8 and
+    // needs no second pass over its bytes (the search is instant in a one-byte string).
+    if (line.includes("\uFFFD") && !isUtf8(bytes.subarray(start, end))) throw new LineError("not-utf8", "a frame is not valid UTF-8");
     // Blank (whitespace-only) lines are skipped; a frame starts with "{", so only other lines need the check.
-    if (body[0] !== 0x7b && line.trim() === "") return;
+    if (bytes[start] !== 0x7b && line.trim() === "") return;
     emit(line);
   }
 

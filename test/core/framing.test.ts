@@ -148,6 +148,14 @@ describe("LineSplitter", () => {
     expect(() => split([bad])).toThrow(expect.objectContaining({ kind: "not-utf8" }));
   });
 
+  it("keeps a real U+FFFD, and still refuses invalid bytes next to one, in one chunk or across chunks", () => {
+    expect(lines('{"r":"\uFFFD"}\n')).toEqual(['{"r":"\uFFFD"}']);
+    const bad = Buffer.concat([Buffer.from('{"r":"\uFFFD'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}\n')]); // an encoded surrogate
+    expect(() => split([bad])).toThrow(expect.objectContaining({ kind: "not-utf8" }));
+    expect(() => split([bad.subarray(0, 5), bad.subarray(5)])).toThrow(expect.objectContaining({ kind: "not-utf8" }));
+    expect(() => split([Buffer.from([0x7b, 0xff, 0x7d, 0x0a])])).toThrow(expect.objectContaining({ kind: "not-utf8" }));
+  });
+
   it("handles empty chunks and a character split over three chunks", () => {
     const emoji = Buffer.from('{"e":"🎉"}\n');
     const chunks = [emoji.subarray(0, 0), emoji.subarray(0, 7), Buffer.alloc(0), emoji.subarray(7, 8), emoji.subarray(8, 9), emoji.subarray(9)];

@@ -1,5 +1,6 @@
 import { TransportError } from "../errors.js";
 import type { Wire } from "../wire.js";
+import { FrameQueue } from "./frame-queue.js";
 
 /**
  * One end of an in-memory linked pair. Frames are strings handed over without copying; `receive`
@@ -7,8 +8,7 @@ import type { Wire } from "../wire.js";
  */
 export class MemoryWire implements Wire {
   private peer!: MemoryWire;
-  private readonly queue: string[] = [];
-  private head = 0;
+  private readonly queue = new FrameQueue();
   private waiting: ((frame: string | undefined) => void) | undefined;
   /** The peer will send no more (its `end` or `close` was called). */
   private inputEnded = false;
@@ -38,13 +38,8 @@ export class MemoryWire implements Wire {
   }
 
   receive(): Promise<string | undefined> {
-    if (this.head < this.queue.length) {
-      const frame = this.queue[this.head]!;
-      this.queue[this.head++] = "";
-      if (this.head === this.queue.length) {
-        this.queue.length = 0;
-        this.head = 0;
-      }
+    const frame = this.queue.take();
+    if (frame !== undefined) {
       return Promise.resolve(frame);
     }
     if (this.inputEnded || this.readingStopped) return Promise.resolve(undefined);
@@ -65,8 +60,7 @@ export class MemoryWire implements Wire {
   close(): void {
     this.end();
     this.readingStopped = true;
-    this.queue.length = 0;
-    this.head = 0;
+    this.queue.clear();
     this.wake(undefined);
   }
 
@@ -77,7 +71,7 @@ export class MemoryWire implements Wire {
 
   private endInput(): void {
     this.inputEnded = true;
-    if (this.head >= this.queue.length) this.wake(undefined);
+    if (this.queue.size === 0) this.wake(undefined);
   }
 
   private wake(frame: string | undefined): void {

@@ -4,6 +4,7 @@ import { TransportError } from "../errors.js";
 import { escapedError, watchEscapes, type WatchesEscapes } from "../escapes.js";
 import { encodeFrame } from "../frames.js";
 import { LineError, LineSplitter } from "../lines.js";
+import { FrameQueue } from "./frame-queue.js";
 import { sendFrame, type SendsFrames, type Wire } from "../wire.js";
 
 /** 64 MiB: the default cap on one frame, in bytes. */
@@ -36,8 +37,7 @@ function isHighSurrogate(code: number): boolean {
  */
 export class StreamWire implements Wire, SendsFrames {
   private readonly splitter: LineSplitter;
-  private readonly lines: string[] = [];
-  private head = 0;
+  private readonly lines = new FrameQueue();
   private waiting: { resolve(line: string | undefined): void; reject(error: unknown): void } | undefined;
   private readError: TransportError | undefined;
   private ended = false;
@@ -119,14 +119,9 @@ export class StreamWire implements Wire, SendsFrames {
   }
 
   receive(): Promise<string | undefined> {
-    if (this.head < this.lines.length) {
-      const line = this.lines[this.head]!;
-      this.lines[this.head++] = "";
-      if (this.head === this.lines.length) {
-        this.lines.length = 0;
-        this.head = 0;
-      }
-      if (this.reading && this.input.isPaused() && this.lines.length - this.head < QUEUE_HIGH_WATER / 2) this.input.resume();
+    const line = this.lines.take();
+    if (line !== undefined) {
+      if (this.reading && this.input.isPaused() && this.lines.size < QUEUE_HIGH_WATER / 2) this.input.resume();
       return Promise.resolve(line);
     }
     if (this.readError !== undefined) return Promise.reject(this.readError);
@@ -185,7 +180,7 @@ export class StreamWire implements Wire, SendsFrames {
       this.failRead(lineFailure(error));
       return;
     }
-    if (this.lines.length - this.head >= QUEUE_HIGH_WATER) this.input.pause();
+    if (this.lines.size >= QUEUE_HIGH_WATER) this.input.pause();
   }
 
   private readonly deliver = (line: string): void => {
@@ -214,7 +209,7 @@ export class StreamWire implements Wire, SendsFrames {
     if (this.readError !== undefined) return;
     this.readError = error;
     this.stopReading();
-    if (this.head >= this.lines.length) {
+    if (this.lines.size === 0) {
       this.waiting?.reject(error);
       this.waiting = undefined;
     }

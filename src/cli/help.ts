@@ -57,7 +57,8 @@ Options:
                             CallTimedOut failure. Default: 120.
   --json                    Print the whole run report (outcome, failure, logs, calls, exit,
                             stderr tail) as one JSON line on stdout instead of the result.
-  --quiet                   Do not stream logs or write notes to stderr (errors still appear).
+  --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
+                            (errors still appear, and the guest's stderr tail after a broken run).
   -h, --help                Show this help.
 
 Built-in capabilities (allow them with --allow):
@@ -94,7 +95,8 @@ Options:
   --call-timeout <seconds>  Deadline for each call. Default: 120.
   --json                    Print {"ok", "divergence", "matchedRequests", "recordedRequests",
                             "report"} as one JSON line on stdout instead of the result.
-  --quiet                   Do not stream logs or write notes to stderr (errors still appear).
+  --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
+                            (errors still appear, and the guest's stderr tail after a broken run).
   -h, --help                Show this help.
 
 Exit status:

@@ -4,7 +4,7 @@ import { describeError } from "../errors.js";
 import { recordingOf, replay, RecordingError, type Recording } from "../testing/replay.js";
 import { readTranscript, TranscriptError } from "../testing/transcript.js";
 import { REPLAY_HELP } from "./help.js";
-import { ExitStatus, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import { ExitStatus, guestStderrPrinter, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
 import { finishRecording, guestCommand, limitsOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
 import { parseCommandLine, UsageError } from "./usage.js";
 
@@ -25,7 +25,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   const recorder = startRecording(values.record, io.cwd);
   const replayed = await replay(
     recording,
-    { command: guest[0]!, args: guest.slice(1), cwd: io.cwd },
+    { command: guest[0]!, args: guest.slice(1), cwd: io.cwd, onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr) },
     { limits, onLog: values.quiet ? undefined : logPrinter(io.stderr), onFrame: recorder?.onFrame, signal: io.signal },
   );
   const recorded = await finishRecording(recorder, io);

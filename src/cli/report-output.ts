@@ -31,6 +31,16 @@ export function logPrinter(stderr: Writable): (log: LogEntry) => void {
   };
 }
 
+/**
+ * Passes the guest's stderr through to ours as it arrives, so a guest's own diagnostics show up live
+ * (unprefixed: they are the guest's text, interleaved with the `[level]` log lines in arrival order).
+ */
+export function guestStderrPrinter(stderr: Writable): (chunk: string) => void {
+  return (chunk) => {
+    stderr.write(chunk);
+  };
+}
+
 /** The result for people: its content, then its structured value as pretty JSON. */
 export function printOutcome(outcome: Outcome, stdout: Writable): void {
   if (outcome.content !== "") stdout.write(outcome.content.endsWith("\n") ? outcome.content : `${outcome.content}\n`);
@@ -44,8 +54,9 @@ export function exitStatusOf(report: RunReport): number {
 }
 
 /**
- * Notes on stderr after the run: the session failure (always), the guest's failure code (unless
- * quiet), and the guest's stderr tail (always after a session failure, otherwise unless quiet).
+ * Notes on stderr after the run: the session failure (always) and the guest's failure code (unless
+ * quiet). Unless quiet, the guest's stderr was streamed live ({@link guestStderrPrinter}), so it is
+ * not repeated; when quiet, its tail is printed after a session failure only.
  */
 export function printNotes(report: RunReport, stderr: Writable, quiet: boolean): void {
   if (report.failure !== undefined) {
@@ -58,7 +69,7 @@ export function printNotes(report: RunReport, stderr: Writable, quiet: boolean):
     stderr.write(`ears: the guest exited with ${how}\n`);
   }
   const tail = report.stderr ?? "";
-  if (tail !== "" && (report.failure !== undefined || !quiet)) {
+  if (tail !== "" && quiet && report.failure !== undefined) {
     const dropped = report.droppedStderrBytes ? ` (last ${Buffer.byteLength(tail)} bytes; ${report.droppedStderrBytes} earlier bytes dropped)` : "";
     stderr.write(`ears: the guest's stderr${dropped}:\n${tail}${tail.endsWith("\n") ? "" : "\n"}`);
   }

@@ -6,7 +6,7 @@ import { describeError } from "../errors.js";
 import { recordTo, type Recorder } from "../testing/transcript.js";
 import { loadCapabilityModule } from "./capability-module.js";
 import { RUN_HELP } from "./help.js";
-import { exitStatusOf, ExitStatus, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import { exitStatusOf, ExitStatus, guestStderrPrinter, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
 import { parseCommandLine, parseInput, parseNameList, parseSeconds, UsageError } from "./usage.js";
 
@@ -64,6 +64,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     limits,
     onLog: values.quiet ? undefined : logPrinter(io.stderr),
     onFrame: recorder?.onFrame,
+    onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr),
     signal: io.signal,
   });
   const recorded = await finishRecording(recorder, io);

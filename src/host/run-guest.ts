@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { performance } from "node:perf_hooks";
+import { StringDecoder } from "node:string_decoder";
 import { describeError } from "../errors.js";
 import { StreamWire } from "../wires/stdio.js";
 import { ByteTail } from "./byte-tail.js";
@@ -11,6 +12,7 @@ import { HostFailureCode } from "./codes.js";
 import { hostSession, type SessionResult } from "./run-host.js";
 import { graceMs, hostSettings } from "./settings.js";
 import type { GuestCommand, HostFailure, RunReport } from "./types.js";
+import { UserCallbacks } from "./user-callbacks.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -36,11 +38,12 @@ type Exit = { code: number | null; signal: NodeJS.Signals | null };
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError("runGuest: options must be an object with a command");
-  const { command, args = [], cwd, env } = options;
+  const { command, args = [], cwd, env, onStderr } = options;
   if (typeof command !== "string" || command === "") throw new TypeError("runGuest: options.command must be a non-empty string");
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) {
     throw new TypeError("runGuest: options.args must be an array of strings");
   }
+  if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError("runGuest: options.onStderr must be a function");
   const settings = hostSettings(options, "runGuest");
   const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", "runGuest");
   const startedAt = performance.now();
@@ -56,7 +59,7 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
   } catch (error) {
     return Promise.resolve(blank({ code: HostFailureCode.SpawnFailed, message: spawnMessage(command, error) }));
   }
-  return new GuestProcess(child, killGrace, settings.limits.maxStderrBytes).run(async (guest) => {
+  return new GuestProcess(child, killGrace, settings.limits.maxStderrBytes, onStderr).run(async (guest) => {
     const spawnError = await guest.started;
     if (spawnError !== undefined) return { failure: { code: HostFailureCode.SpawnFailed, message: spawnMessage(command, spawnError) } };
     const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
@@ -76,7 +79,7 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
   }, elapsed);
 }
 
-/** The child, its exit, its stderr tail, and the shutdown sequence. */
+/** The child, its exit, its stderr (tail and live callback), and the shutdown sequence. */
 class GuestProcess {
   /** Resolves with the spawn error, or undefined once the child is running. */
   readonly started: Promise<Error | undefined>;
@@ -88,11 +91,15 @@ class GuestProcess {
   private spawnFailed = false;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private wakeOnExit: (() => void) | undefined;
+  /** Holds back the bytes of a character split across stderr chunks until the rest arrives. */
+  private readonly stderrDecoder: StringDecoder | undefined;
+  private readonly callbacks = new UserCallbacks();
 
   constructor(
     private readonly child: ChildProcessWithoutNullStreams,
     private readonly killGraceMs: number,
     maxStderrBytes: number,
+    private readonly onStderr: ((chunk: string) => void) | undefined,
   ) {
     this.stderr = new ByteTail(maxStderrBytes);
     // Stream and process errors (EPIPE on stdin above all) must never become uncaught exceptions.
@@ -102,7 +109,11 @@ class GuestProcess {
     child.stderr.on("error", ignore);
     child.on("error", ignore);
     // stderr is always read, so a chatty child never blocks on a full pipe.
-    child.stderr.on("data", (chunk: Buffer) => this.stderr.push(chunk));
+    if (onStderr !== undefined) this.stderrDecoder = new StringDecoder("utf8");
+    child.stderr.on("data", (chunk: Buffer) => {
+      this.stderr.push(chunk);
+      if (this.stderrDecoder !== undefined) this.passStderr(this.stderrDecoder.write(chunk));
+    });
     this.started = new Promise((resolve) => {
       child.once("spawn", () => resolve(undefined));
       child.once("error", (error) => {
@@ -140,6 +151,8 @@ class GuestProcess {
       await this.stopping;
       await this.stderrDrained();
     }
+    // A character cut off by the end of stderr is passed as U+FFFD, so nothing is silently lost.
+    if (this.stderrDecoder !== undefined) this.passStderr(this.stderrDecoder.end());
     this.clearTimers();
     const report: RunReport = outcome.session?.report ?? {
       ok: false,
@@ -157,6 +170,10 @@ class GuestProcess {
     if (this.forced !== undefined) report.forcedStop = this.forced;
     if (outcome.session?.endOfStream && report.failure !== undefined) report.failure = this.refine(report.failure, report);
     return report;
+  }
+
+  private passStderr(text: string): void {
+    if (text !== "") this.callbacks.run("onStderr", () => this.onStderr?.(text));
   }
 
   /** Starts the shutdown sequence once; a later call returns the same sequence. */

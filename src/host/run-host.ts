@@ -15,6 +15,7 @@ import { DeadlineQueue } from "./deadlines.js";
 import { LogBook } from "./log-book.js";
 import { hostSettings, type HostSettings } from "./settings.js";
 import type { CallRecord, CapabilityContext, HostFailure, HostOptions, RunReport } from "./types.js";
+import { UserCallbacks } from "./user-callbacks.js";
 
 /**
  * Hosts one session over any wire: the host end of `createLinkedPair()`, or a `StreamWire` over a
@@ -152,7 +153,7 @@ class HostSession {
   private helloTimer: ReturnType<typeof setTimeout> | undefined;
   private runTimer: ReturnType<typeof setTimeout> | undefined;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly callbackFailed = new Set<string>();
+  private readonly callbacks = new UserCallbacks();
   /** The wire's promise-free send, when it has one. */
   private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
   private readonly onAbort = () => {
@@ -238,7 +239,7 @@ class HostSession {
   }
 
   private take(line: string): void {
-    if (this.settings.onFrame !== undefined) this.callback("onFrame", () => this.settings.onFrame?.("guest", line));
+    if (this.settings.onFrame !== undefined) this.callbacks.run("onFrame", () => this.settings.onFrame?.("guest", line));
     if (this.phase === "draining") {
       this.violation(`the guest wrote after its result: ${quote(line)}`);
       return;
@@ -291,7 +292,7 @@ class HostSession {
 
   private takeLog(frame: LogFrame): void {
     const entry = { level: frame.level, content: frame.content, atMs: this.now() };
-    this.callback("onLog", () => this.settings.onLog?.(entry));
+    this.callbacks.run("onLog", () => this.settings.onLog?.(entry));
     this.logs.add(entry);
   }
 
@@ -413,7 +414,7 @@ class HostSession {
   }
 
   private send(line: string): void {
-    if (this.settings.onFrame !== undefined) this.callback("onFrame", () => this.settings.onFrame?.("host", line));
+    if (this.settings.onFrame !== undefined) this.callbacks.run("onFrame", () => this.settings.onFrame?.("host", line));
     this.unsent += line.length;
     const settled = (error?: unknown) => {
       if (error !== undefined) this.sendError ??= error;
@@ -475,17 +476,6 @@ class HostSession {
       durationMs: this.now(),
     } satisfies RunReport as RunReport;
     this.resolve({ report, endOfStream: failure !== undefined && endOfStream });
-  }
-
-  /** Runs a user callback; a throw must not break the session, so it is reported once as a process warning. */
-  private callback(name: string, call: () => void): void {
-    try {
-      call();
-    } catch (error) {
-      if (this.callbackFailed.has(name)) return;
-      this.callbackFailed.add(name);
-      process.emitWarning(`options.${name} threw (${describeError(error)}); the run goes on and later errors from it are ignored`, "EarsHostWarning");
-    }
   }
 }
 

@@ -173,4 +173,10 @@ export interface GuestCommand extends HostOptions {
   env?: NodeJS.ProcessEnv;
   /** Default 2000 ms: after closing stdin, wait this long, SIGTERM, wait again, SIGKILL. */
   killGraceMs?: number;
+  /**
+   * Called live with the guest's stderr as it arrives, decoded as UTF-8 (a character split across
+   * chunks is passed whole, with the chunk that completes it). Sees everything, even what the report's
+   * bounded `stderr` tail drops. A throw is ignored.
+   */
+  onStderr?: (chunk: string) => void;
 }

@@ -18,6 +18,21 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const calls = (...list: [string, unknown?][]) => JSON.stringify({ calls: list.map(([name, args]) => ({ name, arguments: args ?? null })) });
 const reportOf = (stdout: string) => JSON.parse(stdout) as RunReport;
+/** Runs the CLI and sends it SIGINT (Ctrl-C) once its stderr contains `marker`; `interrupted` says whether it did. */
+async function interruptOn(marker: string, args: string[]) {
+  let interrupted = false;
+  const run = await ears(args, {
+    onStderr: (soFar, child) => {
+      if (!interrupted && soFar.includes(marker)) {
+        interrupted = true;
+        child.kill("SIGINT");
+      }
+    },
+  });
+  return { ...run, interrupted };
+}
+/** How many whole lines of `text` are exactly `line`. */
+const linesEqual = (text: string, line: string) => text.split("\n").filter((l) => l === line).length;
 
 describe("ears help and version", () => {
   it("--help describes both commands, the exit statuses and examples", async () => {
@@ -70,13 +85,40 @@ describe("ears run", () => {
 
   it.each([
     ["a line that is not a frame", ["node", "-e", "console.log('hello there')"], /ProtocolViolation: .*"hello there"/],
-    ["a crash", ["node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"], /GuestCrashed: [\s\S]*exited with code 3[\s\S]*dying/],
+    ["a crash", ["node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"], /^dying\n[\s\S]*GuestCrashed: [\s\S]*exited with code 3\n$/],
     ["a command that does not exist", ["./no-such-guest"], /SpawnFailed: could not start "\.\/no-such-guest"/],
   ])("exits 2 on %s", async (_name, command, message) => {
     const run = await ears(["run", "--", ...command]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(message);
     expect(run.stdout).toBe("");
+  });
+
+  it("streams the guest's stderr live, and does not repeat it after a broken run", async () => {
+    // The guest writes to stderr, then hangs: the line can only be seen if it is streamed while the guest runs.
+    const run = await interruptOn("guest diagnostic é\n", ["run", "--timeout", "20", "--input", '{"hang":true}', "--", "node", SCRIPT, "--stderr", "guest diagnostic é"]);
+    expect(run.interrupted).toBe(true);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("ears: the session failed: Aborted");
+    expect(linesEqual(run.stderr, "guest diagnostic é")).toBe(1);
+    expect(run.stderr).not.toContain("ears: the guest's stderr");
+  });
+
+  it("shows the guest's stderr exactly once after a successful run", async () => {
+    const run = await ears(["run", "--", "node", SCRIPT, "--stderr", "guest diagnostic"]);
+    expect(run.code).toBe(0);
+    expect(linesEqual(run.stderr, "guest diagnostic")).toBe(1);
+    expect(run.stderr).not.toContain("ears: the guest's stderr");
+  });
+
+  it("with --quiet, shows the guest's stderr only as the tail after a broken run, once", async () => {
+    const crash = await ears(["run", "--quiet", "--", "node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"]);
+    expect(crash.code).toBe(2);
+    expect(crash.stderr).toMatch(/GuestCrashed: [\s\S]*\nears: the guest's stderr:\ndying\n$/);
+    expect(linesEqual(crash.stderr, "dying")).toBe(1);
+    const success = await ears(["run", "--quiet", "--", "node", SCRIPT, "--stderr", "guest diagnostic"]);
+    expect(success.code).toBe(0);
+    expect(success.stderr).toBe("");
   });
 
   it("stops a guest past --timeout (exit 2) and leaves no process behind", async () => {
@@ -89,16 +131,8 @@ describe("ears run", () => {
   });
 
   it("stops the guest on Ctrl-C (SIGINT) and exits 2", async () => {
-    let interrupted = false;
-    const run = await ears(["run", "--json", "--input", '{"hang":true}', "--", "node", SCRIPT], {
-      onStderr: (soFar, child) => {
-        if (!interrupted && soFar.includes("waiting forever")) {
-          interrupted = true;
-          child.kill("SIGINT");
-        }
-      },
-    });
-    expect(interrupted).toBe(true);
+    const run = await interruptOn("waiting forever", ["run", "--json", "--input", '{"hang":true}', "--", "node", SCRIPT]);
+    expect(run.interrupted).toBe(true);
     expect(run.code).toBe(2);
     const report = reportOf(run.stdout);
     expect(report.failure?.code).toBe("Aborted");
@@ -303,6 +337,15 @@ describe("ears run --record, then ears replay", () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toContain("ears: the guest matched the recording (2 requests and the result)");
     expect(JSON.parse(run.stdout)).toMatchObject({ outcomes: [{ status: "success" }, { status: "success" }] });
+  });
+
+  it("streams the replayed guest's stderr, once", async () => {
+    const run = await ears(["replay", transcript, "--", "node", SCRIPT, "--stderr", "replayed diagnostic"]);
+    expect(run.code).toBe(0);
+    expect(linesEqual(run.stderr, "replayed diagnostic")).toBe(1);
+    const quiet = await ears(["replay", transcript, "--quiet", "--", "node", SCRIPT, "--stderr", "replayed diagnostic"]);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).toBe("");
   });
 
   it("reports a guest that sends different arguments (exit 1)", async () => {

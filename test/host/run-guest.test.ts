@@ -62,6 +62,78 @@ describe("runGuest with a well-behaved guest", () => {
   });
 });
 
+describe("runGuest passes the guest's stderr to onStderr as it arrives", () => {
+  // Cut 1 byte into "€" (3 bytes) and 3 bytes into "😀" (4 bytes): each cut splits a character across writes.
+  const text = "chunked stderr: € and 😀 survive\nlast line without a newline";
+  const bytes = Buffer.from(text);
+  const cuts = [bytes.indexOf("€") + 1, bytes.indexOf("😀") + 3];
+
+  /** Runs stderr-chunks.mjs; its "wrote" calls are answered once onStderr has seen every whole character written so far. */
+  async function runChunks(options: { limits?: { maxStderrBytes: number }; throwing?: boolean } = {}) {
+    const chunks: string[] = [];
+    let seen = 0;
+    let waiter: (() => void) | undefined;
+    const report = await runFixture("stderr-chunks.mjs", [], {
+      input: { text, cuts },
+      limits: options.limits,
+      onStderr: (chunk) => {
+        chunks.push(chunk);
+        seen += Buffer.byteLength(chunk);
+        waiter?.();
+        if (options.throwing) throw new Error("stderr sink broke");
+      },
+      capabilities: {
+        wrote: async (args) => {
+          const { bytes: written } = args as { bytes: number };
+          // A character cut in two is held back until its last bytes arrive, so only whole ones count.
+          const whole = Buffer.byteLength(bytes.subarray(0, written).toString().replace(/\uFFFD$/, ""));
+          while (seen < whole) await new Promise<void>((resolve) => (waiter = resolve));
+        },
+      },
+    });
+    return { report, chunks };
+  }
+
+  it("decodes characters split across chunks whole, and keeps the report's stderr tail as before", async () => {
+    const { report, chunks } = await runChunks();
+    expect(report.failure).toBeUndefined();
+    expect(report.ok).toBe(true);
+    expect(chunks.length).toBeGreaterThanOrEqual(3);
+    expect(chunks.join("")).toBe(text);
+    expect(chunks.some((chunk) => chunk.includes("\uFFFD"))).toBe(false);
+    expect(report.stderr).toBe(text);
+    expect(report.droppedStderrBytes).toBe(0);
+    expectGone(report);
+  });
+
+  it("passes everything even when the report keeps only a short tail", async () => {
+    const { report, chunks } = await runChunks({ limits: { maxStderrBytes: 16 } });
+    expect(chunks.join("")).toBe(text);
+    expect(report.stderr).toBe(text.slice(-16)); // the last 16 bytes are ASCII
+    expect(report.droppedStderrBytes).toBe(bytes.length - 16);
+  });
+
+  it("ignores an onStderr that throws, warning once", async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", onWarning);
+    try {
+      const { report, chunks } = await runChunks({ throwing: true });
+      expect(report.ok).toBe(true);
+      expect(chunks.join("")).toBe(text);
+      expect(report.stderr).toBe(text);
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+      expect(warnings.filter((w) => w.includes("options.onStderr threw") && w.includes("stderr sink broke"))).toHaveLength(1);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
+  it("refuses an onStderr that is not a function before starting anything", () => {
+    expect(() => runFixture("stderr-chunks.mjs", [], { onStderr: "log" as never })).toThrow(new TypeError("runGuest: options.onStderr must be a function"));
+  });
+});
+
 describe("runGuest with a guest that crashes", () => {
   it("reports GuestCrashed, exit code 1 and the stack on stderr when it throws while loading", async () => {
     const report = await runFixture("crash-at-start.mjs");

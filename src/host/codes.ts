@@ -27,6 +27,8 @@ export const HostFailureCode = {
   Aborted: "Aborted",
   /** runGuest: the command could not be started (ENOENT, EACCES, ...). */
   SpawnFailed: "SpawnFailed",
+  /** runGuest: a sandbox was required (`sandbox: true` or options) but none can run here; the guest was not started. */
+  SandboxUnavailable: "SandboxUnavailable",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;

@@ -19,3 +19,4 @@ export type {
   RunReport,
   GuestCommand,
 } from "./types.js";
+export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";

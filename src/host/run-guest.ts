@@ -11,6 +11,8 @@ import { ByteTail } from "./byte-tail.js";
 import { HostFailureCode } from "./codes.js";
 import { hostSession, type SessionResult } from "./run-host.js";
 import { graceMs, hostSettings } from "./settings.js";
+import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
+import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
 import type { GuestCommand, HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
@@ -23,8 +25,10 @@ type Exit = { code: number | null; signal: NodeJS.Signals | null };
  * Runs a guest program as a child process (no shell, stdio piped, window hidden on Windows) and hosts
  * its session. Never rejects: a child that cannot start, crashes, hangs, exits without a result, breaks
  * the protocol or is aborted gives a report with a distinct failure code, its exit and its stderr tail.
- * Shutdown (deadline, abort, violation): close stdin, wait `killGraceMs`, SIGTERM, wait, SIGKILL. After
- * a result, stdin is closed and the child is expected to exit by itself, with the same escalation.
+ * Shutdown (deadline, abort, violation): close stdin, wait `killGraceMs`, SIGTERM, wait, SIGKILL, each
+ * signal to the guest's own process group. After a result, stdin is closed and the child is expected to
+ * exit by itself, with the same escalation; whatever it left in its group is then stopped the same way.
+ * The guest is confined by an OS sandbox by default (`sandbox: "auto"`; see docs/host.md "Threat model").
  * Invalid options throw synchronously (TypeError or RangeError); no process is started.
  *
  * @example
@@ -38,7 +42,7 @@ type Exit = { code: number | null; signal: NodeJS.Signals | null };
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError("runGuest: options must be an object with a command");
-  const { command, args = [], cwd, env, onStderr } = options;
+  const { command, args = [], env, onStderr } = options;
   if (typeof command !== "string" || command === "") throw new TypeError("runGuest: options.command must be a non-empty string");
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) {
     throw new TypeError("runGuest: options.args must be an array of strings");
@@ -46,37 +50,59 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
   if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError("runGuest: options.onStderr must be a function");
   const settings = hostSettings(options, "runGuest");
   const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", "runGuest");
+  const sandbox = sandboxRequest(options.sandbox, "runGuest");
+  const cwd = options.cwd ?? process.cwd();
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;
-  const blank = (failure: HostFailure): RunReport => ({ ok: false, failure, logs: [], droppedLogs: 0, calls: [], durationMs: elapsed() });
+  const blank = (failure: HostFailure, fallback?: string): RunReport => ({
+    ok: false,
+    failure,
+    logs: [],
+    droppedLogs: 0,
+    calls: [],
+    durationMs: elapsed(),
+    sandbox: null,
+    ...(fallback === undefined ? {} : { sandboxFallback: fallback }),
+  });
+  const aborted = () => blank({ code: HostFailureCode.Aborted, message: `the host aborted the run before the guest was started (${describeError(settings.signal?.reason)})` });
 
-  if (settings.signal?.aborted) {
-    return Promise.resolve(blank({ code: HostFailureCode.Aborted, message: `the host aborted the run before the guest was started (${describeError(settings.signal.reason)})` }));
-  }
-  let child: ChildProcessWithoutNullStreams;
-  try {
-    child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false, windowsHide: true });
-  } catch (error) {
-    return Promise.resolve(blank({ code: HostFailureCode.SpawnFailed, message: spawnMessage(command, error) }));
-  }
-  return new GuestProcess(child, killGrace, settings.limits.maxStderrBytes, onStderr).run(async (guest) => {
-    const spawnError = await guest.started;
-    if (spawnError !== undefined) return { failure: { code: HostFailureCode.SpawnFailed, message: spawnMessage(command, spawnError) } };
-    const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
-    const session = await hostSession(wire, settings, {
-      startedAt,
-      closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
-      resultReceived: () => guest.stop("result"),
-      release: (failure) => {
-        void wire.close().catch(() => {});
-        if (failure !== undefined) {
-          child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
-          guest.stop("failure");
-        }
-      },
-    });
-    return { session };
-  }, elapsed);
+  if (settings.signal?.aborted) return Promise.resolve(aborted());
+  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env }).then((plan) => {
+    if (settings.signal?.aborted) return aborted();
+    if (plan.kind === "unavailable") {
+      return blank({ code: HostFailureCode.SandboxUnavailable, message: `the guest was not started: a sandbox was required but ${plan.reason}` });
+    }
+    if (plan.kind === "spawnFailed") return blank({ code: HostFailureCode.SpawnFailed, message: spawnMessage(command, plan.error) });
+    const confined = plan.kind === "confined";
+    const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      // detached: the guest leads its own process group (and session), so stopping it reaches its descendants.
+      const spawnOptions = { cwd, stdio: ["pipe", "pipe", "pipe"] as ["pipe", "pipe", "pipe"], shell: false, windowsHide: true, detached: GROUPS_SUPPORTED };
+      child = confined ? spawn(plan.command, plan.args, { ...spawnOptions, env: plan.env }) : spawn(command, args, { ...spawnOptions, env });
+    } catch (error) {
+      return blank({ code: HostFailureCode.SpawnFailed, message: spawnMessage(confined ? plan.command : command, error) }, fallback);
+    }
+    const group = new ProcessGroup(child, !confined);
+    return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(async (guest) => {
+      const spawnError = await guest.started;
+      if (spawnError !== undefined) return { failure: { code: HostFailureCode.SpawnFailed, message: spawnMessage(confined ? plan.command : command, spawnError) } };
+      const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
+      const session = await hostSession(wire, settings, {
+        startedAt,
+        closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
+        resultReceived: () => guest.stop("result"),
+        release: (failure) => {
+          void wire.close().catch(() => {});
+          if (failure !== undefined) {
+            child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
+            guest.stop("failure");
+          }
+        },
+      });
+      return { session };
+    }, elapsed, confined ? plan.report : null, fallback);
+  });
 }
 
 /** The child, its exit, its stderr (tail and live callback), and the shutdown sequence. */
@@ -97,6 +123,7 @@ class GuestProcess {
 
   constructor(
     private readonly child: ChildProcessWithoutNullStreams,
+    private readonly group: ProcessGroup,
     private readonly killGraceMs: number,
     maxStderrBytes: number,
     private readonly onStderr: ((chunk: string) => void) | undefined,
@@ -139,7 +166,12 @@ class GuestProcess {
    * Runs the session, then makes sure the child is gone and its stderr read, and builds the report.
    * `body` resolves with the session, or with a failure when there was none (spawn failed).
    */
-  async run(body: (guest: GuestProcess) => Promise<{ session?: SessionResult; failure?: HostFailure }>, elapsed: () => number): Promise<RunReport> {
+  async run(
+    body: (guest: GuestProcess) => Promise<{ session?: SessionResult; failure?: HostFailure }>,
+    elapsed: () => number,
+    sandbox: SandboxReport | null,
+    sandboxFallback: string | undefined,
+  ): Promise<RunReport> {
     let outcome: { session?: SessionResult; failure?: HostFailure };
     try {
       outcome = await body(this);
@@ -151,6 +183,7 @@ class GuestProcess {
       await this.stopping;
       await this.stderrDrained();
     }
+    this.group.release();
     // A character cut off by the end of stderr is passed as U+FFFD, so nothing is silently lost.
     if (this.stderrDecoder !== undefined) this.passStderr(this.stderrDecoder.end());
     this.clearTimers();
@@ -168,6 +201,8 @@ class GuestProcess {
     report.stderr = this.stderr.text();
     report.droppedStderrBytes = this.stderr.dropped;
     if (this.forced !== undefined) report.forcedStop = this.forced;
+    report.sandbox = sandbox;
+    if (sandboxFallback !== undefined) report.sandboxFallback = sandboxFallback;
     if (outcome.session?.endOfStream && report.failure !== undefined) report.failure = this.refine(report.failure, report);
     return report;
   }
@@ -187,14 +222,19 @@ class GuestProcess {
     // pipe may be full (a child that stopped reading), so destroy() closes it without waiting.
     if (why === "result") child.stdin.end();
     else child.stdin.destroy();
-    if (await this.exitWithin(this.killGraceMs)) return;
-    this.forced = "SIGTERM";
-    child.kill("SIGTERM");
-    if (await this.exitWithin(this.killGraceMs)) return;
-    this.forced = "SIGKILL";
-    child.kill("SIGKILL");
-    await this.exited;
+    if (!(await this.exitWithin(this.killGraceMs))) {
+      // The whole group is signalled, so the guest's descendants get the same treatment.
+      this.forced = "SIGTERM";
+      this.group.signal("SIGTERM");
+      if (!(await this.exitWithin(this.killGraceMs))) {
+        this.forced = "SIGKILL";
+        this.group.signal("SIGKILL");
+        await this.exited;
+      }
+    }
     child.stdin.destroy();
+    // The guest is gone; what it started and left in its group must not outlive the run.
+    await this.group.clear(this.killGraceMs);
   }
 
   /** Waits for the exit at most `ms`; true when the child has exited. */

@@ -5,6 +5,7 @@
  */
 import type { Json } from "../json.js";
 import type { Outcome } from "../outcome.js";
+import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
 
 /** What a capability handler receives besides its arguments. */
 export interface CapabilityContext {
@@ -123,7 +124,8 @@ export type HostFailureCode =
   | "GuestCrashed"
   | "RunTimeout"
   | "Aborted"
-  | "SpawnFailed";
+  | "SpawnFailed"
+  | "SandboxUnavailable";
 
 /** The session-level failure in a {@link RunReport}. */
 export interface HostFailure {
@@ -161,6 +163,13 @@ export interface RunReport {
   pid?: number;
   /** Added, runGuest only: the signal the host had to send because the child did not exit after stdin closed. */
   forcedStop?: "SIGTERM" | "SIGKILL";
+  /**
+   * Added, runGuest only: what confined the guest (the mechanism and the policy in effect), or null
+   * when it ran unconfined (or was never started).
+   */
+  sandbox?: SandboxReport | null;
+  /** Added, runGuest only: set when `sandbox: "auto"` ran the guest unconfined; says why no OS sandbox was used. */
+  sandboxFallback?: string;
 }
 
 /** Options for {@link runGuest}: the command to run, plus everything {@link HostOptions} has. */
@@ -169,9 +178,21 @@ export interface GuestCommand extends HostOptions {
   command: string;
   args?: string[];
   cwd?: string;
-  /** Default: this process's environment. */
+  /**
+   * Unconfined: the guest's environment, default this process's. Sandboxed: where the names in
+   * `sandbox.env` (and LANG, TZ) are looked up; nothing else of it reaches the guest.
+   */
   env?: NodeJS.ProcessEnv;
-  /** Default 2000 ms: after closing stdin, wait this long, SIGTERM, wait again, SIGKILL. */
+  /**
+   * Added: how to confine the guest; default "auto" (confined where the OS offers a sandbox, see
+   * docs/host.md "Threat model"). `true` or an options object requires it: without one the run fails
+   * with `SandboxUnavailable` and nothing is started. `false`: unconfined.
+   */
+  sandbox?: SandboxSetting;
+  /**
+   * Default 2000 ms: after closing stdin, wait this long, SIGTERM the guest's process group, wait again,
+   * SIGKILL it. Also how long descendants left in the group after the guest exits get between SIGTERM and SIGKILL.
+   */
   killGraceMs?: number;
   /**
    * Called live with the guest's stderr as it arrives, decoded as UTF-8 (a character split across

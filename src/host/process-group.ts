@@ -1,0 +1,98 @@
+/**
+ * The guest's process group. runGuest starts every guest as the leader of its own process group (and
+ * session), so stopping it reaches everything it started that stayed in the group. A watchdog keeps
+ * the group from outliving a host that is killed without a chance to clean up (SIGKILL, out of memory).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+
+/** Whether guests get their own process group here (POSIX); Windows has none, so the child alone is signalled. */
+export const GROUPS_SUPPORTED = process.platform !== "win32";
+
+/**
+ * The watchdog: a shell that blocks reading a pipe only the host holds. When the host dies, however it
+ * dies, the kernel closes the pipe, `read` returns, and the shell SIGKILLs the guest's group. At the
+ * end of a normal run the host SIGKILLs the watchdog first, so it never fires then.
+ */
+const WATCHDOG_SCRIPT = 'read _; kill -KILL "-$1"';
+/** Where guests go when their group is gone within this poll while it is cleared. */
+const POLL_MS = 25;
+
+/** Signals and clears one guest's process group; owns its watchdog. */
+export class ProcessGroup {
+  private watchdog: ChildProcess | undefined;
+
+  /**
+   * `child` must have been spawned with `detached: true` (POSIX: its own group and session). With
+   * `watch`, a watchdog is started for it (unconfined guests; bubblewrap's --die-with-parent covers
+   * sandboxed ones).
+   */
+  constructor(
+    private readonly child: ChildProcess,
+    watch: boolean,
+  ) {
+    if (!GROUPS_SUPPORTED || child.pid === undefined || !watch) return;
+    try {
+      const watchdog = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "ears-watchdog", String(child.pid)], {
+        stdio: ["pipe", "ignore", "ignore"],
+        detached: true, // its own group: a terminal's Ctrl-C for the host's group must not end it early
+      });
+      watchdog.on("error", () => {});
+      watchdog.stdin?.on("error", () => {});
+      // The guest keeps the host alive while it runs; the watchdog must never do so by itself.
+      watchdog.unref();
+      (watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+      this.watchdog = watchdog;
+    } catch {
+      // No /bin/sh: the run goes on; only the host-killed case loses its cover (documented).
+    }
+  }
+
+  /** Sends `signal` to the whole group (the child alone where there are no groups). */
+  signal(signal: NodeJS.Signals): void {
+    if (GROUPS_SUPPORTED && this.child.pid !== undefined) {
+      try {
+        process.kill(-this.child.pid, signal);
+        return;
+      } catch {
+        // The group is gone (ESRCH); the child may still need its own signal below.
+      }
+    }
+    this.child.kill(signal);
+  }
+
+  /** True while any process (a zombie included) is still in the group. */
+  alive(): boolean {
+    if (!GROUPS_SUPPORTED || this.child.pid === undefined) return false;
+    try {
+      process.kill(-this.child.pid, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === "EPERM";
+    }
+  }
+
+  /**
+   * After the leader exited: ends whatever it left behind in the group. SIGTERM, up to `graceMs` for
+   * the group to empty, then SIGKILL. Costs nothing when the group is already empty (the usual case).
+   * Returns the last signal it had to send, if any.
+   */
+  async clear(graceMs: number): Promise<"SIGTERM" | "SIGKILL" | undefined> {
+    if (!this.alive()) return undefined;
+    this.signal("SIGTERM");
+    for (let waited = 0; waited < graceMs; waited += POLL_MS) {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      if (!this.alive()) return "SIGTERM";
+    }
+    this.signal("SIGKILL");
+    return "SIGKILL";
+  }
+
+  /** Stops the watchdog (SIGKILL before its pipe closes, so it cannot fire). */
+  release(): void {
+    const watchdog = this.watchdog;
+    this.watchdog = undefined;
+    if (watchdog === undefined) return;
+    watchdog.kill("SIGKILL");
+    watchdog.stdin?.destroy();
+  }
+}

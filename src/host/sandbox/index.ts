@@ -1,0 +1,72 @@
+/**
+ * The sandbox seam: picks the OS mechanism for this platform (one module each; only Linux's
+ * bubblewrap today, macOS's sandbox-exec can be added as another), probes it once per process, and
+ * turns a run's launch into the command that starts the guest confined.
+ */
+import { bubblewrapCommand, findBwrap, probeBubblewrap } from "./bubblewrap.js";
+import { checkSandboxOptions, SandboxPathError, sandboxPolicy, type Launch } from "./policy.js";
+import type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
+
+export type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
+
+/** A sandbox setting after checking: whether it is required, and its options. */
+export interface SandboxRequest {
+  mode: "auto" | "required" | "off";
+  options: SandboxOptions;
+}
+
+/** How to start the guest. */
+export type SandboxPlan =
+  | { kind: "confined"; command: string; args: string[]; env: Record<string, string>; report: SandboxReport }
+  /** Unconfined; `fallback` says why when "auto" found no sandbox. */
+  | { kind: "unconfined"; fallback?: string }
+  /** Required but impossible: the guest must not start. */
+  | { kind: "unavailable"; reason: string }
+  /** The command itself cannot be found: the same failure as an unconfined spawn. */
+  | { kind: "spawnFailed"; error: Error };
+
+/** Checks `runGuest`'s `sandbox` option synchronously. Throws TypeError naming the problem. */
+export function sandboxRequest(setting: unknown, caller: string): SandboxRequest {
+  if (setting === undefined || setting === "auto") return { mode: "auto", options: {} };
+  if (setting === true) return { mode: "required", options: {} };
+  if (setting === false) return { mode: "off", options: {} };
+  if (typeof setting !== "object" || setting === null || Array.isArray(setting)) {
+    throw new TypeError(`${caller}: options.sandbox must be "auto", true, false or an options object { readable, writable, network, env }`);
+  }
+  checkSandboxOptions(setting as SandboxOptions, caller);
+  return { mode: "required", options: setting as SandboxOptions };
+}
+
+let probed: Promise<string | undefined> | undefined;
+
+/**
+ * Why this platform cannot confine a guest here, or undefined when it can. Probed once per process
+ * (starting a throw-away sandbox costs a few milliseconds) and cached.
+ */
+export function sandboxUnavailableReason(): Promise<string | undefined> {
+  if (process.platform !== "linux") {
+    return Promise.resolve(`no OS sandbox is supported on ${process.platform} yet (only Linux, with bubblewrap)`);
+  }
+  probed ??= probeBubblewrap();
+  return probed;
+}
+
+/** Decides how to start the guest. Never rejects: a policy that cannot be built is "unavailable" with the reason. */
+export async function planSandbox(request: SandboxRequest, launch: Launch): Promise<SandboxPlan> {
+  if (request.mode === "off") return { kind: "unconfined" };
+  const reason = await sandboxUnavailableReason();
+  const bwrap = findBwrap();
+  if (reason !== undefined || bwrap === undefined) {
+    const why = reason ?? "bubblewrap (bwrap) is no longer on PATH";
+    return request.mode === "auto" ? { kind: "unconfined", fallback: why } : { kind: "unavailable", reason: why };
+  }
+  let policy;
+  try {
+    policy = sandboxPolicy(launch, request.options);
+  } catch (error) {
+    if (error instanceof SandboxPathError) return { kind: "unavailable", reason: error.message };
+    return { kind: "spawnFailed", error: error as Error };
+  }
+  const { command, args, report } = bubblewrapCommand(bwrap, policy);
+  return { kind: "confined", command, args, env: policy.env, report };
+}

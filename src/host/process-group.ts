@@ -4,6 +4,7 @@
  * the group from outliving a host that is killed without a chance to clean up (SIGKILL, out of memory).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** Whether guests get their own process group here (POSIX); Windows has none, so the child alone is signalled. */
 export const GROUPS_SUPPORTED = process.platform !== "win32";
@@ -22,15 +23,14 @@ export class ProcessGroup {
   private watchdog: ChildProcess | undefined;
 
   /**
-   * `child` must have been spawned with `detached: true` (POSIX: its own group and session). With
-   * `watch`, a watchdog is started for it (unconfined guests; bubblewrap's --die-with-parent covers
-   * sandboxed ones).
+   * `child` must have been spawned with `detached: true` (POSIX: its own group and session). An
+   * unconfined child gets a watchdog; a `sandboxed` one (bubblewrap) is covered by --die-with-parent.
    */
   constructor(
     private readonly child: ChildProcess,
-    watch: boolean,
+    private readonly sandboxed: boolean,
   ) {
-    if (!GROUPS_SUPPORTED || child.pid === undefined || !watch) return;
+    if (!GROUPS_SUPPORTED || child.pid === undefined || sandboxed) return;
     try {
       const watchdog = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "ears-watchdog", String(child.pid)], {
         stdio: ["pipe", "ignore", "ignore"],
@@ -47,8 +47,23 @@ export class ProcessGroup {
     }
   }
 
-  /** Sends `signal` to the whole group (the child alone where there are no groups). */
+  /**
+   * Sends `signal` to the whole group (the child alone where there are no groups). In a sandbox, the
+   * group is bubblewrap's: SIGTERM would end bubblewrap, and with it the sandbox at once, so it goes to
+   * the session inside the sandbox instead, and the guest gets its chance to end cleanly.
+   */
   signal(signal: NodeJS.Signals): void {
+    if (this.sandboxed && signal !== "SIGKILL" && this.child.pid !== undefined) {
+      const inner = childrenOf(this.child.pid)[0];
+      if (inner !== undefined) {
+        try {
+          process.kill(-inner, signal);
+          return;
+        } catch {
+          // The sandbox is ending; signal bubblewrap's group below.
+        }
+      }
+    }
     if (GROUPS_SUPPORTED && this.child.pid !== undefined) {
       try {
         process.kill(-this.child.pid, signal);
@@ -95,4 +110,30 @@ export class ProcessGroup {
     watchdog.kill("SIGKILL");
     watchdog.stdin?.destroy();
   }
+}
+
+/**
+ * The pids whose parent is `pid` (Linux /proc; empty elsewhere). bubblewrap's first child is the
+ * sandbox's init, which leads the sandbox's session and process group (--new-session).
+ */
+function childrenOf(pid: number): number[] {
+  const found: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // Fields after the command name (which may hold spaces and parentheses): state, ppid, ...
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) found.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
 }

@@ -83,7 +83,7 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
     } catch (error) {
       return blank({ code: HostFailureCode.SpawnFailed, message: spawnMessage(confined ? plan.command : command, error) }, fallback);
     }
-    const group = new ProcessGroup(child, !confined);
+    const group = new ProcessGroup(child, confined);
     return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(async (guest) => {
       const spawnError = await guest.started;
       if (spawnError !== undefined) return { failure: { code: HostFailureCode.SpawnFailed, message: spawnMessage(confined ? plan.command : command, spawnError) } };

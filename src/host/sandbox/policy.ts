@@ -3,7 +3,7 @@
  * paths the guest may read or write, its network and its environment. Each mechanism (bubblewrap.ts,
  * later sandbox-exec on macOS) turns a {@link SandboxPolicy} into a command line.
  */
-import { accessSync, constants, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import type { SandboxOptions } from "./types.js";
 
@@ -102,6 +102,10 @@ export function sandboxPolicy(launch: Launch, options: SandboxOptions): SandboxP
   for (const dir of new Set([launch.cwd, ...(script === undefined ? [] : [dirname(script)])])) {
     for (const path of nodeLookupPaths(dir)) add(path, false, "a module lookup path");
   }
+  if (script !== undefined) {
+    const own = selfReferencingPackage(dirname(script));
+    if (own !== undefined) add(own, false, "the script's package");
+  }
   for (const path of options.readable ?? []) add(path, false, "sandbox.readable path");
   for (const path of options.writable ?? []) add(path, true, "sandbox.writable path");
   return {
@@ -161,12 +165,60 @@ function nodeLookupPaths(dir: string): string[] {
       try {
         statSync(path);
         found.push(path);
+        if (name === "node_modules") found.push(...linkedPackages(path));
       } catch {
         // Not there: nothing to bind.
       }
     }
     if (dirname(at) === at) return found;
   }
+}
+
+/**
+ * The directory of the nearest package.json above `dir`, when that package can import itself by name
+ * (it has both "name" and "exports": Node's self-reference), so a guest inside a package finds it.
+ */
+function selfReferencingPackage(dir: string): string | undefined {
+  for (let at = dir; ; at = dirname(at)) {
+    let text: string | undefined;
+    try {
+      text = readFileSync(join(at, "package.json"), "utf8");
+    } catch {
+      // No package.json here: look further up.
+    }
+    if (text !== undefined) {
+      try {
+        const manifest = JSON.parse(text) as { name?: unknown; exports?: unknown };
+        return typeof manifest.name === "string" && manifest.exports !== undefined ? at : undefined;
+      } catch {
+        return undefined;
+      }
+    }
+    if (dirname(at) === at) return undefined;
+  }
+}
+
+/**
+ * What a bound node_modules directory links to elsewhere (workspaces, `npm link`): the targets of its
+ * packages that are symbolic links, one level deep (and one more under an @scope).
+ */
+function linkedPackages(nodeModules: string): string[] {
+  const found: string[] = [];
+  const visit = (dir: string, scoped: boolean) => {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      if (entry.isSymbolicLink()) found.push(path);
+      else if (!scoped && entry.isDirectory() && entry.name.startsWith("@")) visit(path, true);
+    }
+  };
+  visit(nodeModules, false);
+  return found;
 }
 
 /** The command as an absolute path: taken from `cwd` when it has a slash, else searched on PATH. */

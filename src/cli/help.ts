@@ -4,7 +4,8 @@ const EXIT_STATUS = `Exit status:
   0   the guest's result is a success (replay: the guest did what the recording says)
   1   the guest's result is a failure outcome (replay: the guest diverged from the recording)
   2   the session broke: protocol error, crash, no result, timeout, the command could not start,
-      interrupted (Ctrl-C), or the transcript could not be written
+      no sandbox although one was required, interrupted (Ctrl-C), or the transcript could not be
+      written
   64  usage error: unknown option, bad --input, missing command, unreadable file`;
 
 /** `ears --help`. */
@@ -49,6 +50,16 @@ Options:
                             Merged over the built-ins (a module's "read" replaces the built-in).
   --root <dir>              The directory the built-in read and list are confined to.
                             Default: the working directory.
+  --sandbox                 Require an OS sandbox (Linux: bubblewrap); without one the guest is
+                            not started (SandboxUnavailable, exit 2). Default: a sandbox when one
+                            can start here, else unconfined with a one-line note on stderr.
+  --no-sandbox              Run the guest unconfined, with your rights (no note).
+  --sandbox-read <path>     Let the sandboxed guest read this file or directory; repeatable.
+  --sandbox-write <path>    Let the sandboxed guest read and write this path; repeatable.
+  --env NAME | NAME=value   Pass this environment variable (the host's value, or the one given)
+                            into the sandbox; repeatable. The sandbox has only PATH, HOME (an
+                            empty private directory), LANG and TZ besides these. --sandbox-read,
+                            --sandbox-write and --env imply --sandbox.
   --record <file>           Write every frame, both directions, to an NDJSON transcript
                             ({"from":"guest"|"host","frame":{...}} a line), for "ears replay".
   --timeout <seconds>       Deadline for the whole run; past it the guest is stopped (exit 2).
@@ -60,6 +71,10 @@ Options:
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
                             (errors still appear, and the guest's stderr tail after a broken run).
   -h, --help                Show this help.
+
+The sandbox (Linux, bubblewrap): the guest sees the system directories needed to start the command,
+the working directory and its script's directory (read-only), a private /tmp, the paths given above,
+no network, no host process, and dies with ears. Capabilities still run outside it, in ears.
 
 Built-in capabilities (allow them with --allow):
   read  {"path": "notes/a.txt"}  the UTF-8 text of a file under the root
@@ -77,6 +92,7 @@ Examples:
   ears run --allow read --input '{"path":"README.md"}' --root docs -- node guest.mjs
   ears run --capabilities ./caps.mjs --allow search --input @input.json --json -- node guest.mjs
   ears run --allow read --record run.ndjson --timeout 30 -- node guest.mjs
+  ears run --sandbox-write out --env API_TOKEN -- node guest.mjs
 `;
 
 /** `ears replay --help`. */

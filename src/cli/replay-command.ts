@@ -5,7 +5,7 @@ import { recordingOf, replay, RecordingError, type Recording } from "../testing/
 import { readTranscript, TranscriptError } from "../testing/transcript.js";
 import { REPLAY_HELP } from "./help.js";
 import { ExitStatus, guestStderrPrinter, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
-import { finishRecording, guestCommand, limitsOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
+import { finishRecording, guestCommand, limitsOf, printSandboxNote, SESSION_OPTIONS, startRecording } from "./run-command.js";
 import { parseCommandLine, UsageError } from "./usage.js";
 
 /** Runs `ears replay` with `argv` (the words after "replay"); resolves with the exit status. Throws {@link UsageError}. */
@@ -40,6 +40,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   } else {
     io.stderr.write(`ears: the guest diverged from the recording: ${replayed.divergence}\n`);
   }
+  printSandboxNote(report, io, values.quiet ?? false);
   // The replay's own stop shows up as an Aborted failure; that is the divergence, already reported.
   printNotes(replayed.stopped ? { ...report, failure: undefined } : report, io.stderr, values.quiet ?? false);
   if (!recorded) return ExitStatus.SessionError;

@@ -1,7 +1,9 @@
 /** `ears run [options] -- <command> [args...]`: run a guest program under a local host. */
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { runGuest } from "../host/index.js";
-import type { Capabilities, HostLimits } from "../host/index.js";
+import type { Capabilities, HostLimits, RunReport, SandboxOptions, SandboxSetting } from "../host/index.js";
+import { checkSandboxOptions } from "../host/sandbox/policy.js";
 import { describeError } from "../errors.js";
 import { recordTo, type Recorder } from "../testing/transcript.js";
 import { loadCapabilityModule } from "./capability-module.js";
@@ -26,6 +28,11 @@ const RUN_OPTIONS = {
   input: { type: "string" },
   capabilities: { type: "string" },
   root: { type: "string" },
+  sandbox: { type: "boolean" },
+  "no-sandbox": { type: "boolean" },
+  "sandbox-read": { type: "string", multiple: true },
+  "sandbox-write": { type: "string", multiple: true },
+  env: { type: "string", multiple: true },
 } as const;
 
 /** Runs `ears run` with `argv` (the words after "run"); resolves with the exit status. Throws {@link UsageError}. */
@@ -53,8 +60,10 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
       `--allow names ${unknown.map((n) => JSON.stringify(n)).join(", ")}, but no such capability exists (available: ${Object.keys(capabilities).join(", ")}); add a handler with --capabilities`,
     );
   }
+  const sandbox = sandboxOf(values, io.cwd);
   const recorder = startRecording(values.record, io.cwd);
   const report = await runGuest({
+    sandbox,
     command: guest[0]!,
     args: guest.slice(1),
     cwd: io.cwd,
@@ -70,8 +79,47 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   const recorded = await finishRecording(recorder, io);
   if (values.json) io.stdout.write(`${JSON.stringify(report)}\n`);
   else if (report.outcome !== undefined) printOutcome(report.outcome, io.stdout);
+  printSandboxNote(report, io, values.quiet ?? false);
   printNotes(report, io.stderr, values.quiet ?? false);
   return recorded ? exitStatusOf(report) : ExitStatus.SessionError;
+}
+
+/**
+ * The sandbox from --sandbox, --no-sandbox, --sandbox-read, --sandbox-write and --env. Like the
+ * options object of runGuest, a path or --env requires the sandbox. Paths must exist (usage error).
+ */
+export function sandboxOf(
+  values: { sandbox?: boolean; "no-sandbox"?: boolean; "sandbox-read"?: string[]; "sandbox-write"?: string[]; env?: string[] },
+  cwd: string,
+): SandboxSetting {
+  const readable = values["sandbox-read"] ?? [];
+  const writable = values["sandbox-write"] ?? [];
+  const env = values.env ?? [];
+  const shaping = [...(readable.length > 0 ? ["--sandbox-read"] : []), ...(writable.length > 0 ? ["--sandbox-write"] : []), ...(env.length > 0 ? ["--env"] : [])];
+  if (values["no-sandbox"]) {
+    if (values.sandbox) throw new UsageError("--sandbox and --no-sandbox contradict each other; give one");
+    if (shaping.length > 0) throw new UsageError(`${shaping.join(", ")} shape the sandbox, which --no-sandbox turns off; drop one or the other`);
+    return false;
+  }
+  if (shaping.length === 0) return values.sandbox ? true : "auto";
+  for (const [option, paths] of [["--sandbox-read", readable], ["--sandbox-write", writable]] as const) {
+    for (const path of paths) {
+      if (!existsSync(resolve(cwd, path))) throw new UsageError(`${option} ${JSON.stringify(path)}: no such file or directory (paths are relative to the working directory)`);
+    }
+  }
+  const options: SandboxOptions = { readable: readable.map((p) => resolve(cwd, p)), writable: writable.map((p) => resolve(cwd, p)), env };
+  try {
+    checkSandboxOptions(options, "ears run");
+  } catch (error) {
+    throw new UsageError(`--env: ${describeError(error).replace(/^.*?entry /, "")}`);
+  }
+  return options;
+}
+
+/** The one-line note that "auto" found no sandbox and the guest ran with the user's rights. */
+export function printSandboxNote(report: RunReport, io: CliIo, quiet: boolean): void {
+  if (quiet || report.sandboxFallback === undefined) return;
+  io.stderr.write(`ears: the guest ran without a sandbox: ${report.sandboxFallback} (--sandbox requires one, --no-sandbox silences this note)\n`);
 }
 
 /** The guest command after `--`, or a usage error that shows how to give it. */

@@ -1,0 +1,80 @@
+/**
+ * Nothing outlives the run (issue 8 item 4): a guest's descendants are stopped with it, after a
+ * successful run, at a deadline, and when the host process itself is SIGKILLed. Real processes, found
+ * from outside through /proc by a marker in their command line. Linux only (/proc).
+ */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { HostFailureCode, runGuest } from "../../src/host/index.js";
+import { failOnUnhandledRejections } from "./helpers.js";
+import { goneWithin, killAllWith, liveWith, uniqueMarker } from "./processes.js";
+
+failOnUnhandledRejections();
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const grandchild = `${root}fixtures/hostile/grandchild.mjs`;
+const markers: string[] = [];
+/** The requirement: gone within 5 s of the host's death (or of the run's end). */
+const GONE_MS = 5000;
+
+afterEach(() => {
+  for (const marker of markers.splice(0)) killAllWith(marker);
+});
+
+function newMarker(): string {
+  const marker = uniqueMarker();
+  markers.push(marker);
+  return marker;
+}
+
+for (const sandbox of [false, true] as const) {
+  describe.runIf(process.platform === "linux")(`a guest's grandchild (${sandbox ? "sandboxed" : "unconfined"})`, () => {
+    it("does not outlive a successful run", async () => {
+      const marker = newMarker();
+      const report = await runGuest({ command: process.execPath, args: [grandchild, marker, "return"], cwd: root, sandbox, killGraceMs: 500 });
+      expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
+      expect(report.ok).toBe(true);
+      expect(report.sandbox === null).toBe(!sandbox);
+    });
+
+    it("does not outlive a successful run when it holds the guest's stdout and stderr", async () => {
+      const marker = newMarker();
+      const report = await runGuest({ command: process.execPath, args: [grandchild, marker, "return", "pipes"], cwd: root, sandbox, killGraceMs: 500 });
+      expect(report.ok).toBe(true);
+      expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
+    });
+
+    it("does not outlive a timed-out run", async () => {
+      const marker = newMarker();
+      const report = await runGuest({
+        command: process.execPath,
+        args: [grandchild, marker, "hang"],
+        cwd: root,
+        sandbox,
+        killGraceMs: 500,
+        limits: { runTimeoutMs: 1500 },
+      });
+      expect(report.failure?.code).toBe(HostFailureCode.RunTimeout);
+      expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
+    });
+
+    it("is gone with the guest within 5 s when the host process is SIGKILLed", async () => {
+      const marker = newMarker();
+      const host = spawn(process.execPath, [`${root}fixtures/hostile/host.mjs`, marker, sandbox ? "sandbox" : "unconfined"], {
+        cwd: root,
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      const exited = new Promise((resolve) => host.on("exit", resolve));
+      await new Promise<void>((resolve, reject) => {
+        host.stdout.setEncoding("utf8").on("data", (text: string) => text.includes("ready") && resolve());
+        host.on("exit", (code, signal) => reject(new Error(`the host ended before the guest started (${code ?? signal})`)));
+      });
+      // The guest (node ... marker) and its grandchild (sleep marker) are both running now.
+      expect(liveWith(marker).length).toBeGreaterThanOrEqual(2);
+      host.kill("SIGKILL");
+      await exited;
+      expect(await goneWithin(marker, GONE_MS), "processes left 5 s after the host was killed").toEqual([]);
+    });
+  });
+}

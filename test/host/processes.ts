@@ -1,0 +1,51 @@
+/** Finding processes from outside by a marker in their command line (Linux /proc), for the "nothing outlives the run" tests. */
+import { readdirSync, readFileSync } from "node:fs";
+
+let counter = 0;
+
+/** A number unique to this test process and call, usable as `sleep`'s argument (a long sleep: 300 s and a bit). */
+export function uniqueMarker(): string {
+  counter += 1;
+  return `300.${process.pid}${String(counter).padStart(3, "0")}`;
+}
+
+/**
+ * Live processes (zombies excluded: they are dead, only not yet reaped by a parent) whose command line
+ * has `marker` as one of its words.
+ */
+export function liveWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const words = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (!words.includes(marker)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") found.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+/** Polls until no live process carries `marker`, at most `withinMs`; resolves with those still alive (empty: all gone). */
+export async function goneWithin(marker: string, withinMs: number): Promise<number[]> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const alive = liveWith(marker);
+    if (alive.length === 0 || Date.now() >= deadline) return alive;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** SIGKILLs whatever still carries `marker` (cleanup after a failing test, so nothing leaks into the next). */
+export function killAllWith(marker: string): void {
+  for (const pid of liveWith(marker)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+}

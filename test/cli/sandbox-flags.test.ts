@@ -53,7 +53,7 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
   it("--sandbox-read, --sandbox-write and --env shape the sandbox the report describes", async () => {
     const out = join(dir, "out");
     mkdirSync(out);
-    // b.txt: in the working directory, which the guest sees read-only.
+    // The second write target is in the working directory, which the guest sees read-only.
     const outside = resolve(`.ears-cli-sandbox-${process.pid}.txt`);
     const input = { read: [join(dir, "in.txt")], write: [join(out, "a.txt"), outside], env: ["FROM_HOST", "SET", "HIDDEN"] };
     const run = await earsWith(

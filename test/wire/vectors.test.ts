@@ -15,6 +15,7 @@ import { describe, expect, it } from "vitest";
 import { Outcome } from "../../src/outcome.js";
 import { serve, type ServeReport } from "../../src/serve.js";
 import { createLinkedPair } from "../../src/wires/memory.js";
+import { planSandbox, sandboxRequest } from "../../src/host/sandbox/index.js";
 import { streamWire } from "../../src/wires/stdio.js";
 import { vectorProgram } from "./vector-program.mjs";
 import { needsBytes, vectorSchema, type ExpectedFrame, type Vector } from "./vector-format.js";
@@ -141,8 +142,18 @@ function overStreams(vector: Vector): GuestUnderTest & { output: GuestOutput } {
   };
 }
 
-function inChild(file: string): GuestUnderTest & { output: GuestOutput } {
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [guestScript, `${vectorFolder}${file}`], { cwd: root });
+/** runGuest's bubblewrap command for the vector guest: the vectors must pass with the default sandbox on. */
+async function sandboxed(file: string): Promise<{ command: string; args: string[]; env: Record<string, string> }> {
+  const plan = await planSandbox(sandboxRequest(true, "vectors"), { command: process.execPath, args: [guestScript, `${vectorFolder}${file}`], cwd: root, env: process.env });
+  if (plan.kind !== "confined") throw new Error(`no sandbox for the vector guest: ${JSON.stringify(plan)}`);
+  return plan;
+}
+
+function inChild(file: string, sandbox?: { command: string; args: string[]; env: Record<string, string> }): GuestUnderTest & { output: GuestOutput } {
+  const child: ChildProcessWithoutNullStreams =
+    sandbox === undefined
+      ? spawn(process.execPath, [guestScript, `${vectorFolder}${file}`], { cwd: root })
+      : spawn(sandbox.command, sandbox.args, { cwd: root, env: sandbox.env });
   child.stdin.on("error", () => {}); // EPIPE once the guest has gone
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
@@ -264,6 +275,7 @@ describe("conformance vectors (wire/vectors)", () => {
       }
       it("over streams (streamWire)", () => run(vector, overStreams(vector)));
       it("in a child process on stdio", () => run(vector, inChild(file)));
+      it.runIf(process.platform === "linux")("in a child process on stdio, in runGuest's sandbox", async () => run(vector, inChild(file, await sandboxed(file))));
     });
   }
 });

@@ -1,5 +1,8 @@
-// Scenario 5: time from spawn() to the child's first line on stdout.
+// Scenario 5: time from spawn() to the child's first line on stdout; and from runGuest() to the
+// guest's hello, unconfined and in the bubblewrap sandbox (issue 9: the sandbox costs at most 1.3x).
 import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { runGuest } from "@posoco/ears/host";
 import { childScript } from "../lib/children.mjs";
 import { performance } from "node:perf_hooks";
 import { alternate } from "../lib/measure.mjs";
@@ -34,6 +37,26 @@ function spawnToFirstLine(script, args, onFirstLine) {
   });
 }
 
+const repository = fileURLToPath(new URL("../../", import.meta.url));
+
+/** Milliseconds from calling runGuest to the guest's first line (its hello), for a whole run that must succeed. */
+async function runGuestToHello(sandbox) {
+  const start = performance.now();
+  let ms;
+  const report = await runGuest({
+    command: process.execPath,
+    args: [child("ears-hello.mjs")],
+    cwd: repository,
+    sandbox,
+    onFrame: (direction) => {
+      if (direction === "guest" && ms === undefined) ms = performance.now() - start;
+    },
+  });
+  if (!report.ok || ms === undefined) throw new Error(`runGuest (sandbox: ${sandbox}) failed: ${report.failure?.message ?? report.stderr}`);
+  if ((report.sandbox !== null) !== sandbox) throw new Error(`runGuest (sandbox: ${sandbox}) ran ${report.sandbox === null ? "unconfined" : "sandboxed"}`);
+  return ms;
+}
+
 export async function coldStart({ quick }) {
   const repetitions = quick ? 6 : 20;
   const contenders = [
@@ -62,6 +85,14 @@ export async function coldStart({ quick }) {
     (c) => spawnToFirstLine(c.script, c.args, c.onFirstLine),
   );
   const rows = contenders.map((c) => ({ contender: c.name, unit: "ms", summary: summarize(samples[c.name]) }));
+  // runGuest unconfined and sandboxed, alternated with each other (the host's whole path to the hello).
+  const hosts = [
+    { name: "runGuest, unconfined: start to hello", sandbox: false },
+    { name: "runGuest, sandboxed (bubblewrap): start to hello", sandbox: true },
+  ];
+  const hosted = await alternate(hosts, repetitions, (c) => runGuestToHello(c.sandbox), (c) => runGuestToHello(c.sandbox));
+  const [unconfined, sandboxed] = hosts.map((c) => ({ contender: c.name, unit: "ms", summary: summarize(hosted.samples[c.name]) }));
+  rows.push(unconfined, sandboxed);
   return {
     id: "cold-start",
     title: "5. Cold start: spawn to first line (hello)",
@@ -69,6 +100,7 @@ export async function coldStart({ quick }) {
     rows,
     targets: [
       { target: "cold start vs bare node", measured: rows[0].summary.median / rows[1].summary.median, op: "<=", required: 1.2 },
+      { target: "sandboxed vs unconfined cold start (runGuest)", measured: sandboxed.summary.median / unconfined.summary.median, op: "<=", required: 1.3 },
     ],
   };
 }

@@ -113,6 +113,8 @@ Options:
                             "report"} as one JSON line on stdout instead of the result.
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
                             (errors still appear, and the guest's stderr tail after a broken run).
+  --sandbox, --no-sandbox, --sandbox-read <path>, --sandbox-write <path>, --env NAME[=value]
+                            As for "ears run": the guest runs in an OS sandbox by default.
   -h, --help                Show this help.
 
 Exit status:

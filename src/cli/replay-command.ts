@@ -5,7 +5,7 @@ import { recordingOf, replay, RecordingError, type Recording } from "../testing/
 import { readTranscript, TranscriptError } from "../testing/transcript.js";
 import { REPLAY_HELP } from "./help.js";
 import { ExitStatus, guestStderrPrinter, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
-import { finishRecording, guestCommand, limitsOf, printSandboxNote, SESSION_OPTIONS, startRecording } from "./run-command.js";
+import { finishRecording, guestCommand, limitsOf, printSandboxNote, sandboxOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
 import { parseCommandLine, UsageError } from "./usage.js";
 
 /** Runs `ears replay` with `argv` (the words after "replay"); resolves with the exit status. Throws {@link UsageError}. */
@@ -21,11 +21,12 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   }
   const guest = guestCommand("replay", extra, command);
   const limits = limitsOf(values);
+  const sandbox = sandboxOf(values, io.cwd);
   const recording = await loadRecording(resolve(io.cwd, transcript), transcript);
   const recorder = startRecording(values.record, io.cwd);
   const replayed = await replay(
     recording,
-    { command: guest[0]!, args: guest.slice(1), cwd: io.cwd, onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr) },
+    { command: guest[0]!, args: guest.slice(1), cwd: io.cwd, sandbox, onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr) },
     { limits, onLog: values.quiet ? undefined : logPrinter(io.stderr), onFrame: recorder?.onFrame, signal: io.signal },
   );
   const recorded = await finishRecording(recorder, io);

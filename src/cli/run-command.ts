@@ -20,6 +20,11 @@ export const SESSION_OPTIONS = {
   json: { type: "boolean" },
   quiet: { type: "boolean" },
   help: { type: "boolean", short: "h" },
+  sandbox: { type: "boolean" },
+  "no-sandbox": { type: "boolean" },
+  "sandbox-read": { type: "string", multiple: true },
+  "sandbox-write": { type: "string", multiple: true },
+  env: { type: "string", multiple: true },
 } as const;
 
 const RUN_OPTIONS = {
@@ -28,11 +33,6 @@ const RUN_OPTIONS = {
   input: { type: "string" },
   capabilities: { type: "string" },
   root: { type: "string" },
-  sandbox: { type: "boolean" },
-  "no-sandbox": { type: "boolean" },
-  "sandbox-read": { type: "string", multiple: true },
-  "sandbox-write": { type: "string", multiple: true },
-  env: { type: "string", multiple: true },
 } as const;
 
 /** Runs `ears run` with `argv` (the words after "run"); resolves with the exit status. Throws {@link UsageError}. */

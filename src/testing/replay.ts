@@ -107,7 +107,7 @@ export interface ReplayReport<Report extends RunReport = RunReport> {
 }
 
 /** What to replay against: a guest program in this process, or a command run as a child process. */
-export type ReplayTarget = { run: GuestProgram } | Pick<GuestCommand, "command" | "args" | "cwd" | "env" | "killGraceMs" | "onStderr">;
+export type ReplayTarget = { run: GuestProgram } | Pick<GuestCommand, "command" | "args" | "cwd" | "env" | "killGraceMs" | "onStderr" | "sandbox">;
 
 /** Options for {@link replay}. */
 export interface ReplayOptions {

@@ -109,6 +109,20 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     expect(run.stderr).toMatch(message);
   });
 
+  it("ears replay takes the same flags: a recording made unconfined diverges in the default sandbox and matches with --no-sandbox", async () => {
+    const transcript = join(dir, "passwd.ndjson");
+    const input = JSON.stringify({ read: ["/etc/passwd"] });
+    const recorded = await earsWith(["run", "--no-sandbox", "--quiet", "--record", transcript, "--input", input, "--", "node", PROBE]);
+    expect(recorded.code).toBe(0);
+    const confined = await earsWith(["replay", transcript, "--quiet", "--", "node", PROBE]);
+    expect(confined.code).toBe(1);
+    expect(confined.stderr).toContain("diverged");
+    const open = await earsWith(["replay", transcript, "--quiet", "--no-sandbox", "--", "node", PROBE]);
+    expect(open.code, open.stderr).toBe(0);
+    const contradiction = await earsWith(["replay", transcript, "--sandbox", "--no-sandbox", "--", "node", PROBE]);
+    expect(contradiction.code).toBe(64);
+  });
+
   it.each([[[]], [["--no-sandbox"]]])("Ctrl-C stops the guest and its grandchild (%j)", async (flags) => {
     const marker = uniqueMarker();
     markers.push(marker);

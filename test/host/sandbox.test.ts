@@ -91,7 +91,7 @@ describe.runIf(process.platform === "linux")("a hostile guest", () => {
 
   function attemptsOf(report: RunReport): Attempts {
     expect(report.failure, report.stderr).toBeUndefined();
-    return (report.outcome?.structured as { attempts: Attempts }).attempts;
+    return (report.outcome?.structured as unknown as { attempts: Attempts }).attempts;
   }
 
   it("fails at every escape in the sandbox, while the wire works as before", async () => {

@@ -14,10 +14,19 @@ import type { SandboxReport } from "./types.js";
 /** Read-only system directories (or the links merged-/usr systems have in their place). */
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 /**
- * The pieces of /etc a program needs to start and behave: the loader's cache, time zone, TLS
- * certificates, Debian's alternatives links. Not /etc/passwd, /etc/hostname or anything else.
+ * The pieces of /etc a program needs to start and behave: the loader's cache, time zone, public TLS
+ * certificates (Debian and Red Hat layouts; never /etc/ssl/private), Debian's alternatives links.
+ * Not /etc/passwd, /etc/hostname or anything else.
  */
-const SYSTEM_ETC = ["/etc/ld.so.cache", "/etc/localtime", "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/alternatives"];
+const SYSTEM_ETC = [
+  "/etc/ld.so.cache",
+  "/etc/localtime",
+  "/etc/ssl/certs",
+  "/etc/ssl/openssl.cnf",
+  "/etc/pki/tls/certs",
+  "/etc/pki/ca-trust/extracted",
+  "/etc/alternatives",
+];
 /** Name resolution, only with `network: true`. */
 const NETWORK_ETC = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
 /** How long the one-time probe may take before bubblewrap counts as unusable. */

@@ -75,15 +75,20 @@ export class ProcessGroup {
     this.child.kill(signal);
   }
 
-  /** True while any process (a zombie included) is still in the group. */
+  /**
+   * True while a live process is still in the group. Zombies do not count on Linux: a descendant that
+   * died waits there for a parent to reap it, which a container's init may never do.
+   */
   alive(): boolean {
     if (!GROUPS_SUPPORTED || this.child.pid === undefined) return false;
+    const group = this.child.pid;
     try {
-      process.kill(-this.child.pid, 0);
-      return true;
+      process.kill(-group, 0);
     } catch (error) {
       return (error as NodeJS.ErrnoException).code === "EPERM";
     }
+    const processes = processTable();
+    return processes === undefined || processes.some((entry) => entry.group === group && entry.state !== "Z");
   }
 
   /**
@@ -117,23 +122,28 @@ export class ProcessGroup {
  * sandbox's init, which leads the sandbox's session and process group (--new-session).
  */
 function childrenOf(pid: number): number[] {
-  const found: number[] = [];
+  return (processTable() ?? []).filter((entry) => entry.parent === pid).map((entry) => entry.pid);
+}
+
+/** Every process's state, parent and group from Linux's /proc; undefined where there is no /proc. */
+function processTable(): { pid: number; state: string; parent: number; group: number }[] | undefined {
   let entries: string[];
   try {
     entries = readdirSync("/proc");
   } catch {
-    return found;
+    return undefined;
   }
+  const table = [];
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      // Fields after the command name (which may hold spaces and parentheses): state, ppid, ...
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid) found.push(Number(entry));
+      // The fields after the command name (which may hold spaces and parentheses): state, ppid, pgrp, ...
+      const [state = "", parent, group] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      table.push({ pid: Number(entry), state, parent: Number(parent), group: Number(group) });
     } catch {
       // Gone meanwhile.
     }
   }
-  return found;
+  return table;
 }

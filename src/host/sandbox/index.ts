@@ -4,7 +4,7 @@
  * turns a run's launch into the command that starts the guest confined.
  */
 import { bubblewrapCommand, findBwrap, probeBubblewrap } from "./bubblewrap.js";
-import { checkSandboxOptions, SandboxPathError, sandboxPolicy, type Launch } from "./policy.js";
+import { checkSandboxOptions, CommandNotFoundError, SandboxPathError, sandboxPolicy, type Launch } from "./policy.js";
 import type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
 
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
@@ -60,13 +60,14 @@ export async function planSandbox(request: SandboxRequest, launch: Launch): Prom
     const why = reason ?? "bubblewrap (bwrap) is no longer on PATH";
     return request.mode === "auto" ? { kind: "unconfined", fallback: why } : { kind: "unavailable", reason: why };
   }
-  let policy;
   try {
-    policy = sandboxPolicy(launch, request.options);
+    const policy = sandboxPolicy(launch, request.options);
+    const { command, args, report } = bubblewrapCommand(bwrap, policy);
+    return { kind: "confined", command, args, env: policy.env, report };
   } catch (error) {
     if (error instanceof SandboxPathError) return { kind: "unavailable", reason: error.message };
-    return { kind: "spawnFailed", error: error as Error };
+    if (error instanceof CommandNotFoundError) return { kind: "spawnFailed", error };
+    // The system directories changed while they were read: refuse rather than start half a sandbox.
+    return { kind: "unavailable", reason: `the sandbox could not be prepared: ${(error as Error).message}` };
   }
-  const { command, args, report } = bubblewrapCommand(bwrap, policy);
-  return { kind: "confined", command, args, env: policy.env, report };
 }

@@ -18,6 +18,12 @@ export class SandboxPathError extends Error {
   override name = "SandboxPathError";
 }
 
+/** The command is not on PATH (or not executable): the same failure an unconfined spawn reports. */
+export class CommandNotFoundError extends Error {
+  override name = "Error";
+  readonly code = "ENOENT";
+}
+
 /** One host path made visible in the sandbox at the same place. */
 export interface Bind {
   /** The real path on the host (symbolic links resolved). */
@@ -232,9 +238,7 @@ function findExecutable(command: string, cwd: string, path: string | undefined):
       // Try the next one.
     }
   }
-  const error = new Error(`spawn ${command} ENOENT`) as NodeJS.ErrnoException;
-  error.code = "ENOENT";
-  throw error;
+  throw new CommandNotFoundError(`spawn ${command} ENOENT`);
 }
 
 function depth(path: string): number {

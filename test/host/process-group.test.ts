@@ -45,6 +45,14 @@ for (const sandbox of [false, true] as const) {
       expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
     });
 
+    it(sandbox ? "does not outlive the run even when it left the guest's session (setsid)" : "outlives the run when it left the guest's session (setsid): the documented limit", async () => {
+      const marker = newMarker();
+      const report = await runGuest({ command: process.execPath, args: [grandchild, marker, "return", "setsid"], cwd: root, sandbox, killGraceMs: 500 });
+      expect(report.ok).toBe(true);
+      if (sandbox) expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
+      else expect(liveWith(marker)).toHaveLength(1); // afterEach kills it
+    });
+
     it("does not outlive a timed-out run", async () => {
       const marker = newMarker();
       const report = await runGuest({

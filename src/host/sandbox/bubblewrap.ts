@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import { accessSync, constants, lstatSync, readlinkSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
 import { SANDBOX_HOME, type SandboxPolicy } from "./policy.js";
-import type { SandboxReport } from "./types.js";
+import type { SandboxMechanism, SandboxReport } from "./types.js";
 
 /** Read-only system directories (or the links merged-/usr systems have in their place). */
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
@@ -131,3 +131,13 @@ function kindOf(path: string): "link" | "directory" | "file" | undefined {
     return undefined;
   }
 }
+
+/** Linux's mechanism. */
+export const bubblewrap: SandboxMechanism = {
+  probe: probeBubblewrap,
+  command(policy) {
+    const bwrap = findBwrap();
+    if (bwrap === undefined) throw new Error("bubblewrap (bwrap) is no longer on PATH");
+    return bubblewrapCommand(bwrap, policy);
+  },
+};

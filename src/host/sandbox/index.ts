@@ -3,9 +3,9 @@
  * bubblewrap today, macOS's sandbox-exec can be added as another), probes it once per process, and
  * turns a run's launch into the command that starts the guest confined.
  */
-import { bubblewrapCommand, findBwrap, probeBubblewrap } from "./bubblewrap.js";
+import { bubblewrap } from "./bubblewrap.js";
 import { checkSandboxOptions, CommandNotFoundError, SandboxPathError, sandboxPolicy, type Launch } from "./policy.js";
-import type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
+import type { SandboxMechanism, SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
 
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
 
@@ -37,6 +37,9 @@ export function sandboxRequest(setting: unknown, caller: string): SandboxRequest
   return { mode: "required", options: setting as SandboxOptions };
 }
 
+/** The mechanism of each platform that has one. */
+const MECHANISMS: Partial<Record<NodeJS.Platform, SandboxMechanism>> = { linux: bubblewrap };
+
 let probed: Promise<string | undefined> | undefined;
 
 /**
@@ -44,10 +47,11 @@ let probed: Promise<string | undefined> | undefined;
  * (starting a throw-away sandbox costs a few milliseconds) and cached.
  */
 export function sandboxUnavailableReason(): Promise<string | undefined> {
-  if (process.platform !== "linux") {
+  const mechanism = MECHANISMS[process.platform];
+  if (mechanism === undefined) {
     return Promise.resolve(`no OS sandbox is supported on ${process.platform} yet (only Linux, with bubblewrap)`);
   }
-  probed ??= probeBubblewrap();
+  probed ??= mechanism.probe();
   return probed;
 }
 
@@ -55,19 +59,19 @@ export function sandboxUnavailableReason(): Promise<string | undefined> {
 export async function planSandbox(request: SandboxRequest, launch: Launch): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
   const reason = await sandboxUnavailableReason();
-  const bwrap = findBwrap();
-  if (reason !== undefined || bwrap === undefined) {
-    const why = reason ?? "bubblewrap (bwrap) is no longer on PATH";
+  const mechanism = MECHANISMS[process.platform];
+  if (reason !== undefined || mechanism === undefined) {
+    const why = reason ?? `no OS sandbox is supported on ${process.platform}`;
     return request.mode === "auto" ? { kind: "unconfined", fallback: why } : { kind: "unavailable", reason: why };
   }
   try {
     const policy = sandboxPolicy(launch, request.options);
-    const { command, args, report } = bubblewrapCommand(bwrap, policy);
+    const { command, args, report } = mechanism.command(policy);
     return { kind: "confined", command, args, env: policy.env, report };
   } catch (error) {
     if (error instanceof SandboxPathError) return { kind: "unavailable", reason: error.message };
     if (error instanceof CommandNotFoundError) return { kind: "spawnFailed", error };
-    // The system directories changed while they were read: refuse rather than start half a sandbox.
+    // The system directories changed while they were read, or bwrap went away: refuse rather than start half a sandbox.
     return { kind: "unavailable", reason: `the sandbox could not be prepared: ${(error as Error).message}` };
   }
 }

@@ -2,6 +2,7 @@
  * The public types of the guest sandbox: what a host asks for (`runGuest({ sandbox })`) and what the
  * report says confined the run. The mechanisms (one module each) are behind `index.ts`.
  */
+import type { SandboxPolicy } from "./policy.js";
 
 /** What may reach the guest besides its own working files. Giving this object means "sandbox required". */
 export interface SandboxOptions {
@@ -38,4 +39,15 @@ export interface SandboxReport {
   network: boolean;
   /** Names of the environment variables the guest received. */
   env: string[];
+}
+
+/**
+ * One OS sandbox mechanism (one module each: bubblewrap.ts on Linux; a sandbox-exec module for macOS
+ * would be another). Internal: chosen by platform in index.ts.
+ */
+export interface SandboxMechanism {
+  /** Why it cannot confine a guest here, or undefined when it can. Called once per process. */
+  probe(): Promise<string | undefined>;
+  /** The command line that runs `policy` confined. Throws when it cannot be prepared. */
+  command(policy: SandboxPolicy): { command: string; args: string[]; report: SandboxReport };
 }

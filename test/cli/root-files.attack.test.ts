@@ -144,9 +144,9 @@ describe("hostile guests against the built-in read and list", () => {
   it("caps a file that grows while it is read at FileTooLarge, with the host's memory bounded", async () => {
     const { root } = freshRoot("grow");
     writeFileSync(join(root, "grow.txt"), "small\n");
-    // Emptied for 5 ms, then 300 MiB (sparse: no disk is used) for 500 ms, again and again, while 16 loops
+    // Emptied for 2 ms, then 300 MiB (sparse: no disk is used) for 200 ms, again and again, while 32 loops
     // read it: a read that checks the size while the file is empty must not go on to read it all.
-    const input = { root, large: 300 * 1024 * 1024, emptyMs: 5, holdMs: 500, seconds: 8, callers: 16, maxReads: 5000, enough: 2 };
+    const input = { root, large: 300 * 1024 * 1024, emptyMs: 2, holdMs: 200, seconds: 8, callers: 32, maxReads: 8000, enough: 2 };
     const guest = ["--", "node", join(HOSTILE, "read-growing-file.mjs")];
     const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read", "--root", root, "--input", JSON.stringify(input), ...guest], ["--import", REPORT_MAX_RSS]);
     expect(run).toMatchObject({ code: 0, hung: false });

@@ -16,17 +16,23 @@ import { Permits } from "./permits.js";
 export const FileFailureCode = {
   /** Arguments are not `{path: string}` (read) or `{path?: string}` / null (list). */
   InvalidArguments: "InvalidArguments",
-  /** The path is absolute, climbs out with `..`, or resolves (through a symlink) outside the root. */
+  /**
+   * The path is absolute, climbs out with `..`, resolves (through a symlink) outside the root, or was
+   * changed while it was opened so that what was opened is outside the root.
+   */
   PathOutsideRoot: "PathOutsideRoot",
   /** Nothing exists at the path. */
   NotFound: "NotFound",
-  /** `read` of a directory or other non-regular file. */
+  /** `read` of a directory, named pipe, socket or device: only regular files are read. */
   NotAFile: "NotAFile",
   /** `list` of something that is not a directory. */
   NotADirectory: "NotADirectory",
   /** The file's bytes are not valid UTF-8 text. */
   NotUtf8: "NotUtf8",
-  /** The file is larger than the cap, which keeps the reply well under the guest's frame limit. */
+  /**
+   * The file is larger than the cap (or grew past it while it was read), which keeps the reply well under
+   * the guest's frame limit.
+   */
   FileTooLarge: "FileTooLarge",
   /** Any other file-system error (permissions, I/O); the content says which. */
   FileSystemError: "FileSystemError",

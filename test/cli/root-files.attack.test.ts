@@ -141,6 +141,14 @@ describe("hostile guests against the built-in read and list", () => {
     }
   });
 
+  it("exits after the report, with the guest's status, when a handler left a timer running", async () => {
+    const calls = [{ name: "start" }];
+    const args = ["run", "--quiet", "--capabilities", join(HOSTILE, "leaves-timer.mjs"), "--allow", "start", "--input", JSON.stringify({ calls }), "--"];
+    const run = await earsWithin(20_000, [...args, "node", join(HOSTILE, "concurrent-calls.mjs")]);
+    expect(run).toMatchObject({ code: 0, signal: null, hung: false, stderr: "" });
+    expect(JSON.parse(run.stdout)).toEqual({ outcomes: [{ status: "success", content: "started" }] });
+  });
+
   it("caps a file that grows while it is read at FileTooLarge, with the host's memory bounded", async () => {
     const { root } = freshRoot("grow");
     writeFileSync(join(root, "grow.txt"), "small\n");

@@ -109,6 +109,60 @@ describe("hostile guests against the built-in read and list", () => {
     expect(outcomes[6]).toMatchObject({ status: "failure", code: "NotADirectory" });
   });
 
+
+
+  it("caps a file that grows while it is read at FileTooLarge, with the host's memory bounded", async () => {
+    const { root } = freshRoot("grow");
+    writeFileSync(join(root, "grow.txt"), "small\n");
+    // Emptied for 2 ms, then 300 MiB (sparse: no disk is used) for 200 ms, again and again, while 32 loops
+    // read it: a read that checks the size while the file is empty must not go on to read it all.
+    const input = { root, large: 300 * 1024 * 1024, emptyMs: 2, holdMs: 200, seconds: 8, callers: 32, maxReads: 8000, enough: 2 };
+    const guest = ["--", "node", join(HOSTILE, "read-growing-file.mjs")];
+    const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read", "--root", root, "--input", JSON.stringify(input), ...guest], ["--import", REPORT_MAX_RSS]);
+    expect(run).toMatchObject({ code: 0, hung: false });
+    const result = JSON.parse(run.stdout) as { counts: Record<string, number>; longest: number; reads: number };
+    // The attack ran: both states were seen, the short file read whole and the long one refused.
+    expect(result.reads).toBeGreaterThan(100);
+    expect(result.counts.success).toBeGreaterThan(0);
+    expect(result.counts.FileTooLarge).toBeGreaterThan(0);
+    // "FileTooLarge grew": the size check saw the file empty and the read found it long (the window hit;
+    // it is narrow, so not every run sees it). A content read whole and then cut by the next emptying can
+    // be a success of up to 16 MiB of NUL bytes, whose JSON reply may pass the host's reply cap.
+    for (const key of Object.keys(result.counts)) expect(["success", "FileTooLarge", "FileTooLarge grew", "CapabilityFailed"]).toContain(key);
+    expect(result.longest).toBeLessThanOrEqual(16 * 1024 * 1024);
+    // At most two reads hold a 16 MiB buffer at once; one 300 MiB read alone would pass this bound (the
+    // code before this check peaked at 3.7 to 9.6 GiB in 3 runs here).
+    const maxRssKib = Number(/max-rss-kib (\d+)\n$/.exec(run.stderr)?.[1]);
+    expect(maxRssKib).toBeGreaterThan(0);
+    expect(maxRssKib).toBeLessThan(256 * 1024);
+  });
+});
+
+describe("ears exits once its report is out", () => {
+  it("writes a 20 MiB result whole to a reader that starts late", async () => {
+    const child = spawn(process.execPath, [EARS, "run", "--quiet", "--", "node", resolve("fixtures/guests/big-result.mjs")], { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.pause();
+    let length = 0;
+    let newline = false;
+    await new Promise((later) => setTimeout(later, 1_000));
+    child.stdout.on("data", (chunk: Buffer) => {
+      length += chunk.length;
+      newline = chunk.at(-1) === 0x0a;
+    });
+    child.stdout.resume();
+    const code = await new Promise((closed) => child.on("close", closed));
+    expect(code).toBe(0);
+    expect(length).toBe(20 * 1024 * 1024 + 1);
+    expect(newline).toBe(true);
+  });
+
+  it("exits after the report, with the guest's status, when a handler left a timer running", async () => {
+    const calls = [{ name: "start" }];
+    const args = ["run", "--quiet", "--capabilities", join(HOSTILE, "leaves-timer.mjs"), "--allow", "start", "--input", JSON.stringify({ calls }), "--"];
+    const run = await earsWithin(20_000, [...args, "node", join(HOSTILE, "concurrent-calls.mjs")]);
+    expect(run).toMatchObject({ code: 0, signal: null, hung: false, stderr: "" });
+    expect(JSON.parse(run.stdout)).toEqual({ outcomes: [{ status: "success", content: "started" }] });
+  });
   it("exits after the report even when a handler is stuck in the thread pool for good", async () => {
     const { root } = freshRoot("stuck");
     execFileSync("mkfifo", [join(root, "pipe")]);
@@ -139,39 +193,5 @@ describe("hostile guests against the built-in read and list", () => {
       // Frees a thread the old code left stuck (the open completes once a writer appears), whatever happened.
       execFileSync("sh", ["-c", `exec 3<>"$1"`, "sh", join(root, "pipe")]);
     }
-  });
-
-  it("exits after the report, with the guest's status, when a handler left a timer running", async () => {
-    const calls = [{ name: "start" }];
-    const args = ["run", "--quiet", "--capabilities", join(HOSTILE, "leaves-timer.mjs"), "--allow", "start", "--input", JSON.stringify({ calls }), "--"];
-    const run = await earsWithin(20_000, [...args, "node", join(HOSTILE, "concurrent-calls.mjs")]);
-    expect(run).toMatchObject({ code: 0, signal: null, hung: false, stderr: "" });
-    expect(JSON.parse(run.stdout)).toEqual({ outcomes: [{ status: "success", content: "started" }] });
-  });
-
-  it("caps a file that grows while it is read at FileTooLarge, with the host's memory bounded", async () => {
-    const { root } = freshRoot("grow");
-    writeFileSync(join(root, "grow.txt"), "small\n");
-    // Emptied for 2 ms, then 300 MiB (sparse: no disk is used) for 200 ms, again and again, while 32 loops
-    // read it: a read that checks the size while the file is empty must not go on to read it all.
-    const input = { root, large: 300 * 1024 * 1024, emptyMs: 2, holdMs: 200, seconds: 8, callers: 32, maxReads: 8000, enough: 2 };
-    const guest = ["--", "node", join(HOSTILE, "read-growing-file.mjs")];
-    const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read", "--root", root, "--input", JSON.stringify(input), ...guest], ["--import", REPORT_MAX_RSS]);
-    expect(run).toMatchObject({ code: 0, hung: false });
-    const result = JSON.parse(run.stdout) as { counts: Record<string, number>; longest: number; reads: number };
-    // The attack ran: both states were seen, the short file read whole and the long one refused.
-    expect(result.reads).toBeGreaterThan(100);
-    expect(result.counts.success).toBeGreaterThan(0);
-    expect(result.counts.FileTooLarge).toBeGreaterThan(0);
-    // "FileTooLarge grew": the size check saw the file empty and the read found it long (the window hit;
-    // it is narrow, so not every run sees it). A content read whole and then cut by the next emptying can
-    // be a success of up to 16 MiB of NUL bytes, whose JSON reply may pass the host's reply cap.
-    for (const key of Object.keys(result.counts)) expect(["success", "FileTooLarge", "FileTooLarge grew", "CapabilityFailed"]).toContain(key);
-    expect(result.longest).toBeLessThanOrEqual(16 * 1024 * 1024);
-    // At most two reads hold a 16 MiB buffer at once; one 300 MiB read alone would pass this bound (the
-    // code before this check peaked at 3.7 to 9.6 GiB in 3 runs here).
-    const maxRssKib = Number(/max-rss-kib (\d+)\n$/.exec(run.stderr)?.[1]);
-    expect(maxRssKib).toBeGreaterThan(0);
-    expect(maxRssKib).toBeLessThan(256 * 1024);
   });
 });

@@ -83,7 +83,8 @@ Built-in capabilities (allow them with --allow):
                                  structured: [{"name": ..., "type": "file"|"directory"|"symlink"|"other"}]
   Paths are relative to the root. Absolute paths, ".." leading out of the root and symbolic links
   resolving outside it are refused with a PathOutsideRoot failure; other failures: NotFound,
-  NotAFile, NotADirectory, NotUtf8, FileTooLarge (over 16 MiB), InvalidArguments, FileSystemError.
+  NotAFile (directories, named pipes, sockets, devices), NotADirectory, NotUtf8, FileTooLarge
+  (over 16 MiB), InvalidArguments, FileSystemError.
 
 ${EXIT_STATUS}
 

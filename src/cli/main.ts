@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `ears` executable: the real process's streams, working directory and signals around {@link main}. */
 import { main } from "./cli.js";
+import { exitAfterOutput } from "./exit.js";
 
 // A reader that goes away (`ears run ... | head`) must not crash the CLI while the guest is stopped.
 process.stdout.on("error", () => {});
@@ -13,8 +14,7 @@ const onSignal = (signal: NodeJS.Signals) => {
 process.on("SIGINT", onSignal);
 process.on("SIGTERM", onSignal);
 
-// Exit by setting exitCode, never process.exit(): a large result still being written to a pipe is not cut off.
-process.exitCode = await main(process.argv.slice(2), {
+const status = await main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
   cwd: process.cwd(),
@@ -22,3 +22,5 @@ process.exitCode = await main(process.argv.slice(2), {
 });
 process.off("SIGINT", onSignal);
 process.off("SIGTERM", onSignal);
+// The report is written: exit once it has reached the OS, even if a handler left work behind.
+await exitAfterOutput(status);

@@ -64,7 +64,9 @@ describe("hostile guests against the built-in read and list", () => {
     writeFileSync(join(outside, "outside-only"), "");
     symlinkSync(outside, join(root, "swap"));
     const input = JSON.stringify({ root, seconds: 10, callers: 4 });
-    const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read,list", "--root", root, "--input", input, "--", "node", join(HOSTILE, "race-read-list.mjs")]);
+    // The guest swaps entries under the root itself, so it may write there (--sandbox-write): the host's
+    // check must hold against a guest that can change the root, sandboxed or not.
+    const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read,list", "--root", root, "--sandbox-write", root, "--input", input, "--", "node", join(HOSTILE, "race-read-list.mjs")]);
     expect(run).toMatchObject({ code: 0, hung: false });
     const result = JSON.parse(run.stdout) as { counts: Record<string, number>; readContents: string[]; listContents: string[]; swaps: number; swapperExit: number };
     // The race really ran: the swapper swapped, and both calls succeeded often while the directory was in place.
@@ -118,7 +120,7 @@ describe("hostile guests against the built-in read and list", () => {
     // read it: a read that checks the size while the file is empty must not go on to read it all.
     const input = { root, large: 300 * 1024 * 1024, emptyMs: 2, holdMs: 200, seconds: 8, callers: 32, maxReads: 8000, enough: 2 };
     const guest = ["--", "node", join(HOSTILE, "read-growing-file.mjs")];
-    const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read", "--root", root, "--input", JSON.stringify(input), ...guest], ["--import", REPORT_MAX_RSS]);
+    const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read", "--root", root, "--sandbox-write", root, "--input", JSON.stringify(input), ...guest], ["--import", REPORT_MAX_RSS]);
     expect(run).toMatchObject({ code: 0, hung: false });
     const result = JSON.parse(run.stdout) as { counts: Record<string, number>; longest: number; reads: number };
     // The attack ran: both states were seen, the short file read whole and the long one refused.

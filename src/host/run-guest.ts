@@ -11,7 +11,7 @@ import { ByteTail } from "./byte-tail.js";
 import { HostFailureCode } from "./codes.js";
 import { hostSession, type SessionResult } from "./run-host.js";
 import { graceMs, hostSettings } from "./settings.js";
-import type { GuestCommand, HostFailure, RunReport } from "./types.js";
+import type { GuestCommand, HostFailure, RunReport, RunReportFields } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
@@ -154,7 +154,7 @@ class GuestProcess {
     // A character cut off by the end of stderr is passed as U+FFFD, so nothing is silently lost.
     if (this.stderrDecoder !== undefined) this.passStderr(this.stderrDecoder.end());
     this.clearTimers();
-    const report: RunReport = outcome.session?.report ?? {
+    const report: RunReportFields = outcome.session?.report ?? {
       ok: false,
       failure: outcome.failure!,
       logs: [],
@@ -169,7 +169,7 @@ class GuestProcess {
     report.droppedStderrBytes = this.stderr.dropped;
     if (this.forced !== undefined) report.forcedStop = this.forced;
     if (outcome.session?.endOfStream && report.failure !== undefined) report.failure = this.refine(report.failure, report);
-    return report;
+    return report as RunReport;
   }
 
   private passStderr(text: string): void {
@@ -236,7 +236,7 @@ class GuestProcess {
   }
 
   /** The output ended early: when the child died on its own with a bad status, that is the real story. */
-  private refine(failure: HostFailure, report: RunReport): HostFailure {
+  private refine(failure: HostFailure, report: RunReportFields): HostFailure {
     const exit = this.exit;
     if (exit === undefined || this.forced !== undefined) return failure;
     const crashed = exit.signal !== null || (exit.code !== null && exit.code !== 0);

@@ -6,7 +6,10 @@ import { createLinkedPair } from "../wires/memory.js";
 import { transcriptEntry, type TranscriptEntry } from "./transcript.js";
 
 /** What {@link testGuest} returns: the host's report plus the whole conversation. */
-export interface GuestTestReport extends RunReport {
+export type GuestTestReport = RunReport & GuestTestDetails;
+
+/** What {@link testGuest} adds to the host's report. */
+export interface GuestTestDetails {
   /** Every frame both ways, in the order the host read or wrote them. */
   transcript: TranscriptEntry[];
   /**

@@ -27,3 +27,22 @@ export {
   type ReplyFrame,
 } from "./frames.js";
 export { LineSplitter, LineError, type LineErrorKind } from "./lines.js";
+export {
+  defineCapabilities,
+  type Contract,
+  type CapabilitySpec,
+  type CapabilitySpecs,
+  type CapabilityDescription,
+  type LooseSpecs,
+  type CallArguments,
+  type CallResult,
+  type TypedSuccess,
+  type Handler,
+  type Handlers,
+  type StandardSchemaV1,
+  type StandardSchemaProps,
+  type StandardResult,
+  type StandardIssue,
+  type InferInput,
+  type InferOutput,
+} from "./contract.js";

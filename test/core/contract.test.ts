@@ -240,3 +240,36 @@ describe("contracts: describe()", () => {
     expect(() => defineCapabilities({ echo: { arguments: bare } }).describe()).toThrow(/"echo"\.arguments is a bare schema without Standard JSON Schema/);
   });
 });
+
+describe("contracts: a schema that throws", () => {
+  const throwing: StandardSchemaV1 = {
+    "~standard": {
+      version: 1,
+      vendor: "test",
+      validate: () => {
+        throw new Error("schema bug");
+      },
+    },
+  };
+  const contract = defineCapabilities({ boom: { arguments: throwing } });
+
+  it("on the guest, the call rejects with the schema's error and nothing is sent", async () => {
+    const { report } = await session({ allowed: ["boom"], capabilities: { boom: () => "" } }, async (ears) => {
+      try {
+        await ears.call("boom", 1);
+        return "no rejection";
+      } catch (error) {
+        return (error as Error).message;
+      }
+    }, contract);
+    expect(report.outcome).toEqual(Outcome.success("", "schema bug"));
+    expect(report.calls).toEqual([]);
+  });
+
+  it("on the host, the reply is CapabilityFailed and the handler does not run", async () => {
+    const handler = vi.fn(() => "");
+    const { report } = await session({ capabilities: contract.implement({ boom: handler }) }, async (ears) => ears.call("boom", 1));
+    expect(handler).not.toHaveBeenCalled();
+    expect(report.outcome).toMatchObject({ status: "failure", code: HostReplyCode.CapabilityFailed, content: "schema bug" });
+  });
+});

@@ -48,3 +48,8 @@ for (const file of readdirSync(staging, { recursive: true, encoding: "utf8", wit
   renameSync(join(staging, file), target);
 }
 rmSync(staging, { recursive: true, force: true });
+
+// The CLI is a program, not an API: its declarations are not published (nothing public refers to them).
+for (const file of readdirSync(join(dist, "cli"), { encoding: "utf8" })) {
+  if (file.endsWith(".d.ts")) rmSync(join(dist, "cli", file));
+}

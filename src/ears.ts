@@ -77,7 +77,12 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   };
 
   /** @internal Made by `serve` from the invoke frame. */
-  constructor(
+  static open<Specs extends CapabilitySpecs>(wire: Wire, allowed: readonly string[], contract?: Contract): Ears<Specs> {
+    return new Ears<Specs>(wire, allowed, contract);
+  }
+
+  // Private: only `serve` makes a handle (through `open`); the published types show no way to build one.
+  private constructor(
     private readonly wire: Wire,
     allowed: readonly string[],
     private readonly contract?: Contract,

@@ -114,7 +114,7 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
     });
   }
 
-  const ears = new Ears<Specs>(wire, invoke.allowed, contract as Contract | undefined);
+  const ears = Ears.open<Specs>(wire, invoke.allowed, contract as Contract | undefined);
   let outcome: Outcome;
   try {
     const running = Promise.resolve().then(() => checkedInput(inputSchema, invoke.input)).then((checked) =>

@@ -11,8 +11,36 @@ import type { Wire } from "./wire.js";
 /** What a guest program is: called once with the handle and the invoke's input. */
 export type GuestProgram<Specs extends CapabilitySpecs = LooseSpecs, Input = Json> = (ears: Ears<Specs>, input: Input) => unknown;
 
+/** Values JSON.stringify would drop, rewrite or throw on, as far as a type can tell. */
+export type NotJson =
+  | ((...args: never[]) => unknown)
+  | symbol
+  | bigint
+  | Map<unknown, unknown>
+  | Set<unknown>
+  | WeakMap<object, unknown>
+  | WeakSet<object>
+  | Date
+  | RegExp
+  | Promise<unknown>;
+
+/**
+ * `T` with every part JSON would alter replaced by `never` (so `T` is assignable to `JsonSafe<T>` exactly
+ * when TypeScript can see nothing JSON would alter). Types already assignable to {@link Json} are kept as
+ * they are; interfaces and type aliases are walked member by member.
+ */
+export type JsonSafe<T> = T extends Json ? T : T extends NotJson ? never : T extends object ? { [K in keyof T]: JsonSafe<T[K]> } : T;
+
+/**
+ * Makes `serve` a compile error when the program's return type holds a function, symbol, bigint, `Map`,
+ * `Set`, `Date`, ... (which the runtime would refuse with `GuestFailed`). `unknown` and `any` pass.
+ */
+export type ReturnCheck<R> = [Awaited<R>] extends [JsonSafe<Awaited<R>>]
+  ? unknown
+  : { run: (...args: never[]) => JsonSafe<Awaited<R>> | Promise<JsonSafe<Awaited<R>>> };
+
 /** Options for {@link serve}. */
-export interface ServeOptions<Specs extends CapabilitySpecs = LooseSpecs, Input = Json> {
+export interface ServeOptions<Specs extends CapabilitySpecs = LooseSpecs, Input = Json, Result = unknown> {
   /** The transport: `stdio()` for a real guest, one end of `createLinkedPair()` in tests. */
   wire: Wire;
   /**
@@ -30,7 +58,7 @@ export interface ServeOptions<Specs extends CapabilitySpecs = LooseSpecs, Input 
    * {@link Outcome} (from the helpers or from `ears.call`) is sent as it is, and any other value is a
    * success whose `structured` is that value. A throw becomes a `GuestFailed` failure.
    */
-  run: GuestProgram<Specs, Input>;
+  run: (ears: Ears<Specs>, input: Input) => Result;
 }
 
 /** How a session ended. */
@@ -48,8 +76,10 @@ export type ServeReport =
  * host or the program does, and never calls `process.exit`. On the stdio wire a broken or refused
  * session writes one `ears: …` line to stderr and sets `process.exitCode = 1`.
  */
-export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = Json>(options: ServeOptions<Specs, Input>): Promise<ServeReport> {
-  const { wire, run, capabilities: contract, input: inputSchema } = options ?? ({} as ServeOptions<Specs, Input>);
+export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = Json, Result = unknown>(
+  options: ServeOptions<Specs, Input, Result> & NoInfer<ReturnCheck<Result>>,
+): Promise<ServeReport> {
+  const { wire, run, capabilities: contract, input: inputSchema } = options ?? ({} as ServeOptions<Specs, Input, Result>);
   if (typeof wire?.send !== "function" || typeof wire.receive !== "function") {
     throw new TypeError("serve: options.wire must be a Wire (an object with send and receive), e.g. stdio()");
   }

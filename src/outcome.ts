@@ -68,7 +68,11 @@ function failure(code: string, content = "", structured?: Json): Failure {
   );
 }
 
-function isError<O extends { readonly status: "success" | "failure" }>(outcome: O): outcome is Extract<O, { readonly status: "failure" }> {
+// The plain signature first, so an `Outcome` (or an untyped value) resolves exactly as before; the
+// generic one narrows a typed call's `TypedSuccess<T> | Failure` to each side.
+function isError(outcome: Outcome): outcome is Failure;
+function isError<O extends { readonly status: "success" | "failure" }>(outcome: O): outcome is Extract<O, { readonly status: "failure" }>;
+function isError(outcome: { readonly status: string }): boolean {
   return outcome.status === "failure";
 }
 

@@ -74,3 +74,8 @@ expectTypeOf(tools.describe()).toEqualTypeOf<{ name: string; description?: strin
 expectTypeOf(tools.names).toEqualTypeOf<readonly ("read" | "add")[]>();
 
 await runGuest({ command: process.execPath, capabilities });
+
+// Outcome.isError still narrows a plain Outcome both ways.
+declare const plain: OutcomeType;
+if (Outcome.isError(plain)) expectTypeOf(plain).toEqualTypeOf<Failure>();
+else expectTypeOf(plain.status).toEqualTypeOf<"success">();

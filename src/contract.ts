@@ -184,17 +184,30 @@ export type Checked = { ok: true; value: unknown } | { ok: false; problem: strin
  * keeps its order on the wire); a promise when the schema validates asynchronously.
  */
 export function check(schema: StandardSchemaV1, value: unknown): Checked | Promise<Checked> {
-  const result = schema["~standard"].validate(value);
-  return result instanceof Promise ? result.then(verdict) : verdict(result);
+  const result: unknown = schema["~standard"].validate(value);
+  // Any thenable, not only this realm's Promise: read synchronously, a pending result has no `issues`
+  // and would pass as valid.
+  if (typeof (result as PromiseLike<unknown> | null)?.then === "function") return Promise.resolve(result).then(verdict);
+  return verdict(result);
 }
 
 const MAX_ISSUES = 5;
 const MAX_PROBLEM_CHARS = 1000;
+const MAX_PART_CHARS = 200;
 
-function verdict(result: StandardResult<unknown>): Checked {
-  if (result.issues === undefined) return { ok: true, value: result.value };
-  const shown = result.issues.slice(0, MAX_ISSUES).map((issue) => `${issuePath(issue)}: ${String(issue.message)}`);
-  if (result.issues.length > MAX_ISSUES) shown.push(`and ${result.issues.length - MAX_ISSUES} more`);
+function verdict(result: unknown): Checked {
+  if (typeof result !== "object" || result === null) {
+    throw new TypeError(`a Standard Schema's validate returned ${result === null ? "null" : typeof result}, not a result object`);
+  }
+  const { issues, value } = result as { issues?: unknown; value?: unknown };
+  if (issues === undefined) return { ok: true, value };
+  if (!Array.isArray(issues)) throw new TypeError("a Standard Schema's validate returned issues that are not an array");
+  return refused(issues as readonly StandardIssue[]);
+}
+
+function refused(issues: readonly StandardIssue[]): Checked {
+  const shown = issues.slice(0, MAX_ISSUES).map((issue) => `${issuePath(issue)}: ${bounded(String(issue?.message), MAX_PART_CHARS)}`);
+  if (issues.length > MAX_ISSUES) shown.push(`and ${issues.length - MAX_ISSUES} more`);
   let problem = shown.join("; ");
   // Keys in a path come from the other side, which may be hostile: the sentence stays bounded.
   if (problem.length > MAX_PROBLEM_CHARS) problem = `${problem.slice(0, MAX_PROBLEM_CHARS)}…`;
@@ -203,11 +216,20 @@ function verdict(result: StandardResult<unknown>): Checked {
 
 function issuePath(issue: StandardIssue): string {
   let path = "$";
-  for (const segment of issue.path ?? []) {
-    const key = typeof segment === "object" && segment !== null ? segment.key : segment;
-    path += typeof key === "number" ? `[${key}]` : typeof key === "string" && /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${typeof key === "symbol" ? String(key) : JSON.stringify(key)}]`;
+  const segments = Array.isArray(issue?.path) ? issue.path : [];
+  for (const segment of segments) {
+    const key: unknown = typeof segment === "object" && segment !== null ? segment.key : segment;
+    if (typeof key === "number") path += `[${key}]`;
+    else if (typeof key === "string" && /^[A-Za-z_$][\w$]*$/.test(key)) path += `.${bounded(key, MAX_PART_CHARS)}`;
+    else path += `[${typeof key === "string" ? JSON.stringify(bounded(key, MAX_PART_CHARS)) : String(key)}]`;
+    if (path.length > MAX_PROBLEM_CHARS) break;
   }
   return path;
+}
+
+/** Cuts a part of a problem sentence that came from the other side (a key, a schema's message). */
+function bounded(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 function implement(specs: Record<string, CapabilitySpec>, handlers: Record<string, unknown>): Capabilities {

@@ -273,3 +273,44 @@ describe("contracts: a schema that throws", () => {
     expect(report.outcome).toMatchObject({ status: "failure", code: HostReplyCode.CapabilityFailed, content: "schema bug" });
   });
 });
+
+describe("contracts: hostile or odd schema results", () => {
+  it("a thenable that is not this realm's Promise is awaited, not read as a valid result", async () => {
+    const thenable: StandardSchemaV1 = {
+      "~standard": {
+        version: 1,
+        vendor: "test",
+        validate: () => ({ then: (resolve: (r: unknown) => void) => resolve({ issues: [{ message: "refused later" }] }) }) as never,
+      },
+    };
+    const handler = vi.fn(() => "");
+    const { report } = await session(
+      { capabilities: defineCapabilities({ guarded: { arguments: thenable } }).implement({ guarded: handler }) },
+      async (ears) => ears.call("guarded", 1),
+    );
+    expect(handler).not.toHaveBeenCalled();
+    expect(report.outcome).toMatchObject({ code: FailureCode.InvalidArguments, content: expect.stringContaining("refused later") });
+  });
+
+  it("a result that is not an object is the schema's bug: CapabilityFailed, the handler does not run", async () => {
+    const broken: StandardSchemaV1 = { "~standard": { version: 1, vendor: "test", validate: () => null as never } };
+    const handler = vi.fn(() => "");
+    const { report } = await session(
+      { capabilities: defineCapabilities({ b: { arguments: broken } }).implement({ b: handler }) },
+      async (ears) => ears.call("b", 1),
+    );
+    expect(handler).not.toHaveBeenCalled();
+    expect(report.outcome).toMatchObject({ code: HostReplyCode.CapabilityFailed, content: expect.stringContaining("not a result object") });
+  });
+
+  it("the problem sentence stays bounded whatever keys and messages the other side sends", async () => {
+    const strict = z.record(z.string(), z.number());
+    const key = "k".repeat(100_000);
+    const { report } = await session(
+      { capabilities: defineCapabilities({ r: { arguments: strict } }).implement({ r: () => "" }) },
+      async (ears) => ears.call("r", { [key]: "x", [`${key}2`]: "y", [`${key}3`]: "z", a: "1", b: "2", c: "3", d: "4" }),
+    );
+    expect(report.outcome).toMatchObject({ code: FailureCode.InvalidArguments, content: expect.stringContaining("and 2 more") });
+    expect(report.outcome!.content.length).toBeLessThan(1200);
+  });
+});

@@ -250,7 +250,11 @@ function checkedHandler(name: string, spec: CapabilitySpec, handler: (args: unkn
   return async (args: Json, ctx: CapabilityContext): Promise<unknown> => {
     let value: unknown = args;
     if (argumentsSchema !== undefined) {
-      const checked = await check(argumentsSchema, args);
+      const checking = check(argumentsSchema, args);
+      const checked = await checking;
+      // A slow asynchronous check can outlast the call: its answer is no longer wanted, so the handler
+      // does not start (the signal is read only then, since reading it makes its AbortController).
+      if (checking instanceof Promise && ctx.signal.aborted) throw ctx.signal.reason;
       if (!checked.ok) {
         return Outcome.failure(
           FailureCode.InvalidArguments,

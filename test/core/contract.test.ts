@@ -314,3 +314,25 @@ describe("contracts: hostile or odd schema results", () => {
     expect(report.outcome!.content.length).toBeLessThan(1200);
   });
 });
+
+describe("contracts: a slow asynchronous check", () => {
+  it("does not start the handler once the call has timed out", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow: StandardSchemaV1 = {
+      "~standard": { version: 1, vendor: "test", validate: async (value) => (await gate, { value }) },
+    };
+    const handler = vi.fn(() => "");
+    const { report } = await session(
+      { capabilities: defineCapabilities({ slow: { arguments: slow } }).implement({ slow: handler }), limits: { callTimeoutMs: 50 } },
+      async (ears) => {
+        const outcome = await ears.call("slow", 1);
+        release();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return outcome;
+      },
+    );
+    expect(report.outcome).toMatchObject({ code: HostReplyCode.CallTimedOut });
+    expect(handler).not.toHaveBeenCalled();
+  });
+});

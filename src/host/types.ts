@@ -142,18 +142,19 @@ export interface RunDetails {
   droppedLogs: number;
   /** The guest's requests in arrival order, at most `maxCallRecords`. */
   calls: CallRecord[];
-  /** Added: how many call records were dropped past `maxCallRecords` (those calls were still answered). */
+  /** How many call records were dropped past `maxCallRecords` (those calls were still answered). */
   droppedCalls?: number;
+  /** Milliseconds from the start of the run to its report. */
   durationMs: number;
   /** runGuest only: how the child exited. */
   exit?: { code: number | null; signal: NodeJS.Signals | null };
   /** runGuest only: the last `maxStderrBytes` of the child's stderr. */
   stderr?: string;
-  /** Added, runGuest only: stderr bytes dropped before the kept tail. */
+  /** runGuest only: stderr bytes dropped before the kept tail. */
   droppedStderrBytes?: number;
-  /** Added, runGuest only: the child's process id (absent when it could not be started). */
+  /** runGuest only: the child's process id (absent when it could not be started). */
   pid?: number;
-  /** Added, runGuest only: the signal the host had to send because the child did not exit after stdin closed. */
+  /** runGuest only: the signal the host had to send because the child did not exit after stdin closed. */
   forcedStop?: "SIGTERM" | "SIGKILL";
 }
 

@@ -238,7 +238,8 @@ function implement(specs: Record<string, CapabilitySpec>, handlers: Record<strin
   if (missing.length > 0) throw new TypeError(`implement: no handler function for ${missing.map((n) => JSON.stringify(n)).join(", ")}`);
   const extra = Object.keys(handlers).filter((name) => !Object.hasOwn(specs, name));
   if (extra.length > 0) throw new TypeError(`implement: ${extra.map((n) => JSON.stringify(n)).join(", ")} not declared in the contract`);
-  const capabilities: Capabilities = {};
+  // No prototype: a capability may be called "__proto__" or "constructor" like any other name.
+  const capabilities: Capabilities = Object.create(null);
   for (const [name, spec] of Object.entries(specs)) {
     capabilities[name] = checkedHandler(name, spec, handlers[name] as (args: unknown, ctx: CapabilityContext) => unknown);
   }

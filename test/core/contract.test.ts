@@ -336,3 +336,16 @@ describe("contracts: a slow asynchronous check", () => {
     expect(handler).not.toHaveBeenCalled();
   });
 });
+
+describe("contracts: names that are Object.prototype's", () => {
+  it("a capability called __proto__ or constructor is declared, allowed and called like any other", async () => {
+    const contract = defineCapabilities({ ["__proto__"]: { arguments: z.string() }, constructor: {} });
+    expect(contract.names).toEqual(["__proto__", "constructor"]);
+    const { report } = await session(
+      { capabilities: contract.implement({ ["__proto__"]: (text: string) => `got ${text}`, constructor: () => "built" } as never) },
+      async (ears) => [(await ears.call("__proto__", "x")).content, (await ears.call("constructor")).content],
+      contract,
+    );
+    expect(report.outcome?.structured).toEqual(["got x", "built"]);
+  });
+});

@@ -1,7 +1,7 @@
 // The issue's contract sample (test-d/sample/*.ts, type-checked by `tsc -p test-d` in `npm test`) also
 // runs: compiled with the project's TypeScript, the host spawns the guest as a real child process.
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
@@ -24,5 +24,12 @@ describe("the typed-contract sample", () => {
     const described = JSON.parse(printed[1]!);
     expect(described.map((entry: { name: string }) => entry.name)).toEqual(["read", "add"]);
     expect(described[1].outputSchema.properties).toEqual({ sum: { type: "number" } });
+  });
+
+  it("is exactly the block docs/contracts.md shows, so the documented code is the checked code", () => {
+    const docs = readFileSync(join(root, "docs/contracts.md"), "utf8");
+    const block = /```ts\n([\s\S]*?)```/.exec(docs)?.[1];
+    const files = ["contract", "guest", "host"].map((name) => readFileSync(join(root, "test-d/sample", `${name}.ts`), "utf8"));
+    expect(block).toBe(files.join("\n"));
   });
 });

@@ -61,10 +61,45 @@ export type CapabilitySpecs = { readonly [name: string]: CapabilitySpec };
 /** The specs an untyped guest has: any name, any JSON arguments, any outcome. */
 export type LooseSpecs = { readonly [name: string]: {} };
 
-/** What `ears.call(name, ...)` takes after the name for one spec. */
-export type CallArguments<Spec, Options> = Spec extends { readonly arguments: infer A extends StandardSchemaV1 }
-  ? [args: InferInput<A>, options?: Options]
-  : [args?: unknown, options?: Options];
+/** Values JSON.stringify would drop, rewrite or throw on, as far as a type can tell. */
+export type NotJson =
+  | ((...args: never[]) => unknown)
+  | symbol
+  | bigint
+  | Map<unknown, unknown>
+  | Set<unknown>
+  | WeakMap<object, unknown>
+  | WeakSet<object>
+  | Date
+  | RegExp
+  | Promise<unknown>;
+
+/**
+ * `T` with every part JSON would alter replaced by `never` (so `T` is assignable to `JsonSafe<T>` exactly
+ * when TypeScript can see nothing JSON would alter). Types already assignable to {@link Json} are kept as
+ * they are; interfaces and type aliases are walked member by member.
+ */
+export type JsonSafe<T> = T extends Json ? T : T extends NotJson ? never : T extends object ? { [K in keyof T]: JsonSafe<T[K]> } : T;
+
+/** The names of `Specs` whose spec has an `arguments` schema: `ears.call` requires those arguments. */
+export type NamesWithArguments<Specs> = {
+  [Name in keyof Specs & string]: Specs[Name] extends { readonly arguments: StandardSchemaV1 } ? Name : never;
+}[keyof Specs & string];
+
+/** The other names (every name of an untyped handle): their arguments are any JSON. */
+export type NamesWithoutArguments<Specs> = Exclude<keyof Specs & string, NamesWithArguments<Specs>>;
+
+/** The input type of a spec's `arguments` schema. */
+export type ArgumentsOf<Spec> = Spec extends { readonly arguments: infer A extends StandardSchemaV1 } ? InferInput<A> : never;
+
+/**
+ * What follows untyped arguments in `ears.call`: the options, or, when the arguments' type shows a value
+ * JSON would alter (function, symbol, bigint, `Map`, `Set`, `Date`, ...), a required third argument whose
+ * type is the explanation, so the call does not compile.
+ */
+export type JsonArgumentRest<A, Options> = [A] extends [JsonSafe<A>]
+  ? [options?: Options]
+  : [options: Options | undefined, error: "the arguments hold a value JSON would alter (function, symbol, bigint, Map, Set, Date, ...)"];
 
 /** A success whose `structured` has been checked against the contract. */
 export interface TypedSuccess<T> {

@@ -1,4 +1,4 @@
-import { check, replyMismatch, specOf, type CallArguments, type CallResult, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1, type TypedSuccess } from "./contract.js";
+import { check, replyMismatch, specOf, type ArgumentsOf, type CallResult, type JsonArgumentRest, type NamesWithArguments, type NamesWithoutArguments, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1, type TypedSuccess } from "./contract.js";
 import { describeError, TimeoutError, TransportError } from "./errors.js";
 import { decodeFrame, encodeFrame, FrameError } from "./frames.js";
 import { jsonProblem, type Json } from "./json.js";
@@ -104,7 +104,12 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
    * contract's schema rejects are refused (`InvalidArguments`), both before anything is sent, and a
    * success whose `structured` the contract's schema rejects resolves as an `InvalidReply` failure.
    */
-  call<Name extends keyof Specs & string>(name: Name, ...rest: CallArguments<Specs[Name], CallOptions>): Promise<CallResult<Specs[Name]>>;
+  call<Name extends NamesWithArguments<Specs>>(name: Name, args: ArgumentsOf<Specs[Name]>, options?: CallOptions): Promise<CallResult<Specs[Name]>>;
+  call<Name extends NamesWithoutArguments<Specs>, Args = undefined>(
+    name: Name,
+    args?: Args,
+    ...rest: NoInfer<JsonArgumentRest<Args, CallOptions>>
+  ): Promise<CallResult<Specs[Name]>>;
   call(name: string, args?: unknown, options: CallOptions = {}): Promise<Outcome | TypedSuccess<unknown>> {
     if (this.closed) {
       return Promise.resolve(

@@ -2,7 +2,7 @@
  * @posoco/ears: the guest runtime. A guest calls `serve` once; through the `Ears` handle it calls host
  * capabilities by name, logs diagnostics, and returns exactly one result.
  */
-export { serve, type GuestProgram, type ServeOptions, type ServeReport, type JsonSafe, type NotJson, type ReturnCheck } from "./serve.js";
+export { serve, type GuestProgram, type ServeOptions, type ServeReport, type ReturnCheck } from "./serve.js";
 export { Ears, type CallOptions, type LogLevel } from "./ears.js";
 export { Outcome, FailureCode, type Success, type Failure } from "./outcome.js";
 export { TransportError, TimeoutError, type TransportErrorKind, type TransportErrorOptions } from "./errors.js";
@@ -34,7 +34,12 @@ export {
   type CapabilitySpecs,
   type CapabilityDescription,
   type LooseSpecs,
-  type CallArguments,
+  type ArgumentsOf,
+  type NamesWithArguments,
+  type NamesWithoutArguments,
+  type JsonArgumentRest,
+  type JsonSafe,
+  type NotJson,
   type CallResult,
   type TypedSuccess,
   type Handler,

@@ -1,4 +1,4 @@
-import { check, isContract, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1 } from "./contract.js";
+import { check, isContract, type CapabilitySpecs, type Checked, type Contract, type JsonSafe, type LooseSpecs, type StandardSchemaV1 } from "./contract.js";
 import { Ears } from "./ears.js";
 import { describeError, TransportError } from "./errors.js";
 import { watchEscapes, type WatchesEscapes } from "./escapes.js";
@@ -10,26 +10,6 @@ import type { Wire } from "./wire.js";
 
 /** What a guest program is: called once with the handle and the invoke's input. */
 export type GuestProgram<Specs extends CapabilitySpecs = LooseSpecs, Input = Json> = (ears: Ears<Specs>, input: Input) => unknown;
-
-/** Values JSON.stringify would drop, rewrite or throw on, as far as a type can tell. */
-export type NotJson =
-  | ((...args: never[]) => unknown)
-  | symbol
-  | bigint
-  | Map<unknown, unknown>
-  | Set<unknown>
-  | WeakMap<object, unknown>
-  | WeakSet<object>
-  | Date
-  | RegExp
-  | Promise<unknown>;
-
-/**
- * `T` with every part JSON would alter replaced by `never` (so `T` is assignable to `JsonSafe<T>` exactly
- * when TypeScript can see nothing JSON would alter). Types already assignable to {@link Json} are kept as
- * they are; interfaces and type aliases are walked member by member.
- */
-export type JsonSafe<T> = T extends Json ? T : T extends NotJson ? never : T extends object ? { [K in keyof T]: JsonSafe<T[K]> } : T;
 
 /**
  * Makes `serve` a compile error when the program's return type holds a function, symbol, bigint, `Map`,

@@ -35,3 +35,32 @@ await serve({ wire: stdio(), run: () => [1, Symbol("x")] });
 await serve({ wire: stdio(), run: async () => ({ ids: new Set([1]) }) });
 // @ts-expect-error: also when only one branch returns it
 await serve({ wire: stdio(), run: async () => (Math.random() > 0.5 ? { a: 1 } : 1n) });
+
+// Untyped call arguments: JSON, interfaces of JSON and unknown pass; what JSON would alter does not compile.
+interface Query {
+  path: string;
+  limit?: number;
+}
+declare const query: Query;
+await serve({
+  wire: stdio(),
+  run: async (ears) => {
+    await ears.call("read", { path: "a" });
+    await ears.call("read", query);
+    await ears.call("read", json);
+    await ears.call("read", anything);
+    await ears.call("read");
+    await ears.call("read", undefined, { timeoutMs: 5 });
+    // @ts-expect-error: a Date becomes a string in JSON
+    await ears.call("read", { since: new Date() });
+    // @ts-expect-error: a function cannot be sent
+    await ears.call("read", () => "a");
+    // @ts-expect-error: a bigint cannot be sent, with options too
+    await ears.call("read", { n: 1n }, { timeoutMs: 5 });
+    // @ts-expect-error: a Map becomes {}
+    await ears.call("read", new Map());
+    // @ts-expect-error: a symbol inside an array
+    await ears.call("read", ["a", Symbol("b")]);
+    return undefined;
+  },
+});

@@ -18,6 +18,7 @@ import { createLinkedPair } from "../../src/wires/memory.js";
 import { streamWire } from "../../src/wires/stdio.js";
 import { vectorProgram } from "./vector-program.mjs";
 import { needsBytes, vectorSchema, type ExpectedFrame, type Vector } from "./vector-format.js";
+import { runtimes } from "../runtimes.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const vectorFolder = `${root}wire/vectors/`;
@@ -141,8 +142,8 @@ function overStreams(vector: Vector): GuestUnderTest & { output: GuestOutput } {
   };
 }
 
-function inChild(file: string): GuestUnderTest & { output: GuestOutput } {
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [guestScript, `${vectorFolder}${file}`], { cwd: root });
+function inChild(file: string, runtime: readonly string[] = [process.execPath]): GuestUnderTest & { output: GuestOutput } {
+  const child: ChildProcessWithoutNullStreams = spawn(runtime[0]!, [...runtime.slice(1), guestScript, `${vectorFolder}${file}`], { cwd: root });
   child.stdin.on("error", () => {}); // EPIPE once the guest has gone
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
@@ -264,6 +265,8 @@ describe("conformance vectors (wire/vectors)", () => {
       }
       it("over streams (streamWire)", () => run(vector, overStreams(vector)));
       it("in a child process on stdio", () => run(vector, inChild(file)));
+      // Bun and Deno when installed (test/runtimes.ts); test/core/runtimes.test.ts shows them as skipped otherwise.
+      for (const runtime of runtimes) it(`in a child process on stdio under ${runtime.name}`, () => run(vector, inChild(file, runtime.command)));
     });
   }
 });

@@ -3,7 +3,7 @@
 import { expectTypeOf } from "vitest";
 import type { Failure, Outcome, ServeReport, Success } from "@posoco/ears";
 import { runGuest, type HostFailure, type RunReport } from "@posoco/ears/host";
-import { testGuest } from "@posoco/ears/testing";
+import { replay, testGuest } from "@posoco/ears/testing";
 
 const report = await runGuest({ command: process.execPath });
 if (report.ok) {
@@ -37,3 +37,8 @@ else expectTypeOf(served.error.message).toBeString();
 expectTypeOf(tested.transcript.map((entry) => entry.frame.type)).toEqualTypeOf<("hello" | "invoke" | "request" | "log" | "result" | "reply")[]>();
 const first = tested.transcript[0];
 if (first !== undefined && first.frame.type === "request") expectTypeOf(first.frame.name).toBeString();
+
+// A replay's report: divergence is a string exactly when ok is false.
+const replayed = await replay("run.ndjson", { run: async () => 1 });
+if (replayed.ok) expectTypeOf(replayed.divergence).toEqualTypeOf<undefined>();
+else expectTypeOf(replayed.divergence).toEqualTypeOf<string>();

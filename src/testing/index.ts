@@ -26,6 +26,9 @@ export {
   type RecordedExchange,
   type ReplayOptions,
   type ReplayReport,
+  type ReplayMatched,
+  type ReplayDiverged,
+  type ReplayDetails,
   type ReplayTarget,
 } from "./replay.js";
 export * from "./arbitraries.js";

@@ -156,7 +156,8 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
             ),
           );
     try {
-      const checked = check(spec.arguments, args);
+      // The value that goes on the wire (undefined is sent as null), as the host will check it.
+      const checked = check(spec.arguments, value);
       return checked instanceof Promise ? handled(checked.then(sendChecked)) : sendChecked(checked);
     } catch (error) {
       // A schema whose validate throws is the program's own bug: it surfaces as the call's rejection.

@@ -1,4 +1,4 @@
-import { check, isContract, type CapabilitySpecs, type Checked, type Contract, type JsonSafe, type LooseSpecs, type StandardSchemaV1 } from "./contract.js";
+import { check, isContract, type CapabilitySpecs, type Contract, type JsonSafe, type LooseSpecs, type StandardSchemaV1 } from "./contract.js";
 import { Ears } from "./ears.js";
 import { describeError, TransportError } from "./errors.js";
 import { watchEscapes, type WatchesEscapes } from "./escapes.js";
@@ -127,9 +127,16 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
   const ears = Ears.open<Specs>(wire, invoke.allowed, contract as Contract | undefined);
   let outcome: Outcome;
   try {
-    const running = Promise.resolve().then(() => checkedInput(inputSchema, invoke.input)).then((checked) =>
-      checked.ok ? run(ears, checked.value as Input) : Outcome.failure(FailureCode.InvalidInput, `the host's input does not match the program's input schema: ${checked.problem}; the program did not run`),
-    );
+    const running =
+      inputSchema === undefined
+        ? Promise.resolve().then(() => run(ears, invoke.input as Input))
+        : Promise.resolve()
+            .then(() => check(inputSchema, invoke.input))
+            .then((checked) =>
+              checked.ok
+                ? run(ears, checked.value as Input)
+                : Outcome.failure(FailureCode.InvalidInput, `the host's input does not match the program's input schema: ${checked.problem}; the program did not run`),
+            );
     const escapes = (wire as Partial<WatchesEscapes>)[watchEscapes]?.call(wire);
     outcome = resultOf(await (escapes === undefined ? running : Promise.race([running, escapes])));
   } catch (error) {
@@ -150,10 +157,6 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
   }
   await closeWire(wire, undefined);
   return { status: "completed", outcome };
-}
-
-function checkedInput(schema: StandardSchemaV1 | undefined, input: Json): Checked | Promise<Checked> {
-  return schema === undefined ? { ok: true, value: input } : check(schema, input);
 }
 
 /** Turns the program's return value into the result outcome, refusing what JSON would alter. */

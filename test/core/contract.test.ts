@@ -349,3 +349,12 @@ describe("contracts: names that are Object.prototype's", () => {
     expect(report.outcome?.structured).toEqual(["got x", "built"]);
   });
 });
+
+describe("contracts: arguments left out", () => {
+  it("are checked as the null the wire carries, the same value the host checks", async () => {
+    const contract = defineCapabilities({ ping: { arguments: z.null() } });
+    const { report } = await session({ capabilities: contract.implement({ ping: () => "pong" }) }, async (ears) => ears.call("ping"), contract);
+    expect(report.outcome).toEqual(Outcome.success("pong"));
+    expect(report.calls.map((call) => call.arguments)).toEqual([null]);
+  });
+});

@@ -15,6 +15,13 @@ export interface Failure {
   readonly structured?: Json;
 }
 
+/** A success whose `structured` a contract's schema checked (`TypedSuccess<T>` in contract.ts, any `T`). */
+interface CheckedSuccess {
+  readonly status: "success";
+  readonly content: string;
+  readonly structured: unknown;
+}
+
 /** The wire mirror of a host outcome (protocol 1), discriminated on `status`. */
 export type Outcome = Success | Failure;
 
@@ -68,11 +75,9 @@ function failure(code: string, content = "", structured?: Json): Failure {
   );
 }
 
-// The plain signature first, so an `Outcome` (or an untyped value) resolves exactly as before; the
-// generic one narrows a typed call's `TypedSuccess<T> | Failure` to each side.
-function isError(outcome: Outcome): outcome is Failure;
-function isError<O extends { readonly status: "success" | "failure" }>(outcome: O): outcome is Extract<O, { readonly status: "failure" }>;
-function isError(outcome: { readonly status: string }): boolean {
+// One signature, wide enough for a typed call's result: overloads would narrow an `any` argument to
+// `never` in the else branch.
+function isError(outcome: Outcome | CheckedSuccess): outcome is Failure {
   return outcome.status === "failure";
 }
 

@@ -79,3 +79,7 @@ await runGuest({ command: process.execPath, capabilities });
 declare const plain: OutcomeType;
 if (Outcome.isError(plain)) expectTypeOf(plain).toEqualTypeOf<Failure>();
 else expectTypeOf(plain.status).toEqualTypeOf<"success">();
+
+// An untyped value: narrowed to Failure when isError holds, left as it was (any) otherwise.
+declare const untyped: any;
+if (!Outcome.isError(untyped)) expectTypeOf(untyped).toBeAny();

@@ -48,4 +48,11 @@ describe("ears CLI messages", () => {
     const json = await ears(["run", "--json", "--quiet", "--timeout", "0.3", ...never]);
     expect(JSON.parse(json.stdout).failure.message).toContain("(limits.runTimeoutMs)");
   });
+
+  it("a .ts --capabilities module under Node 20 gets a usage error that says what to do", async () => {
+    // A real child: inside vitest, import() would load .ts through vite.
+    const run = await ears(["run", "--capabilities", "fixtures/cli/capabilities-add.ts", "--", "node", "guest.mjs"]);
+    expect(run.code).toBe(64);
+    expect(run.stderr).toMatch(/^ears: cannot load --capabilities module fixtures\/cli\/capabilities-add\.ts: Node [\d.]+ does not load TypeScript modules; compile it to \.js or \.mjs first/);
+  });
 });

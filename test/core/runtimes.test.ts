@@ -1,6 +1,7 @@
 // Guests under Bun and Deno as real children: their console writes to stdout past process.stdout.write,
 // so the runtime must capture it there too (src/capture.ts), or the session breaks with a
 // ProtocolViolation. A runtime that is not installed shows as skipped: see test/runtimes.ts.
+import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { runGuest } from "../../src/host/index.js";
 import { ears } from "../cli/spawn-ears.js";
@@ -40,6 +41,14 @@ for (const name of ["node", "bun", "deno"] as const) {
       });
       expect(report.failure).toBeUndefined();
       expect(report.outcome).toEqual({ status: "success", content: "", structured: { length: "contents of README.md".length, sum: 3 } });
+    });
+
+    it.skipIf(name === "node")("runs the ears CLI itself, which then loads a .ts --capabilities module", async () => {
+      const guest = "import('@posoco/ears').then(({ serve, stdio }) => serve({ wire: stdio(), run: (ears) => ears.call('add', { a: 1, b: 2 }) }))";
+      const cli = [...command, "dist/cli/main.js", "run", "--quiet", "--json", "--allow", "add", "--capabilities", "fixtures/cli/capabilities-add.ts"];
+      const run = spawnSync(cli[0]!, [...cli.slice(1), "--", process.execPath, "--input-type=module", "-e", guest], { cwd: root, encoding: "utf8" });
+      expect(run.status, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout).outcome).toEqual({ status: "success", content: "", structured: { sum: 3 } });
     });
 
     it("runs the demo under the CLI", async () => {

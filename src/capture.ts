@@ -1,4 +1,4 @@
-import { format } from "node:util";
+import { format, inspect } from "node:util";
 
 /** Receives output the program wrote to stdout or the console, with a log level. */
 export type CaptureSink = (level: string, text: string) => void;
@@ -43,6 +43,53 @@ export function captureStdout(sink: CaptureSink): Write {
     const stack = new Error().stack?.split("\n").slice(2).join("\n") ?? "";
     current("debug", `Trace${args.length > 0 ? `: ${format(...args)}` : ""}\n${stack}`);
   };
+  if (!consoleUsesStdoutWrite()) captureConsoleDirectly((level, text) => current(level, text));
   installed = { rawWrite, setSink: (next) => (current = next) };
   return rawWrite;
+}
+
+/**
+ * Node's console writes through `process.stdout.write`; Bun's and Deno's write to file descriptor 1
+ * themselves, past the patched writer, and would corrupt the wire.
+ */
+function consoleUsesStdoutWrite(): boolean {
+  return (process.versions as { bun?: string }).bun === undefined && !("Deno" in globalThis);
+}
+
+/**
+ * Under Bun and Deno: the console methods that print to stdout send to `sink` at level info, formatted as
+ * Node formats them (`console.table` as its data, since a drawn table needs a terminal; groups do not
+ * indent). warn/error/debug/trace are already rerouted for every runtime.
+ */
+function captureConsoleDirectly(sink: CaptureSink): void {
+  const info = (text: string) => sink("info", text);
+  const counts = new Map<string, number>();
+  const timers = new Map<string, number>();
+  const elapsed = (label: string) => {
+    const started = timers.get(label);
+    return started === undefined ? `Timer '${label}' does not exist` : `${label}: ${(performance.now() - started).toFixed(3)}ms`;
+  };
+  const methods: Record<string, (...args: never[]) => void> = {
+    log: (...args: unknown[]) => info(format(...args)),
+    info: (...args: unknown[]) => info(format(...args)),
+    dirxml: (...args: unknown[]) => info(format(...args)),
+    dir: (value: unknown, options?: object) => info(inspect(value, { customInspect: false, ...options })),
+    table: (data: unknown) => info(format(data)),
+    group: (...args: unknown[]) => args.length > 0 && info(format(...args)),
+    groupCollapsed: (...args: unknown[]) => args.length > 0 && info(format(...args)),
+    groupEnd: () => {},
+    count: (label: string = "default") => {
+      const count = (counts.get(label) ?? 0) + 1;
+      counts.set(label, count);
+      info(`${label}: ${count}`);
+    },
+    countReset: (label: string = "default") => void counts.delete(label),
+    time: (label: string = "default") => void timers.set(label, performance.now()),
+    timeLog: (label: string = "default", ...data: unknown[]) => info(data.length > 0 ? `${elapsed(label)} ${format(...data)}` : elapsed(label)),
+    timeEnd: (label: string = "default") => {
+      info(elapsed(label));
+      timers.delete(label);
+    },
+  };
+  Object.assign(console, methods);
 }

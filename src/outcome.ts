@@ -15,6 +15,13 @@ export interface Failure {
   readonly structured?: Json;
 }
 
+/** A success whose `structured` a contract's schema checked (`TypedSuccess<T>` in contract.ts, any `T`). */
+interface CheckedSuccess {
+  readonly status: "success";
+  readonly content: string;
+  readonly structured: unknown;
+}
+
 /** The wire mirror of a host outcome (protocol 1), discriminated on `status`. */
 export type Outcome = Success | Failure;
 
@@ -28,6 +35,10 @@ export const FailureCode = {
   InvalidArguments: "InvalidArguments",
   /** The guest program threw, or returned a value JSON cannot carry unchanged. */
   GuestFailed: "GuestFailed",
+  /** The host's input does not match the program's `input` schema; the program did not run. */
+  InvalidInput: "InvalidInput",
+  /** The host's success does not match the contract's `structured` schema; the request did execute. */
+  InvalidReply: "InvalidReply",
 } as const;
 
 // Outcomes made by these helpers (or parsed from the wire) are recognised when a program returns one.
@@ -64,7 +75,9 @@ function failure(code: string, content = "", structured?: Json): Failure {
   );
 }
 
-function isError(outcome: Outcome): outcome is Failure {
+// One signature, wide enough for a typed call's result: overloads would narrow an `any` argument to
+// `never` in the else branch.
+function isError(outcome: Outcome | CheckedSuccess): outcome is Failure {
   return outcome.status === "failure";
 }
 

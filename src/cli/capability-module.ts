@@ -17,6 +17,11 @@ export async function loadCapabilityModule(path: string, cwd: string): Promise<C
   try {
     module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
+    if ((error as { code?: string })?.code === "ERR_UNKNOWN_FILE_EXTENSION" && /\.[cm]?ts$/.test(file)) {
+      throw new UsageError(
+        `cannot load --capabilities module ${path}: Node ${process.versions.node} does not load TypeScript modules; compile it to .js or .mjs first (or run ears where .ts loads, e.g. under Bun)`,
+      );
+    }
     throw new UsageError(`cannot load --capabilities module ${path}: ${describeError(error)}`);
   }
   const handlers: Capabilities = {};

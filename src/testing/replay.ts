@@ -86,12 +86,24 @@ export function recordingOf(entries: readonly TranscriptEntry[]): Recording {
   return { hello, invoke, exchanges, result };
 }
 
-/** What a replay found. */
-export interface ReplayReport<Report extends RunReport = RunReport> {
-  /** The guest made the recorded requests, in order, and returned the recorded result. */
-  ok: boolean;
+/** What a replay found: a union on `ok`, with the `divergence` exactly when it is false. */
+export type ReplayReport<Report extends RunReport = RunReport> = ReplayMatched<Report> | ReplayDiverged<Report>;
+
+/** The guest made the recorded requests, in order, and returned the recorded result. */
+export interface ReplayMatched<Report extends RunReport = RunReport> extends ReplayDetails<Report> {
+  ok: true;
+  divergence?: undefined;
+}
+
+/** The guest did something the recording does not show. */
+export interface ReplayDiverged<Report extends RunReport = RunReport> extends ReplayDetails<Report> {
+  ok: false;
   /** The first difference from the recording, e.g. `request #3: expected read {"path":"a"} but the guest sent read {"path":"b"}`. */
-  divergence?: string;
+  divergence: string;
+}
+
+/** What every replay report has. */
+export interface ReplayDetails<Report extends RunReport = RunReport> {
   /**
    * True when the replay itself stopped the run at the divergence (the report's failure is then
    * `Aborted`); false when the run ended on its own (the difference may have been seen during the run,
@@ -235,14 +247,9 @@ export function replayHost(
     },
     verdict(report) {
       divergence ??= endDivergence(recording, matched, report);
-      return {
-        ok: divergence === undefined,
-        ...(divergence === undefined ? {} : { divergence }),
-        stopped,
-        matchedRequests: matched,
-        recordedRequests: exchanges.length,
-        report,
-      };
+      const details = { stopped, matchedRequests: matched, recordedRequests: exchanges.length, report };
+      // Keys in reading order, as before: ok, divergence, then the details.
+      return divergence === undefined ? { ok: true, ...details } : { ok: false, divergence, ...details };
     },
   };
 }

@@ -84,7 +84,7 @@ export class StreamWire implements Wire, SendsFrames {
     });
   }
 
-  /** @internal {@link send} without the promise (see `sendFrame`). */
+  /** {@link send} without the promise (see `sendFrame`); not part of the public API. */
   [sendFrame](frame: string, done: (error?: Error) => void): void {
     let refused = this.writeError;
     if (refused === undefined && this.closed) {
@@ -300,6 +300,9 @@ class ProcessWire extends StreamWire implements WatchesEscapes {
     this.done = true;
     // stdout cannot be ended; every frame's write callback has already fired, so it is flushed.
     this.input.destroy();
+    // Deno keeps a read of fd 0 pending after destroy() once stdin has delivered data, which keeps the
+    // process alive while the host holds stdin open (test/wire/vectors.test.ts, oversized-reply under deno).
+    closeDenoStdin();
     if (failure !== undefined) {
       process.stderr.write(`ears: ${failure.message}\n`);
       process.exitCode = 1;
@@ -313,4 +316,14 @@ export function stdio(options: StdioOptions = {}): Wire {
     return new StreamWire(options.input ?? process.stdin, options.output ?? process.stdout, options.maxFrameBytes);
   }
   return new ProcessWire(options.maxFrameBytes);
+}
+
+/** Closes Deno's own stdin resource, when running under Deno; a no-op elsewhere or when already closed. */
+function closeDenoStdin(): void {
+  const deno = (globalThis as { Deno?: { stdin?: { close?: () => void } } }).Deno;
+  try {
+    deno?.stdin?.close?.();
+  } catch {
+    // Already closed: nothing is pending on it then.
+  }
 }

@@ -19,6 +19,7 @@ import { planSandbox, sandboxRequest } from "../../src/host/sandbox/index.js";
 import { streamWire } from "../../src/wires/stdio.js";
 import { vectorProgram } from "./vector-program.mjs";
 import { needsBytes, vectorSchema, type ExpectedFrame, type Vector } from "./vector-format.js";
+import { runtimes } from "../runtimes.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const vectorFolder = `${root}wire/vectors/`;
@@ -149,10 +150,15 @@ async function sandboxed(file: string): Promise<{ command: string; args: string[
   return plan;
 }
 
-function inChild(file: string, sandbox?: { command: string; args: string[]; env: Record<string, string> }): GuestUnderTest & { output: GuestOutput } {
+/** The vector guest as a child: under `runtime` (node by default), or as the sandbox's command line. */
+function inChild(
+  file: string,
+  runtime: readonly string[] = [process.execPath],
+  sandbox?: { command: string; args: string[]; env: Record<string, string> },
+): GuestUnderTest & { output: GuestOutput } {
   const child: ChildProcessWithoutNullStreams =
     sandbox === undefined
-      ? spawn(process.execPath, [guestScript, `${vectorFolder}${file}`], { cwd: root })
+      ? spawn(runtime[0]!, [...runtime.slice(1), guestScript, `${vectorFolder}${file}`], { cwd: root })
       : spawn(sandbox.command, sandbox.args, { cwd: root, env: sandbox.env });
   child.stdin.on("error", () => {}); // EPIPE once the guest has gone
   let stderr = "";
@@ -275,7 +281,9 @@ describe("conformance vectors (wire/vectors)", () => {
       }
       it("over streams (streamWire)", () => run(vector, overStreams(vector)));
       it("in a child process on stdio", () => run(vector, inChild(file)));
-      it.runIf(process.platform === "linux")("in a child process on stdio, in runGuest's sandbox", async () => run(vector, inChild(file, await sandboxed(file))));
+      it.runIf(process.platform === "linux")("in a child process on stdio, in runGuest's sandbox", async () => run(vector, inChild(file, undefined, await sandboxed(file))));
+      // Bun and Deno when installed (test/runtimes.ts); test/core/runtimes.test.ts shows them as skipped otherwise.
+      for (const runtime of runtimes) it(`in a child process on stdio under ${runtime.name}`, () => run(vector, inChild(file, runtime.command)));
     });
   }
 });

@@ -1,0 +1,61 @@
+// Guests under Bun and Deno as real children: their console writes to stdout past process.stdout.write,
+// so the runtime must capture it there too (src/capture.ts), or the session breaks with a
+// ProtocolViolation. A runtime that is not installed shows as skipped: see test/runtimes.ts.
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { runGuest } from "../../src/host/index.js";
+import { ears } from "../cli/spawn-ears.js";
+import { runtimes } from "../runtimes.js";
+import { tools } from "../../test-d/sample/contract.js";
+
+const root = new URL("../../", import.meta.url).pathname;
+
+const all = [{ name: "node", command: [process.execPath] }, ...runtimes];
+
+for (const name of ["node", "bun", "deno"] as const) {
+  const runtime = all.find((candidate) => candidate.name === name);
+  const command = runtime?.command ?? [];
+  const title = name === "node" ? "a guest under node (the same test, for reference)" : `a guest under ${name} (npm package "${name}", or EARS_${name.toUpperCase()})`;
+  describe.skipIf(runtime === undefined)(title, () => {
+    it("sends every console method and stdout write as a log frame; the wire stays pure", async () => {
+      const report = await runGuest({ command: command[0]!, args: [...command.slice(1), "fixtures/guests/console-all.mjs"], cwd: root, input: { n: 1 } });
+      expect(report.failure).toBeUndefined();
+      expect(report.outcome).toEqual({ status: "success", content: "", structured: { input: { n: 1 } } });
+      const logs = report.logs.map(({ level, content }) => `${level} ${content}`);
+      expect(logs.slice(0, 4)).toEqual(["info log { a: 1 }", "info info", "info { deep: { x: 1 } }", "info dirxml"]);
+      expect(logs).toContain("info group");
+      expect(logs).toContain("info hits: 1");
+      expect(logs.filter((line) => /^info t: \d+(\.\d+)?m?s$/.test(line))).toHaveLength(2);
+      expect(logs.slice(-4)).toEqual(["warn warn", "error error", "debug debug", "info raw write"]);
+    });
+
+    it.skipIf(name === "node")("runs a .ts guest natively: the typed-contract sample's guest.ts", async () => {
+      // Deno resolves "./contract.js" to contract.ts only with sloppy imports; Bun does it by default.
+      const flags = name === "deno" ? ["--unstable-sloppy-imports"] : [];
+      const report = await runGuest({
+        command: command[0]!,
+        args: [...command.slice(1), ...flags, "test-d/sample/guest.ts"],
+        cwd: root,
+        input: { path: "README.md" },
+        capabilities: tools.implement({ read: async ({ path }) => `contents of ${path}`, add: ({ a, b }) => ({ sum: a + b }) }),
+      });
+      expect(report.failure).toBeUndefined();
+      expect(report.outcome).toEqual({ status: "success", content: "", structured: { length: "contents of README.md".length, sum: 3 } });
+    });
+
+    it.skipIf(name === "node")("runs the ears CLI itself, which then loads a .ts --capabilities module", async () => {
+      const guest = "import('@posoco/ears').then(({ serve, stdio }) => serve({ wire: stdio(), run: (ears) => ears.call('add', { a: 1, b: 2 }) }))";
+      const cli = [...command, "dist/cli/main.js", "run", "--quiet", "--json", "--allow", "add", "--capabilities", "fixtures/cli/capabilities-add.ts"];
+      const run = spawnSync(cli[0]!, [...cli.slice(1), "--", process.execPath, "--input-type=module", "-e", guest], { cwd: root, encoding: "utf8" });
+      expect(run.status, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout).outcome).toEqual({ status: "success", content: "", structured: { sum: 3 } });
+    });
+
+    it("runs the demo under the CLI", async () => {
+      const run = await ears(["run", "--quiet", "--allow", "read,list", "--", ...command, "fixtures/guests/demo.mjs"], { cwd: root });
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('"Dependencies, and why"');
+    });
+  });
+}

@@ -5,7 +5,7 @@ import { escapedError, watchEscapes, type WatchesEscapes } from "../escapes.js";
 import { encodeFrame } from "../frames.js";
 import { LineError, LineSplitter } from "../lines.js";
 import { FrameQueue } from "./frame-queue.js";
-import { sendFrame, type SendsFrames, type Wire } from "../wire.js";
+import { framesArrived, framesTaken, sendFrame, type CountsFrames, type SendsFrames, type Wire } from "../wire.js";
 
 /** 64 MiB: the default cap on one frame, in bytes. */
 export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -35,7 +35,7 @@ function isHighSurrogate(code: number): boolean {
  * `\r\n` on input. Reading starts on the first `receive`. Stream errors are turned into rejected
  * sends and receives, never thrown from a stream callback.
  */
-export class StreamWire implements Wire, SendsFrames {
+export class StreamWire implements Wire, SendsFrames, CountsFrames {
   private readonly splitter: LineSplitter;
   private readonly lines = new FrameQueue();
   private waiting: { resolve(line: string | undefined): void; reject(error: unknown): void } | undefined;
@@ -44,6 +44,8 @@ export class StreamWire implements Wire, SendsFrames {
   private reading = false;
   private closed = false;
   private writeError: TransportError | undefined;
+  private arrived = 0;
+  private taken = 0;
   private readonly onData = (chunk: Buffer | string) => this.take(chunk);
   private readonly onEnd = () => this.finishInput();
   private readonly onInputError = (error: Error) =>
@@ -118,9 +120,20 @@ export class StreamWire implements Wire, SendsFrames {
     this.write("\n", written);
   }
 
+  /** @internal Frames that have arrived from the input (see `framesArrived`). */
+  get [framesArrived](): number {
+    return this.arrived;
+  }
+
+  /** @internal Frames `receive` has returned (see `framesArrived`). */
+  get [framesTaken](): number {
+    return this.taken;
+  }
+
   receive(): Promise<string | undefined> {
     const line = this.lines.take();
     if (line !== undefined) {
+      this.taken++;
       if (this.reading && this.input.isPaused() && this.lines.size < QUEUE_HIGH_WATER / 2) this.input.resume();
       return Promise.resolve(line);
     }
@@ -184,8 +197,10 @@ export class StreamWire implements Wire, SendsFrames {
   }
 
   private readonly deliver = (line: string): void => {
+    this.arrived++;
     const waiting = this.waiting;
     if (waiting !== undefined) {
+      this.taken++;
       this.waiting = undefined;
       waiting.resolve(line);
     } else this.lines.push(line);

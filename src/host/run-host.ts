@@ -129,6 +129,9 @@ class CallContext implements CapabilityContext {
 
 type Phase = "hello" | "running" | "draining" | "done";
 
+/** What one unread frame is counted as besides its characters, against `maxUnreadChars`. */
+const UNREAD_FRAME_OVERHEAD = 256;
+
 class HostSession {
   private phase: Phase = "hello";
   private resolve!: (result: SessionResult) => void;
@@ -157,7 +160,7 @@ class HostSession {
   private running = 0;
   private readonly allowed: ReadonlySet<string>;
   private sendError: unknown;
-  /** Characters handed to the wire whose send has not settled (the guest has not taken them yet). */
+  /** Characters (plus a fixed overhead per frame) handed to the wire whose send has not settled (the guest has not taken them yet). */
   private unsent = 0;
   /** Wakes the read loop once the guest has taken enough of what was sent, or the run is over. */
   private resumeReading: (() => void) | undefined;
@@ -487,10 +490,13 @@ class HostSession {
 
   private send(line: string): void {
     if (this.settings.onFrame !== undefined) this.callbacks.run("onFrame", () => this.settings.onFrame?.("host", line));
-    this.unsent += line.length;
+    // A queued frame costs more than its text (the stream's buffer entry, the callback): counting that
+    // too keeps a flood of tiny replies within the budget as well as a few large ones.
+    const cost = line.length + UNREAD_FRAME_OVERHEAD;
+    this.unsent += cost;
     const settled = (error?: unknown) => {
       if (error !== undefined) this.sendError ??= error;
-      this.unsent -= line.length;
+      this.unsent -= cost;
       if (this.unsent <= this.settings.limits.maxUnreadChars / 2) {
         if (this.waitingToStart.size > 0) this.startWaiting();
         this.wakeReader();

@@ -84,13 +84,16 @@ function cutLog(entry: LogEntry, maxBytes: number): { entry: LogEntry; size: num
  * it fits. Cuts at a character boundary (never inside a surrogate pair); the result is a fresh string.
  */
 export function cutText(text: string, maxBytes: number): string {
-  const bytes = Buffer.from(text, "utf8");
-  if (bytes.length <= maxBytes) return text;
-  const marker = ` …[cut ${bytes.length} bytes to ${maxBytes}]`;
+  const total = Buffer.byteLength(text);
+  if (total <= maxBytes) return text;
+  const marker = ` …[cut ${total} bytes to ${maxBytes}]`;
   const room = maxBytes - Buffer.byteLength(marker);
-  const keep = room >= 0 ? room : maxBytes;
-  let end = keep;
-  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // back to the start of a UTF-8 sequence
+  const keep = Math.max(0, room >= 0 ? room : maxBytes);
+  // Only a prefix is encoded: `keep` bytes come from at most `keep` characters, and the guest's string
+  // may be tens of MiB.
+  const bytes = Buffer.from(text.slice(0, keep + 1), "utf8");
+  let end = Math.min(keep, bytes.length);
+  while (end > 0 && end < bytes.length && (bytes[end]! & 0xc0) === 0x80) end--; // back to the start of a UTF-8 sequence
   const kept = bytes.toString("utf8", 0, end);
   return room >= 0 ? kept + marker : kept;
 }

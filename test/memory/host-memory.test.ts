@@ -79,12 +79,13 @@ describe("host peak RSS under 512 MiB with the default limits", () => {
     expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
   });
 
-  it("10 logs with a 60 MiB level: the level counts against maxLogBytes", async () => {
+  it("10 logs with a 60 MiB level: the level counts against maxLogBytes and is cut", async () => {
     const run = await hostScenario("huge-levels");
     expect(run.outcome).toEqual({ status: "success", content: "logged 10" });
-    const kept = run.logs.reduce((sum, log) => sum + log.level + log.content, 0);
-    expect(kept).toBeLessThanOrEqual(16 * MiB);
-    expect(run.droppedLogs).toBe(9);
+    // Each entry alone is over maxLogBytes: all ten are kept, each cut (its level to 1 KiB).
+    expect(run.logs).toHaveLength(10);
+    expect(run.logs.every((log) => log.level <= 1024 && log.content === 4 && log.cutBytes! > 60 * MiB - 1024)).toBe(true);
+    expect(run.droppedLogBytes).toBeGreaterThan(10 * (60 * MiB - 1024));
     expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
   });
 

@@ -22,6 +22,9 @@ export interface StdioOptions {
 
 // Lines decoded but not yet received; past this the input is paused until the reader catches up.
 const QUEUE_HIGH_WATER = 1024;
+// The same in characters: a count alone would let 1024 lines of 64 MiB wait (a reader that stopped
+// taking frames, such as a host waiting for its guest to read replies, must not keep buffering them).
+const QUEUE_HIGH_WATER_CHARS = 16 * 1024 * 1024;
 
 /** Frames longer than this (in UTF-16 code units, 1 Mi) are written in slices of at most this length. */
 const WRITE_SLICE_CHARS = 1024 * 1024;
@@ -46,6 +49,8 @@ export class StreamWire implements Wire, SendsFrames, CountsFrames {
   private writeError: TransportError | undefined;
   private arrived = 0;
   private taken = 0;
+  /** Characters of the lines in `lines`. */
+  private queuedChars = 0;
   private readonly onData = (chunk: Buffer | string) => this.take(chunk);
   private readonly onEnd = () => this.finishInput();
   private readonly onInputError = (error: Error) =>
@@ -133,8 +138,11 @@ export class StreamWire implements Wire, SendsFrames, CountsFrames {
   receive(): Promise<string | undefined> {
     const line = this.lines.take();
     if (line !== undefined) {
+      this.queuedChars -= line.length;
       this.taken++;
-      if (this.reading && this.input.isPaused() && this.lines.size < QUEUE_HIGH_WATER / 2) this.input.resume();
+      if (this.reading && this.input.isPaused() && this.lines.size < QUEUE_HIGH_WATER / 2 && this.queuedChars < QUEUE_HIGH_WATER_CHARS / 2) {
+        this.input.resume();
+      }
       return Promise.resolve(line);
     }
     if (this.readError !== undefined) return Promise.reject(this.readError);
@@ -193,7 +201,7 @@ export class StreamWire implements Wire, SendsFrames, CountsFrames {
       this.failRead(lineFailure(error));
       return;
     }
-    if (this.lines.size >= QUEUE_HIGH_WATER) this.input.pause();
+    if (this.lines.size >= QUEUE_HIGH_WATER || this.queuedChars >= QUEUE_HIGH_WATER_CHARS) this.input.pause();
   }
 
   private readonly deliver = (line: string): void => {
@@ -203,7 +211,10 @@ export class StreamWire implements Wire, SendsFrames, CountsFrames {
       this.taken++;
       this.waiting = undefined;
       waiting.resolve(line);
-    } else this.lines.push(line);
+    } else {
+      this.lines.push(line);
+      this.queuedChars += line.length;
+    }
   };
 
   private finishInput(): void {

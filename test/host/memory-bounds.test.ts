@@ -64,7 +64,7 @@ describe("call records keep payloads up to maxCallPayloadChars", () => {
       [hello, { type: "request", id: 1, name: "secret", arguments: "s".repeat(5000) }, { type: "request", id: 2, name: "secret", arguments: 1 }, result],
       { allowed: [], limits: { maxCallPayloadChars: 1000 } },
     );
-    expect(received.slice(1).map((frame) => (frame.outcome as Outcome).code)).toEqual(["CapabilityDenied", "CapabilityDenied"]);
+    expect(received.slice(1).map((frame) => (frame.outcome as { code?: string }).code)).toEqual(["CapabilityDenied", "CapabilityDenied"]);
     expect(report.calls).toMatchObject([
       { id: 1, name: "secret", arguments: null, argumentsDropped: true, denied: true, status: "failure", outcome: { code: "CapabilityDenied" } },
       { id: 2, name: "secret", arguments: 1, denied: true, status: "failure", outcome: { code: "CapabilityDenied" } },
@@ -260,10 +260,35 @@ describe("no handler starts while the guest leaves too much unread", () => {
     const report = await host.running;
     expect(started).toEqual([1]);
     const replies = (await frames).filter((frame) => frame.type === "reply");
-    expect(replies.map((frame) => [frame.id, (frame.outcome as Outcome).code ?? "ok"])).toEqual([
+    expect(replies.map((frame) => [frame.id, (frame.outcome as { code?: string }).code ?? "ok"])).toEqual([
       [1, "ok"],
       [2, HostReplyCode.CallTimedOut],
     ]);
     expect(report.calls.map((call) => call.status)).toEqual(["success", "failure"]);
+  });
+});
+
+describe("the stream wire stops reading when its unread frames reach 16 Mi characters", () => {
+  it("pauses its input with 1 MiB frames waiting, long before 1024 of them are queued", async () => {
+    const input = new PassThrough({ highWaterMark: 1024 * 1024 });
+    const output = new PassThrough();
+    const wire = streamWire({ input, output });
+    const frame = `{"type":"log","level":"info","content":"${"z".repeat(1024 * 1024)}"}\n`;
+    let written = 0;
+    // Write 100 frames as the stream takes them; a reader that never calls receive again must not get them all.
+    const writing = (async () => {
+      for (; written < 100; written++) {
+        if (!input.write(frame)) await Promise.race([new Promise((resolve) => input.once("drain", resolve)), new Promise((resolve) => setTimeout(resolve, 200))]);
+      }
+    })();
+    await wire.receive(); // starts reading; the first frame is taken
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(input.isPaused()).toBe(true);
+    // About 16 frames are queued in the wire; the rest wait in the stream (or are not written yet).
+    expect(written).toBeLessThan(40);
+    for (let taken = 1; taken < 100; taken++) await wire.receive(); // a reader that catches up gets every frame
+    await writing;
+    expect(written).toBe(100);
+    await wire.close();
   });
 });

@@ -6,7 +6,7 @@ const CUT_LEVEL_BYTES = 1024;
 /**
  * The newest log entries, bounded by count and by total bytes (level and content both count: both are
  * guest-controlled), so a guest that floods logs costs a fixed amount of memory. An entry larger than
- * the whole byte budget is cut to fit, with a marker, instead of being kept whole. Dropping from the
+ * the per-entry limit is cut to it, with a marker, instead of being kept whole. Dropping from the
  * front is O(1) amortised (an index, compacted now and then) rather than `Array.shift`, which is linear
  * per call; a dropped slot is cleared at once so its strings can be collected before the next compaction.
  */
@@ -20,16 +20,22 @@ export class LogBook {
   /** Bytes (level and content) of the entries dropped, plus the bytes cut from entries kept in part. */
   droppedBytes = 0;
 
+  /** Largest entry kept whole: the smaller of the per-entry and the total byte limits. */
+  private readonly maxEntryBytes: number;
+
   constructor(
     private readonly maxEntries: number,
     private readonly maxBytes: number,
-  ) {}
+    maxEntryBytes = maxBytes,
+  ) {
+    this.maxEntryBytes = Math.min(maxEntryBytes, maxBytes);
+  }
 
-  /** Keeps `entry` (cut to the byte budget when it alone is over it), dropping the oldest entries as needed. */
+  /** Keeps `entry` (cut to the per-entry limit when it is over it), dropping the oldest entries as needed. */
   add(entry: LogEntry): void {
     let size = logBytes(entry);
-    if (size > this.maxBytes) {
-      const kept = cutLog(entry, this.maxBytes);
+    if (size > this.maxEntryBytes) {
+      const kept = cutLog(entry, this.maxEntryBytes);
       this.droppedBytes += size - kept.size;
       entry = kept.entry;
       size = kept.size;

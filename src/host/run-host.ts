@@ -180,7 +180,7 @@ class HostSession {
     private readonly settings: HostSettings,
     private readonly hooks: SessionHooks,
   ) {
-    this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes);
+    this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes, settings.limits.maxLogEntryBytes);
     this.allowed = new Set(settings.allowed);
     this.sendFrame = frameSender(wire);
   }

@@ -56,10 +56,15 @@ export interface HostLimits {
   maxLogs?: number;
   /**
    * Added: total UTF-8 bytes of log levels and contents kept in the report, default 16 MiB: older entries
-   * are dropped and counted. An entry alone over it is kept cut to fit, with a marker (see
-   * {@link LogEntry.cutBytes}); `onLog` still sees it whole.
+   * are dropped and counted. `onLog` still sees every entry whole.
    */
   maxLogBytes?: number;
+  /**
+   * Added: largest log entry (UTF-8 bytes of level plus content) the report keeps whole, default 1 MiB
+   * (at most `maxLogBytes`). A larger entry is kept cut to it, the level to at most 1 KiB, with a
+   * marker (see {@link LogEntry.cutBytes}); `onLog` still sees it whole.
+   */
+  maxLogEntryBytes?: number;
   /**
    * Added: largest reply frame the host sends, in bytes, default 64 MiB (the guest's default frame cap).
    * A handler answer that would exceed it is replaced by a `CapabilityFailed` reply saying so.
@@ -122,7 +127,7 @@ export interface LogEntry {
   /** Milliseconds since the run started. */
   atMs: number;
   /**
-   * Added, report only: set when the entry alone was over `maxLogBytes` and was cut to fit: the UTF-8
+   * Added, report only: set when the entry was over `maxLogEntryBytes` and was cut to fit: the UTF-8
    * bytes removed from its level and content. The cut text ends with a ` …[cut N bytes to M]` marker
    * when there is room for it. `onLog` always gets the entry whole.
    */

@@ -92,6 +92,17 @@ describe("logs are bounded by maxLogBytes, level included", () => {
     expect(report.droppedLogBytes).toBe(cut!.cutBytes);
   });
 
+  it("cuts an entry over maxLogEntryBytes though the total budget has room, and keeps the others whole", async () => {
+    const { report } = await hostRaw(
+      [hello, { type: "log", level: "info", content: "before" }, { type: "log", level: "warn", content: "w".repeat(3000) }, result],
+      { limits: { maxLogBytes: 100_000, maxLogEntryBytes: 1000 } },
+    );
+    expect(report.logs).toMatchObject([{ level: "info", content: "before" }, { level: "warn", content: expect.stringMatching(/^w+ …\[cut 3000 bytes to 996\]$/) }]);
+    expect(Buffer.byteLength(report.logs[1]!.content)).toBeLessThanOrEqual(996);
+    expect(report.logs[1]!.cutBytes).toBe(3004 - 4 - Buffer.byteLength(report.logs[1]!.content));
+    expect(report.droppedLogBytes).toBe(report.logs[1]!.cutBytes);
+  });
+
   it("counts a long level against the budget: older entries are dropped for it", async () => {
     const { report } = await hostRaw(
       [hello, { type: "log", level: "info", content: "first" }, { type: "log", level: "v".repeat(995), content: "x" }, result],
@@ -108,9 +119,10 @@ describe("logs are bounded by maxLogBytes, level included", () => {
       fc.property(
         fc.integer({ min: 1, max: 8 }),
         fc.integer({ min: 1, max: 400 }),
+        fc.integer({ min: 1, max: 400 }),
         fc.array(fc.record({ level: text, content: text }), { maxLength: 30 }),
-        (maxEntries, maxBytes, entries) => {
-          const book = new LogBook(maxEntries, maxBytes);
+        (maxEntries, maxBytes, maxEntryBytes, entries) => {
+          const book = new LogBook(maxEntries, maxBytes, maxEntryBytes);
           entries.forEach((entry, atMs) => book.add({ ...entry, atMs }));
           const kept = book.list();
           const bytes = (s: string) => Buffer.byteLength(s);
@@ -121,6 +133,7 @@ describe("logs are bounded by maxLogBytes, level included", () => {
           expect(kept.map((e) => e.atMs)).toEqual(kept.map((_, i) => entries.length - kept.length + i));
           for (const entry of kept) {
             const original = entries[entry.atMs]!;
+            expect(bytes(entry.level) + bytes(entry.content)).toBeLessThanOrEqual(Math.min(maxBytes, maxEntryBytes));
             if (entry.cutBytes === undefined) {
               expect(entry).toEqual({ ...original, atMs: entry.atMs });
             } else {

@@ -220,7 +220,7 @@ describe("runHost answering a serve() guest", () => {
     expect(report.logs.at(-1)).toMatchObject({ level: "warn", content: "x".repeat(300) });
     expect(report.logs.map((l) => l.content).slice(0, -1)).toEqual(["line 48", "line 49"]);
     expect(report.droppedLogs).toBe(48);
-    expect(report.droppedLogBytes).toBe(48 * 12);
+    expect(report.droppedLogBytes).toBe(10 * 11 + 38 * 12); // "debug" + "line 0".."line 47"
     expect(report.logs.every((entry, i) => i === 0 || entry.atMs >= report.logs[i - 1]!.atMs)).toBe(true);
   });
 

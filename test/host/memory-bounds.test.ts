@@ -305,3 +305,17 @@ describe("the stream wire stops reading when its unread frames reach 16 Mi chara
     await wire.close();
   });
 });
+
+describe("the new limits and report fields", () => {
+  it("are checked like the others, and a report says it dropped nothing when it dropped nothing", async () => {
+    const [, hostEnd] = createLinkedPair();
+    for (const key of ["maxCallPayloadChars", "maxUnreadChars", "maxScatteredIds", "maxLogEntryBytes"]) {
+      expect(() => runHost(hostEnd, { limits: { [key]: 0 } })).toThrow(new RangeError(`runHost: limits.${key} must be a positive integer, got 0`));
+      expect(() => runHost(hostEnd, { limits: { [key]: 1.5 } })).toThrow(RangeError);
+    }
+    const { report } = await hostRaw([hello, { type: "log", level: "info", content: "hi" }, { type: "request", id: 1, name: "echo", arguments: 1 }, result], {
+      capabilities: { echo: (n) => n },
+    });
+    expect(report).toMatchObject({ ok: true, droppedLogs: 0, droppedLogBytes: 0, droppedCalls: 0, droppedCallPayloads: 0 });
+  });
+});

@@ -3,7 +3,7 @@ import { describeError, TimeoutError, TransportError } from "./errors.js";
 import { decodeFrame, encodeFrame, FrameError } from "./frames.js";
 import { jsonProblem, type Json } from "./json.js";
 import { FailureCode, Outcome } from "./outcome.js";
-import { frameSender, type Wire } from "./wire.js";
+import { frameCounter, framesArrived, framesTaken, frameSender, type CountsFrames, type Wire } from "./wire.js";
 
 /** Options for one {@link Ears.call}. */
 export interface CallOptions {
@@ -30,6 +30,8 @@ class PendingCall {
     readonly name: string,
     /** The contract's `structured` schema: a success is checked against it before the program sees it. */
     readonly structured: StandardSchemaV1 | undefined,
+    /** Frames that had arrived from the host when the request was written: a reply among them is early. */
+    readonly arrivedBefore: number,
   ) {
     this.promise = new Promise<Outcome>((resolve, reject) => {
       this.resolve = resolve;
@@ -72,6 +74,8 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   private broken: TransportError | undefined;
   /** The wire's promise-free send, when it has one. */
   private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
+  /** The wire's frame counts, when it keeps them (the package's wires do): they expose an early reply. */
+  private readonly counts: CountsFrames | undefined;
   private readonly onSendFailed = (error?: Error) => {
     if (error !== undefined) this.disconnect(writeFailure(error));
   };
@@ -90,6 +94,7 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
     this.allowed = Object.freeze([...allowed]);
     this.allowedSet = new Set(allowed);
     this.sendFrame = frameSender(wire);
+    this.counts = frameCounter(wire);
     void this.readReplies();
   }
 
@@ -185,7 +190,7 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
     }
     const id = this.nextId++;
     const line = encodeFrame({ type: "request", id, name, arguments: value });
-    const call = new PendingCall(name, structured);
+    const call = new PendingCall(name, structured, this.counts?.[framesArrived] ?? 0);
     if (signal !== undefined || timeoutMs !== undefined) this.watch(id, call, signal, timeoutMs);
     this.pending.set(id, call);
     if (this.sendFrame !== undefined) this.sendFrame(line, this.onSendFailed);
@@ -288,6 +293,16 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
         if (this.abandoned.delete(frame.id)) continue; // the caller gave up; a late reply is not a violation
         this.disconnect(
           new TransportError(`the host replied to request id ${frame.id}, which is unknown or already answered`, {
+            kind: "unknown-reply",
+          }),
+        );
+        return;
+      }
+      if (this.counts !== undefined && this.counts[framesTaken] <= call.arrivedBefore) {
+        // The reply was read from the host before this request was written: the host answered an id it
+        // could not have seen yet (a guessed id), so it cannot be this request's answer.
+        this.disconnect(
+          new TransportError(`the host replied to request id ${frame.id} before that request was written (a reply must follow its request)`, {
             kind: "unknown-reply",
           }),
         );

@@ -30,6 +30,30 @@ export interface SendsFrames {
   [sendFrame](frame: string, done: (error?: Error) => void): void;
 }
 
+/**
+ * Not part of the public API (no entry point exports it; not marked internal, so that the declarations
+ * of the wires that implement it stay valid). Implemented by the package's own wires: how many frames have arrived at this end (read from
+ * the transport, whether or not `receive` returned them yet) and how many `receive` has returned. The
+ * guest uses them to refuse a reply that had arrived before its request was written (PROTOCOL.md
+ * section 5): the frame `receive` just returned is number `[framesTaken]`, and it arrived before a
+ * request when that number is at most `[framesArrived]` read when the request was written.
+ */
+export const framesArrived = Symbol("ears.framesArrived");
+/** Not part of the public API. See {@link framesArrived}. */
+export const framesTaken = Symbol("ears.framesTaken");
+
+/** A wire that counts its frames (see {@link framesArrived}). */
+export interface CountsFrames {
+  readonly [framesArrived]: number;
+  readonly [framesTaken]: number;
+}
+
+/** The wire as a {@link CountsFrames}, or `undefined` when it does not count its frames. */
+export function frameCounter(wire: Wire): CountsFrames | undefined {
+  const counts = wire as Partial<CountsFrames>;
+  return typeof counts[framesArrived] === "number" && typeof counts[framesTaken] === "number" ? (counts as CountsFrames) : undefined;
+}
+
 /** The wire's promise-free send, bound to it, or `undefined` when the wire has none. */
 export function frameSender(wire: Wire): ((frame: string, done: (error?: Error) => void) => void) | undefined {
   const send = (wire as Partial<SendsFrames>)[sendFrame];

@@ -14,7 +14,9 @@ import { HostFailureCode, HostReplyCode } from "./codes.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { LogBook } from "./log-book.js";
 import { hostSettings, type HostSettings } from "./settings.js";
-import type { CallRecord, CapabilityContext, HostFailure, HostOptions, RunReport, RunReportFields } from "./types.js";
+import type { Json } from "../json.js";
+import { FrameQueue as FrameQueueOf } from "../wires/frame-queue.js";
+import type { Capability, CallRecord, CapabilityContext, HostFailure, HostOptions, RunReport, RunReportFields } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
 /**
@@ -84,9 +86,14 @@ class Call {
 
   constructor(
     readonly record: CallRecord,
+    /** Whether the record is in the report (it may be past `maxCallRecords`). */
+    readonly kept: boolean,
     readonly startedAt: number,
     /** When the call times out, on the session's clock (Infinity: never). */
     readonly due: number,
+    readonly handler: Capability,
+    /** Held only until the handler starts. */
+    public args: Json,
   ) {}
 
   signal(): AbortSignal {
@@ -123,8 +130,8 @@ class CallContext implements CapabilityContext {
 
 type Phase = "hello" | "running" | "draining" | "done";
 
-/** Characters of host frames the guest may leave unread before the host stops reading its requests. */
-const UNSENT_HIGH_WATER = 16 * 1024 * 1024;
+/** What one unread frame is counted as besides its characters, against `maxUnreadChars`. */
+const UNREAD_FRAME_OVERHEAD = 256;
 
 class HostSession {
   private phase: Phase = "hello";
@@ -134,8 +141,15 @@ class HostSession {
   private readonly logs: LogBook;
   private readonly calls: CallRecord[] = [];
   private droppedCalls = 0;
-  /** Every request id seen in the run (ids must be unique in the run). */
-  private readonly seenIds = new Set<number>();
+  private droppedCallPayloads = 0;
+  /** Characters of request and reply frames whose payloads the kept records hold. */
+  private payloadChars = 0;
+  /** Every request id up to this one has been used (ids must be unique in the run). */
+  private idsUpTo = 0;
+  /** The ids used above `idsUpTo`: empty for a guest that counts up from 1. */
+  private readonly idsAbove = new Set<number>();
+  /** Calls accepted while the guest had too much unread: their handlers start, in order, once it reads. */
+  private readonly waitingToStart = new FrameQueueOf<Call>();
   /** Calls waiting for their reply. */
   private readonly pending = new Map<number, Call>();
   /** The pending calls' deadlines, in start order, under one timer (see DeadlineQueue). */
@@ -147,7 +161,7 @@ class HostSession {
   private running = 0;
   private readonly allowed: ReadonlySet<string>;
   private sendError: unknown;
-  /** Characters handed to the wire whose send has not settled (the guest has not taken them yet). */
+  /** Characters (plus a fixed overhead per frame) handed to the wire whose send has not settled (the guest has not taken them yet). */
   private unsent = 0;
   /** Wakes the read loop once the guest has taken enough of what was sent, or the run is over. */
   private resumeReading: (() => void) | undefined;
@@ -167,7 +181,7 @@ class HostSession {
     private readonly settings: HostSettings,
     private readonly hooks: SessionHooks,
   ) {
-    this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes);
+    this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes, settings.limits.maxLogEntryBytes);
     this.allowed = new Set(settings.allowed);
     this.sendFrame = frameSender(wire);
   }
@@ -216,8 +230,9 @@ class HostSession {
   }
 
   private async readLoop(): Promise<void> {
+    const maxUnread = this.settings.limits.maxUnreadChars;
     while (!this.over()) {
-      if (this.unsent > UNSENT_HIGH_WATER) {
+      if (this.unsent > maxUnread || this.waitingToStart.size > 0) {
         // A guest that sends requests but does not read its replies would make the host queue them
         // without bound; read nothing more until it catches up (a deadline still ends the run).
         await new Promise<void>((resolve) => (this.resumeReading = resolve));
@@ -260,7 +275,7 @@ class HostSession {
     }
     switch (frame.type) {
       case "request":
-        this.takeRequest(frame);
+        this.takeRequest(frame, line.length);
         return;
       case "log":
         this.takeLog(frame);
@@ -297,46 +312,96 @@ class HostSession {
     this.logs.add(entry);
   }
 
-  private takeRequest(frame: RequestFrame): void {
+  private takeRequest(frame: RequestFrame, frameChars: number): void {
     const { id, name } = frame;
-    if (this.seenIds.has(id)) {
-      const when = this.pending.has(id) ? "while that call was still in flight" : "after that call was answered";
-      this.violation(`the guest reused request id ${id} ${when} (ids must be unique in a run)`);
-      return;
-    }
-    this.seenIds.add(id);
+    if (!this.useId(id)) return;
+    const { limits } = this.settings;
     const record: CallRecord = { id, name, arguments: frame.arguments, durationMs: 0 };
-    if (this.calls.length < this.settings.limits.maxCallRecords) this.calls.push(record);
-    else this.droppedCalls++;
+    const kept = this.calls.length < limits.maxCallRecords;
+    if (kept) {
+      this.calls.push(record);
+      // The frame's length stands for the arguments' size: exact for ASCII, and cheaper than measuring.
+      if (this.payloadChars + frameChars > limits.maxCallPayloadChars) {
+        record.arguments = null;
+        record.argumentsDropped = true;
+        this.droppedCallPayloads++;
+      } else this.payloadChars += frameChars;
+    } else this.droppedCalls++;
     const startedAt = this.now();
     if (!this.allowed.has(name)) {
       record.denied = true;
       const allowed = this.settings.allowed.length === 0 ? "none" : this.settings.allowed.map((n) => JSON.stringify(n)).join(", ");
-      this.reply(record, startedAt, Outcome.failure(HostReplyCode.CapabilityDenied, `capability ${JSON.stringify(name)} is not allowed by the host (allowed: ${allowed}); it did not run`));
+      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityDenied, `capability ${JSON.stringify(name)} is not allowed by the host (allowed: ${allowed}); it did not run`));
       return;
     }
     const handler = Object.hasOwn(this.settings.capabilities, name) ? this.settings.capabilities[name] : undefined;
     if (handler === undefined) {
-      this.reply(record, startedAt, Outcome.failure(HostReplyCode.CapabilityMissing, `capability ${JSON.stringify(name)} is allowed but the host has no handler for it; it did not run`));
+      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityMissing, `capability ${JSON.stringify(name)} is allowed but the host has no handler for it; it did not run`));
       return;
     }
-    const { maxInFlight, callTimeoutMs } = this.settings.limits;
-    if (this.running >= maxInFlight) {
-      this.reply(record, startedAt, Outcome.failure(HostReplyCode.TooManyCalls, `the host is already running ${maxInFlight} calls (limits.maxInFlight); ${JSON.stringify(name)} did not run, try again when earlier calls have finished`));
+    const { maxInFlight, callTimeoutMs } = limits;
+    if (this.running + this.waitingToStart.size >= maxInFlight) {
+      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.TooManyCalls, `the host is already running ${maxInFlight} calls (limits.maxInFlight); ${JSON.stringify(name)} did not run, try again when earlier calls have finished`));
       return;
     }
-    const call = new Call(record, startedAt, startedAt + callTimeoutMs);
+    const call = new Call(record, kept, startedAt, startedAt + callTimeoutMs, handler, frame.arguments);
     this.pending.set(id, call);
-    this.running++;
     if (callTimeoutMs !== Infinity) this.deadlines.add(call);
-    void answer(handler, frame.arguments, new CallContext(name, id, call)).then((outcome) => {
+    // While the guest leaves more than maxUnreadChars of replies unread, no handler starts: each answer
+    // would only add to the queue the guest is not reading. The call waits; its deadline runs meanwhile.
+    if (this.unsent > limits.maxUnreadChars || this.waitingToStart.size > 0) this.waitingToStart.push(call);
+    else this.start(call);
+  }
+
+  /**
+   * Checks that `id` was not used before in the run and marks it used; a reused id, or more scattered
+   * ids than `maxScatteredIds`, ends the run. O(1) per id for a guest counting up from 1.
+   */
+  private useId(id: number): boolean {
+    if (id === this.idsUpTo + 1) {
+      this.idsUpTo = id;
+      if (this.idsAbove.size > 0) while (this.idsAbove.delete(this.idsUpTo + 1)) this.idsUpTo++;
+      return true;
+    }
+    if (id <= this.idsUpTo || this.idsAbove.has(id)) {
+      const when = this.pending.has(id) ? "while that call was still in flight" : "after that call was answered";
+      this.violation(`the guest reused request id ${id} ${when} (ids must be unique in a run)`);
+      return false;
+    }
+    const max = this.settings.limits.maxScatteredIds;
+    if (this.idsAbove.size >= max) {
+      this.violation(
+        `the guest's request ids are too scattered to check that they are unique: ${max} ids above ${this.idsUpTo + 1}, the lowest id not yet used (limits.maxScatteredIds); count ids up from 1`,
+      );
+      return false;
+    }
+    this.idsAbove.add(id);
+    return true;
+  }
+
+  private start(call: Call): void {
+    const { record, startedAt } = call;
+    const args = call.args;
+    call.args = null;
+    this.running++;
+    void answer(call.handler, args, new CallContext(record.name, record.id, call)).then((outcome) => {
       this.running--;
       if (call.settled) return; // timed out or the run ended: the answer is dropped
       call.settled = true;
-      this.pending.delete(id);
+      this.pending.delete(record.id);
       this.deadlines.trim();
-      this.reply(record, startedAt, outcome);
+      this.reply(record, call.kept, startedAt, outcome);
     });
+  }
+
+  /** Starts the waiting calls, in order, while the guest's unread replies stay under the limit. */
+  private startWaiting(): void {
+    const max = this.settings.limits.maxUnreadChars;
+    while (this.unsent <= max && this.phase === "running") {
+      const call = this.waitingToStart.take();
+      if (call === undefined) return;
+      if (!call.settled) this.start(call); // a call that timed out while waiting never starts
+    }
   }
 
   private callTimedOut(call: Call): void {
@@ -345,19 +410,29 @@ class HostSession {
     this.pending.delete(id);
     const ms = this.settings.limits.callTimeoutMs;
     call.abort(new DOMException(`the call to ${JSON.stringify(name)} timed out after ${ms} ms`, "TimeoutError"));
-    this.reply(call.record, call.startedAt, Outcome.failure(HostReplyCode.CallTimedOut, `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); the call may have run, so its effects are unknown`));
+    call.args = null;
+    this.reply(call.record, call.kept, call.startedAt, Outcome.failure(HostReplyCode.CallTimedOut, `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); the call may have run, so its effects are unknown`));
   }
 
-  private reply(record: CallRecord, startedAt: number, outcome: Outcome): void {
+  private reply(record: CallRecord, kept: boolean, startedAt: number, outcome: Outcome): void {
     if (this.phase !== "running") return;
     let line = replyLine(record.id, outcome);
-    const max = this.settings.limits.maxReplyBytes;
+    const { maxReplyBytes: max, maxCallPayloadChars } = this.settings.limits;
     if (line === undefined || tooLong(line, max)) {
       const why = line === undefined ? "could not be encoded (it is too large for JSON.stringify)" : `is ${Buffer.byteLength(line)} bytes, over the ${max}-byte limit (limits.maxReplyBytes)`;
       outcome = Outcome.failure(HostReplyCode.CapabilityFailed, `the answer to ${JSON.stringify(record.name)} ${why}; it was not sent`);
       line = replyLine(record.id, outcome)!;
     }
-    record.outcome = outcome;
+    if (kept) {
+      record.status = outcome.status;
+      if (this.payloadChars + line.length > maxCallPayloadChars) {
+        record.outcomeDropped = true;
+        if (record.argumentsDropped !== true) this.droppedCallPayloads++;
+      } else {
+        this.payloadChars += line.length;
+        record.outcome = outcome;
+      }
+    }
     record.durationMs = this.now() - startedAt;
     this.send(line);
   }
@@ -416,11 +491,17 @@ class HostSession {
 
   private send(line: string): void {
     if (this.settings.onFrame !== undefined) this.callbacks.run("onFrame", () => this.settings.onFrame?.("host", line));
-    this.unsent += line.length;
+    // A queued frame costs more than its text (the stream's buffer entry, the callback): counting that
+    // too keeps a flood of tiny replies within the budget as well as a few large ones.
+    const cost = line.length + UNREAD_FRAME_OVERHEAD;
+    this.unsent += cost;
     const settled = (error?: unknown) => {
       if (error !== undefined) this.sendError ??= error;
-      this.unsent -= line.length;
-      if (this.unsent <= UNSENT_HIGH_WATER / 2) this.wakeReader();
+      this.unsent -= cost;
+      if (this.unsent <= this.settings.limits.maxUnreadChars / 2) {
+        if (this.waitingToStart.size > 0) this.startWaiting();
+        this.wakeReader();
+      }
     };
     if (this.sendFrame !== undefined) {
       this.sendFrame(line, settled);
@@ -448,6 +529,7 @@ class HostSession {
     }
     this.pending.clear();
     this.deadlines.clear();
+    this.waitingToStart.clear();
   }
 
   private finish(failure: HostFailure | undefined, endOfStream = false): void {
@@ -472,8 +554,10 @@ class HostSession {
       ...(this.hello === undefined ? {} : { hello: this.hello }),
       logs: this.logs.list(),
       droppedLogs: this.logs.dropped,
+      droppedLogBytes: this.logs.droppedBytes,
       calls: this.calls,
       droppedCalls: this.droppedCalls,
+      droppedCallPayloads: this.droppedCallPayloads,
       durationMs: this.now(),
     } satisfies RunReportFields as RunReportFields;
     this.resolve({ report, endOfStream: failure !== undefined && endOfStream });

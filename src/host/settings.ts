@@ -17,8 +17,12 @@ export const DEFAULT_HOST_LIMITS: Readonly<Required<HostLimits>> = Object.freeze
   maxStderrBytes: 64 * 1024,
   maxLogs: 10_000,
   maxLogBytes: 16 * 1024 * 1024,
+  maxLogEntryBytes: 1024 * 1024,
   maxReplyBytes: DEFAULT_MAX_FRAME_BYTES,
   maxCallRecords: 100_000,
+  maxCallPayloadChars: 16 * 1024 * 1024,
+  maxUnreadChars: 16 * 1024 * 1024,
+  maxScatteredIds: 65_536,
   closeGraceMs: 2000,
 });
 
@@ -36,7 +40,7 @@ export interface HostSettings {
 // Limits that may be Infinity (no deadline); the others must be finite.
 const UNBOUNDED_OK = new Set<keyof HostLimits>(["callTimeoutMs", "runTimeoutMs", "helloTimeoutMs", "closeGraceMs"]);
 // Limits that are counts or byte sizes: positive integers.
-const INTEGER = new Set<keyof HostLimits>(["maxFrameBytes", "maxInFlight", "maxStderrBytes", "maxLogs", "maxLogBytes", "maxReplyBytes", "maxCallRecords"]);
+const INTEGER = new Set<keyof HostLimits>(["maxFrameBytes", "maxInFlight", "maxStderrBytes", "maxLogs", "maxLogBytes", "maxLogEntryBytes", "maxReplyBytes", "maxCallRecords", "maxCallPayloadChars", "maxUnreadChars", "maxScatteredIds"]);
 // Node clamps larger delays to 1 ms with a warning; treat anything longer as "no deadline" instead.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 

@@ -55,8 +55,17 @@ export interface HostLimits {
   maxStderrBytes?: number;
   /** Log entries kept in the report, default 10_000: older ones are dropped and counted; `onLog` still sees all. */
   maxLogs?: number;
-  /** Added: total UTF-8 bytes of log content kept in the report, default 16 MiB (the newest entry is always kept). */
+  /**
+   * Added: total UTF-8 bytes of log levels and contents kept in the report, default 16 MiB: older entries
+   * are dropped and counted. `onLog` still sees every entry whole.
+   */
   maxLogBytes?: number;
+  /**
+   * Added: largest log entry (UTF-8 bytes of level plus content) the report keeps whole, default 1 MiB
+   * (at most `maxLogBytes`). A larger entry is kept cut to it, the level to at most 1 KiB, with a
+   * marker (see {@link LogEntry.cutBytes}); `onLog` still sees it whole.
+   */
+  maxLogEntryBytes?: number;
   /**
    * Added: largest reply frame the host sends, in bytes, default 64 MiB (the guest's default frame cap).
    * A handler answer that would exceed it is replaced by a `CapabilityFailed` reply saying so.
@@ -64,6 +73,26 @@ export interface HostLimits {
   maxReplyBytes?: number;
   /** Added: call records kept in the report, default 100_000; later calls are still answered, and counted. */
   maxCallRecords?: number;
+  /**
+   * Added: characters (UTF-16 code units) of request and reply frames whose payloads the report keeps,
+   * default 16 Mi (16 MiB for ASCII). A call whose arguments or outcome would go over it keeps its
+   * name, id, duration and status only (see {@link CallRecord.argumentsDropped}); counted in
+   * `droppedCallPayloads`.
+   */
+  maxCallPayloadChars?: number;
+  /**
+   * Added: characters (UTF-16 code units) of frames the guest may leave unread, default 16 Mi. Above it
+   * the host reads no further requests and starts no further handlers until the guest has read back
+   * down to half of it; a waiting request's deadline still runs.
+   */
+  maxUnreadChars?: number;
+  /**
+   * Added: request ids the host remembers above the lowest id not yet used, default 65_536. The host
+   * checks that ids are unique with a low-water mark (every id up to it was used) plus the ids above
+   * it; a guest that counts up from 1 keeps that set empty. A guest whose ids leave more gaps than this
+   * ends the run with `ProtocolViolation`.
+   */
+  maxScatteredIds?: number;
   /**
    * Added: runHost only: after the result, how long to wait for the guest to end its output before
    * releasing the wire, default 2000 ms (a frame after the result is a `ProtocolViolation`).
@@ -98,15 +127,28 @@ export interface LogEntry {
   content: string;
   /** Milliseconds since the run started. */
   atMs: number;
+  /**
+   * Added, report only: set when the entry was over `maxLogEntryBytes` and was cut to fit: the UTF-8
+   * bytes removed from its level and content. The cut text ends with a ` …[cut N bytes to M]` marker
+   * when there is room for it. `onLog` always gets the entry whole.
+   */
+  cutBytes?: number;
 }
 
 /** One `request` the guest made. */
 export interface CallRecord {
   id: number;
   name: string;
+  /** The request's arguments; `null` when `argumentsDropped` is set. */
   arguments: Json;
-  /** The reply sent; absent when none was (the run ended while the handler ran). */
+  /** The reply sent; absent when none was (the run ended while the handler ran) or `outcomeDropped` is set. */
   outcome?: Outcome;
+  /** Added: the reply's status, set whenever a reply was sent (also when its outcome was not kept). */
+  status?: Outcome["status"];
+  /** Added: the arguments were not kept: they would have gone over `maxCallPayloadChars`. */
+  argumentsDropped?: true;
+  /** Added: the outcome was not kept: it would have gone over `maxCallPayloadChars` (`status` remains). */
+  outcomeDropped?: true;
   /** From the request's arrival to its reply (or to the end of the run when no reply was sent). */
   durationMs: number;
   /** True when the name was outside `allowed`: answered `CapabilityDenied`, no handler ran. */
@@ -142,10 +184,14 @@ export interface RunDetails {
   logs: LogEntry[];
   /** How many log entries the report dropped (all were passed to `onLog`). */
   droppedLogs: number;
+  /** Added: UTF-8 bytes of log levels and contents the report dropped or cut (all were passed to `onLog`). */
+  droppedLogBytes?: number;
   /** The guest's requests in arrival order, at most `maxCallRecords`. */
   calls: CallRecord[];
   /** How many call records were dropped past `maxCallRecords` (those calls were still answered). */
   droppedCalls?: number;
+  /** How many kept call records lost their arguments, their outcome or both to `maxCallPayloadChars`. */
+  droppedCallPayloads?: number;
   /** Milliseconds from the start of the run to its report. */
   durationMs: number;
   /** runGuest only: how the child exited. */

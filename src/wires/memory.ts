@@ -1,12 +1,12 @@
 import { TransportError } from "../errors.js";
-import type { Wire } from "../wire.js";
+import { framesArrived, framesTaken, type CountsFrames, type Wire } from "../wire.js";
 import { FrameQueue } from "./frame-queue.js";
 
 /**
  * One end of an in-memory linked pair. Frames are strings handed over without copying; `receive`
  * returns them in order and `undefined` once the peer has ended its side.
  */
-export class MemoryWire implements Wire {
+export class MemoryWire implements Wire, CountsFrames {
   private peer!: MemoryWire;
   private readonly queue = new FrameQueue();
   private waiting: ((frame: string | undefined) => void) | undefined;
@@ -16,6 +16,18 @@ export class MemoryWire implements Wire {
   private outputEnded = false;
   /** This end stopped reading; the peer's sends now fail, like EPIPE. */
   private readingStopped = false;
+  private arrived = 0;
+  private taken = 0;
+
+  /** Frames that have arrived at this end (see `framesArrived`); not part of the public API. */
+  get [framesArrived](): number {
+    return this.arrived;
+  }
+
+  /** Frames `receive` has returned (see `framesArrived`); not part of the public API. */
+  get [framesTaken](): number {
+    return this.taken;
+  }
 
   /** @internal Use {@link createLinkedPair}. */
   static link(a: MemoryWire, b: MemoryWire): void {
@@ -40,6 +52,7 @@ export class MemoryWire implements Wire {
   receive(): Promise<string | undefined> {
     const frame = this.queue.take();
     if (frame !== undefined) {
+      this.taken++;
       return Promise.resolve(frame);
     }
     if (this.inputEnded || this.readingStopped) return Promise.resolve(undefined);
@@ -65,8 +78,11 @@ export class MemoryWire implements Wire {
   }
 
   private deliver(frame: string): void {
-    if (this.waiting !== undefined) this.wake(frame);
-    else this.queue.push(frame);
+    this.arrived++;
+    if (this.waiting !== undefined) {
+      this.taken++;
+      this.wake(frame);
+    } else this.queue.push(frame);
   }
 
   private endInput(): void {

@@ -5,7 +5,7 @@ import { escapedError, watchEscapes, type WatchesEscapes } from "../escapes.js";
 import { encodeFrame } from "../frames.js";
 import { LineError, LineSplitter } from "../lines.js";
 import { FrameQueue } from "./frame-queue.js";
-import { sendFrame, type SendsFrames, type Wire } from "../wire.js";
+import { framesArrived, framesTaken, sendFrame, type CountsFrames, type SendsFrames, type Wire } from "../wire.js";
 
 /** 64 MiB: the default cap on one frame, in bytes. */
 export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
@@ -22,6 +22,9 @@ export interface StdioOptions {
 
 // Lines decoded but not yet received; past this the input is paused until the reader catches up.
 const QUEUE_HIGH_WATER = 1024;
+// The same in characters: a count alone would let 1024 lines of 64 MiB wait (a reader that stopped
+// taking frames, such as a host waiting for its guest to read replies, must not keep buffering them).
+const QUEUE_HIGH_WATER_CHARS = 16 * 1024 * 1024;
 
 /** Frames longer than this (in UTF-16 code units, 1 Mi) are written in slices of at most this length. */
 const WRITE_SLICE_CHARS = 1024 * 1024;
@@ -35,7 +38,7 @@ function isHighSurrogate(code: number): boolean {
  * `\r\n` on input. Reading starts on the first `receive`. Stream errors are turned into rejected
  * sends and receives, never thrown from a stream callback.
  */
-export class StreamWire implements Wire, SendsFrames {
+export class StreamWire implements Wire, SendsFrames, CountsFrames {
   private readonly splitter: LineSplitter;
   private readonly lines = new FrameQueue();
   private waiting: { resolve(line: string | undefined): void; reject(error: unknown): void } | undefined;
@@ -44,6 +47,10 @@ export class StreamWire implements Wire, SendsFrames {
   private reading = false;
   private closed = false;
   private writeError: TransportError | undefined;
+  private arrived = 0;
+  private taken = 0;
+  /** Characters of the lines in `lines`. */
+  private queuedChars = 0;
   private readonly onData = (chunk: Buffer | string) => this.take(chunk);
   private readonly onEnd = () => this.finishInput();
   private readonly onInputError = (error: Error) =>
@@ -118,10 +125,24 @@ export class StreamWire implements Wire, SendsFrames {
     this.write("\n", written);
   }
 
+  /** Frames that have arrived from the input (see `framesArrived`); not part of the public API. */
+  get [framesArrived](): number {
+    return this.arrived;
+  }
+
+  /** Frames `receive` has returned (see `framesArrived`); not part of the public API. */
+  get [framesTaken](): number {
+    return this.taken;
+  }
+
   receive(): Promise<string | undefined> {
     const line = this.lines.take();
     if (line !== undefined) {
-      if (this.reading && this.input.isPaused() && this.lines.size < QUEUE_HIGH_WATER / 2) this.input.resume();
+      this.queuedChars -= line.length;
+      this.taken++;
+      if (this.reading && this.input.isPaused() && this.lines.size < QUEUE_HIGH_WATER / 2 && this.queuedChars < QUEUE_HIGH_WATER_CHARS / 2) {
+        this.input.resume();
+      }
       return Promise.resolve(line);
     }
     if (this.readError !== undefined) return Promise.reject(this.readError);
@@ -180,15 +201,20 @@ export class StreamWire implements Wire, SendsFrames {
       this.failRead(lineFailure(error));
       return;
     }
-    if (this.lines.size >= QUEUE_HIGH_WATER) this.input.pause();
+    if (this.lines.size >= QUEUE_HIGH_WATER || this.queuedChars >= QUEUE_HIGH_WATER_CHARS) this.input.pause();
   }
 
   private readonly deliver = (line: string): void => {
+    this.arrived++;
     const waiting = this.waiting;
     if (waiting !== undefined) {
+      this.taken++;
       this.waiting = undefined;
       waiting.resolve(line);
-    } else this.lines.push(line);
+    } else {
+      this.lines.push(line);
+      this.queuedChars += line.length;
+    }
   };
 
   private finishInput(): void {

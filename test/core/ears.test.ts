@@ -1,5 +1,7 @@
 // The Ears handle over an in-memory pair: local failures never touch the wire, tool failures are values,
 // and only a broken connection raises TransportError.
+import { PassThrough } from "node:stream";
+import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { Ears } from "../../src/ears.js";
 import { TimeoutError, TransportError } from "../../src/errors.js";
@@ -8,6 +10,8 @@ import { FailureCode, Outcome } from "../../src/outcome.js";
 import { serve } from "../../src/serve.js";
 import type { Wire } from "../../src/wire.js";
 import { createLinkedPair } from "../../src/wires/memory.js";
+import { streamWire } from "../../src/wires/stdio.js";
+import type { Json } from "../../src/json.js";
 import { resultOf, runGuest, startGuest } from "./memory-host.js";
 
 const ok = (content = "ok") => Outcome.success(content);
@@ -210,6 +214,62 @@ describe("Ears.call on the wire", () => {
       brokenLog("the host replied to request id 99, which is unknown or already answered"),
       { type: "result", outcome: Outcome.success("", "handled") },
     ]);
+  });
+
+  it("a reply that arrived before its request was written (right behind the previous reply) is an unknown-reply violation", async () => {
+    const guest = startGuest(async (ears) => {
+      expect((await ears.call("read", 1)).content).toBe("one");
+      const error = await ears.call("read", 2).catch((e: unknown) => e);
+      expect(error).toMatchObject({ kind: "unknown-reply", mayHaveExecuted: true });
+      return "handled";
+    });
+    await guest.invoke(["read"]);
+    const first = await guest.expect("request");
+    // The host "answers" id 2 before the guest wrote request 2: both replies reach the guest together.
+    void guest.reply(first.id, ok("one"));
+    void guest.reply(first.id + 1, ok("guessed"));
+    const rest = await guest.rest();
+    expect(rest[0]).toMatchObject({ type: "request", id: 2 });
+    expect(rest[1]).toEqual(brokenLog("the host replied to request id 2 before that request was written (a reply must follow its request)"));
+    expect(resultOf(rest)).toEqual(Outcome.success("", "handled"));
+  });
+
+  it("over a stream: a reply in the same chunk as the previous one, ahead of its request, is refused", async () => {
+    const toGuest = new PassThrough();
+    const fromGuest = new PassThrough();
+    const served = serve({
+      wire: streamWire({ input: toGuest, output: fromGuest }),
+      run: async (ears) => {
+        await ears.call("read", 1);
+        return (await ears.call("read", 2).catch((e: unknown) => e)) as Json;
+      },
+    });
+    const lines = createInterface({ input: fromGuest })[Symbol.asyncIterator]();
+    const next = async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+    expect(await next()).toMatchObject({ type: "hello" });
+    toGuest.write(`${encodeFrame({ type: "invoke", protocol: 1, allowed: ["read"], input: null })}\n`);
+    expect(await next()).toMatchObject({ type: "request", id: 1 });
+    toGuest.write(`${encodeFrame({ type: "reply", id: 1, outcome: ok() })}\n${encodeFrame({ type: "reply", id: 2, outcome: ok("guessed") })}\n`);
+    expect(await next()).toMatchObject({ type: "request", id: 2 });
+    expect(await next()).toMatchObject({ type: "log", level: "error", content: expect.stringContaining("replied to request id 2 before that request was written") });
+    toGuest.end();
+    await served;
+  });
+
+  it("a reply that arrives after its request was written is taken, however quickly the host answers", async () => {
+    // The same race without the guess: each reply follows its request, even in the same turn.
+    const guest = startGuest(async (ears) => {
+      const answers = [];
+      for (let i = 1; i <= 20; i++) answers.push((await ears.call("read", i)).content);
+      return answers;
+    });
+    await guest.invoke(["read"]);
+    for (let i = 1; i <= 20; i++) {
+      const request = await guest.expect("request");
+      void guest.reply(request.id, ok(`answer ${i}`));
+    }
+    const rest = await guest.rest();
+    expect(resultOf(rest)).toEqual(Outcome.success("", Array.from({ length: 20 }, (_, i) => `answer ${i + 1}`)));
   });
 
   it("a second reply to an answered id rejects the waiting call as unknown-reply", async () => {

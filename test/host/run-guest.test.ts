@@ -318,7 +318,9 @@ describe("runGuest with a guest that does not read its replies", () => {
     // About 16 replies fill the budget; without back-pressure all 200 would run and queue 200 MiB.
     expect(ran).toBeGreaterThanOrEqual(16);
     expect(ran).toBeLessThan(40);
-    expect(report.calls).toHaveLength(ran);
+    // Every handler that ran was answered; a request read after the budget filled waits unstarted.
+    expect(report.calls.filter((call) => call.status !== undefined)).toHaveLength(ran);
+    expect(report.calls.length - ran).toBeLessThanOrEqual(1);
     expectGone(report);
   });
 });

@@ -216,10 +216,11 @@ describe("runHost answering a serve() guest", () => {
     );
     expect(report.outcome?.structured).toBe(51);
     expect(live).toHaveLength(51);
-    // At most 330 bytes of content: the 300-byte entry plus the four newest 7-byte ones.
+    // At most 330 bytes of level and content: the 304-byte warn entry plus the two newest 12-byte ones.
     expect(report.logs.at(-1)).toMatchObject({ level: "warn", content: "x".repeat(300) });
-    expect(report.logs.map((l) => l.content).slice(0, -1)).toEqual(["line 46", "line 47", "line 48", "line 49"]);
-    expect(report.droppedLogs).toBe(46);
+    expect(report.logs.map((l) => l.content).slice(0, -1)).toEqual(["line 48", "line 49"]);
+    expect(report.droppedLogs).toBe(48);
+    expect(report.droppedLogBytes).toBe(10 * 11 + 38 * 12); // "debug" + "line 0".."line 47"
     expect(report.logs.every((entry, i) => i === 0 || entry.atMs >= report.logs[i - 1]!.atMs)).toBe(true);
   });
 

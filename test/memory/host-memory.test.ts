@@ -1,0 +1,98 @@
+/**
+ * Host memory is bounded by configuration, never by the guest (issue 8). Each scenario runs a child
+ * host (fixtures/hostile/memory-host.mjs) with the default limits against an attacking guest
+ * (fixtures/hostile/memory-guest.mjs), and checks the host's peak RSS against 512 MiB and that the run
+ * ended as it should. Slow (gigabytes through pipes): `npm run test:memory`, not part of `npm test`.
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+if (!existsSync(`${root}dist/host/index.js`)) throw new Error("run `npm run build:fast` before these tests");
+
+const LIMIT_KIB = 512 * 1024;
+const MiB = 1024 * 1024;
+
+interface Measured {
+  maxRssKiB: number;
+  ok: boolean;
+  outcome?: { status: string; content: string };
+  failure?: { code: string; message: string };
+  calls: number;
+  keptCallChars: number;
+  logs: { level: number; content: number; cutBytes?: number }[];
+  droppedLogs: number;
+  droppedLogBytes?: number;
+  droppedCalls?: number;
+  droppedCallPayloads?: number;
+}
+
+/** Runs one scenario in a child host and returns what it measured. */
+async function hostScenario(scenario: string): Promise<Measured> {
+  const { stdout } = await promisify(execFile)(process.execPath, [`${root}fixtures/hostile/memory-host.mjs`, scenario], {
+    cwd: root,
+    maxBuffer: 16 * MiB,
+  });
+  const measured = JSON.parse(stdout) as Measured;
+  console.log(`${scenario}: host peak RSS ${(measured.maxRssKiB / 1024).toFixed(0)} MiB`);
+  return measured;
+}
+
+describe("host peak RSS under 512 MiB with the default limits", () => {
+  it("300 sequential calls answered with 16 MiB each: the report keeps the payloads up to its budget", async () => {
+    const run = await hostScenario("sequential-reads");
+    expect(run.outcome).toEqual({ status: "success", content: "read 300" });
+    expect(run.calls).toBe(300);
+    expect(run.droppedCallPayloads).toBe(300); // each 16 MiB answer alone is over maxCallPayloadChars
+    expect(run.keptCallChars).toBeLessThan(16 * MiB);
+    expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
+  });
+
+  it("200 requests for 16 MiB answers that the guest leaves unread: no handler starts while too much is unread", async () => {
+    const run = await hostScenario("unread-replies");
+    // The guest reads again after 3 s and checks that every reply came.
+    expect(run.outcome).toEqual({ status: "success", content: "read 200 replies" });
+    expect(run.calls).toBe(200);
+    expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
+  });
+
+  it("30 requests with 60 MiB arguments to a denied name: the arguments are not kept", async () => {
+    const run = await hostScenario("denied-arguments");
+    expect(run.outcome).toEqual({ status: "success", content: "sent 30" });
+    expect(run.calls).toBe(30);
+    expect(run.droppedCallPayloads).toBe(30);
+    expect(run.keptCallChars).toBeLessThan(16 * MiB);
+    expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
+  });
+
+  it("20 log frames of 64 MiB: each kept entry is cut to maxLogEntryBytes with a marker, within maxLogBytes", async () => {
+    const run = await hostScenario("huge-logs");
+    expect(run.outcome).toEqual({ status: "success", content: "logged 20" });
+    expect(run.logs.length + run.droppedLogs).toBe(20);
+    expect(run.logs.every((log) => log.level + log.content <= MiB && log.cutBytes! > 62 * MiB)).toBe(true);
+    expect(run.logs.reduce((sum, log) => sum + log.level + log.content, 0)).toBeLessThanOrEqual(16 * MiB);
+    expect(run.droppedLogBytes).toBeGreaterThan(20 * 62 * MiB);
+    expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
+  });
+
+  it("10 logs with a 60 MiB level: the level counts against maxLogBytes and is cut", async () => {
+    const run = await hostScenario("huge-levels");
+    expect(run.outcome).toEqual({ status: "success", content: "logged 10" });
+    // Each entry alone is over maxLogBytes: all ten are kept, each cut (its level to 1 KiB).
+    expect(run.logs).toHaveLength(10);
+    expect(run.logs.every((log) => log.level <= 1024 && log.content === 4 && log.cutBytes! >= 60 * MiB - 1024)).toBe(true);
+    expect(run.droppedLogBytes).toBeGreaterThanOrEqual(10 * (60 * MiB - 1024));
+    expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
+  });
+
+  it("3 million small requests: ids of answered calls are not kept, records stop at maxCallRecords", async () => {
+    const run = await hostScenario("many-requests");
+    expect(run.outcome).toEqual({ status: "success", content: "sent 3M" });
+    expect(run.calls).toBe(100_000);
+    expect(run.droppedCalls).toBe(2_900_000);
+    expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
+  });
+});

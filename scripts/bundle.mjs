@@ -2,8 +2,9 @@
 // (measured here: importing the package took 14-19 ms as separate modules, 5-8 ms bundled). Every entry
 // point is bundled in one pass with code splitting, so shared code (the codec, Outcome, TransportError)
 // lives in one chunk and `instanceof` works across entries. The .d.ts files tsc wrote stay as they are.
-import { readdirSync, rmSync, renameSync, mkdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readdirSync, rmSync, renameSync, mkdirSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { rolldown } from "rolldown";
 
 const dist = new URL("../dist/", import.meta.url).pathname;
@@ -48,3 +49,39 @@ for (const file of readdirSync(staging, { recursive: true, encoding: "utf8", wit
   renameSync(join(staging, file), target);
 }
 rmSync(staging, { recursive: true, force: true });
+
+// The CLI is a program, not an API: its declarations are not published (nothing public refers to them).
+for (const file of readdirSync(join(dist, "cli"), { encoding: "utf8" })) {
+  if (file.endsWith(".d.ts")) rmSync(join(dist, "cli", file));
+}
+
+// fast-check and zod are optional peer dependencies: the entries that need one load it through a small
+// front module, so a missing peer is reported as what to install, not as Node's resolution error. The
+// front imports the bundled entry dynamically (a static re-export would be linked, and fail, before any
+// check could run) and re-exports its names, read here from the entry itself.
+const peerEntries = [
+  { file: "testing/index.js", entry: "@posoco/ears/testing", peer: "fast-check", install: "npm install --save-dev fast-check" },
+  { file: "schemas.js", entry: "@posoco/ears/schemas", peer: "zod", install: "npm install zod" },
+];
+for (const { file, entry, peer, install } of peerEntries) {
+  const front = join(dist, file);
+  const body = join(dirname(front), `${basename(file, ".js")}.main.js`);
+  renameSync(front, body);
+  const names = Object.keys(await import(pathToFileURL(body).href));
+  if (names.includes("default")) throw new Error(`${file}: a default export cannot be re-exported by name`);
+  writeFileSync(
+    front,
+    `// ${entry} needs ${peer}, an optional peer dependency: say what to install when it is missing.
+let entry;
+try {
+  entry = await import("./${basename(body)}");
+} catch (error) {
+  if (error?.code === "ERR_MODULE_NOT_FOUND" && String(error.message).includes("'${peer}'")) {
+    throw new Error("${entry} needs ${peer}, an optional peer dependency that is not installed: ${install}", { cause: error });
+  }
+  throw error;
+}
+export const { ${names.join(", ")} } = entry;
+`,
+  );
+}

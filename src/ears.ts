@@ -1,3 +1,4 @@
+import { check, replyMismatch, specOf, type ArgumentsOf, type CallResult, type JsonArgumentRest, type NamesWithArguments, type NamesWithoutArguments, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1, type TypedSuccess } from "./contract.js";
 import { describeError, TimeoutError, TransportError } from "./errors.js";
 import { decodeFrame, encodeFrame, FrameError } from "./frames.js";
 import { jsonProblem, type Json } from "./json.js";
@@ -25,7 +26,11 @@ class PendingCall {
   /** Stops the call's timer and abort watch; set only for a call that has either. */
   cleanup: (() => void) | undefined;
 
-  constructor(readonly name: string) {
+  constructor(
+    readonly name: string,
+    /** The contract's `structured` schema: a success is checked against it before the program sees it. */
+    readonly structured: StandardSchemaV1 | undefined,
+  ) {
     this.promise = new Promise<Outcome>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -51,9 +56,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * The guest's handle on the host, made by `serve` from the `invoke` frame. Calls outside the host's
  * allowlist are refused locally; tool failures are {@link Outcome} values; only a broken connection
- * raises {@link TransportError}.
+ * raises {@link TransportError}. With a contract (`serve({ capabilities })`), `Specs` types each call's
+ * name, arguments and result.
  */
-export class Ears {
+export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   /** The capability names the host allows, in the host's order. */
   readonly allowed: readonly string[];
   private readonly allowedSet: ReadonlySet<string>;
@@ -70,9 +76,16 @@ export class Ears {
     if (error !== undefined) this.disconnect(writeFailure(error));
   };
 
-  constructor(
+  /** @internal Made by `serve` from the invoke frame. */
+  static open<Specs extends CapabilitySpecs>(wire: Wire, allowed: readonly string[], contract?: Contract): Ears<Specs> {
+    return new Ears<Specs>(wire, allowed, contract);
+  }
+
+  // Private: only `serve` makes a handle (through `open`); the published types show no way to build one.
+  private constructor(
     private readonly wire: Wire,
     allowed: readonly string[],
+    private readonly contract?: Contract,
   ) {
     this.allowed = Object.freeze([...allowed]);
     this.allowedSet = new Set(allowed);
@@ -86,8 +99,18 @@ export class Ears {
    * allowed), `ScopeClosed` (handle closed or run over), `InvalidArguments` (JSON would alter `args`);
    * those touch nothing on the wire. Rejects with {@link TransportError} when the connection broke, with
    * the signal's reason on abort, and with {@link TimeoutError} after `timeoutMs`.
+   *
+   * With a contract, a name the contract does not declare is refused (`CapabilityDenied`), arguments the
+   * contract's schema rejects are refused (`InvalidArguments`), both before anything is sent, and a
+   * success whose `structured` the contract's schema rejects resolves as an `InvalidReply` failure.
    */
-  call(name: string, args?: unknown, options: CallOptions = {}): Promise<Outcome> {
+  call<Name extends NamesWithArguments<Specs>>(name: Name, args: ArgumentsOf<Specs[Name]>, options?: CallOptions): Promise<CallResult<Specs[Name]>>;
+  call<Name extends NamesWithoutArguments<Specs>, Args = undefined>(
+    name: Name,
+    args?: Args,
+    ...rest: NoInfer<JsonArgumentRest<Args, CallOptions>>
+  ): Promise<CallResult<Specs[Name]>>;
+  call(name: string, args?: unknown, options: CallOptions = {}): Promise<Outcome | TypedSuccess<unknown>> {
     if (this.closed) {
       return Promise.resolve(
         Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`),
@@ -112,6 +135,41 @@ export class Ears {
         ),
       );
     }
+    if (this.contract === undefined) return this.send(name, value as Json, options, undefined);
+    const spec = specOf(this.contract, name);
+    if (spec === undefined) {
+      return Promise.resolve(
+        Outcome.failure(
+          FailureCode.CapabilityDenied,
+          `capability ${JSON.stringify(name)} is not declared in the guest's capability contract; nothing was sent`,
+        ),
+      );
+    }
+    if (spec.arguments === undefined) return this.send(name, value as Json, options, spec.structured);
+    const sendChecked = (checked: Checked): Promise<Outcome | TypedSuccess<unknown>> =>
+      checked.ok
+        ? this.send(name, value as Json, options, spec.structured)
+        : Promise.resolve(
+            Outcome.failure(
+              FailureCode.InvalidArguments,
+              `arguments for "${name}" do not match the contract: ${checked.problem}; nothing was sent`,
+            ),
+          );
+    try {
+      const checked = check(spec.arguments, args);
+      return checked instanceof Promise ? handled(checked.then(sendChecked)) : sendChecked(checked);
+    } catch (error) {
+      // A schema whose validate throws is the program's own bug: it surfaces as the call's rejection.
+      return handled(Promise.reject(error));
+    }
+  }
+
+  /** Sends a checked request; the wire's arguments are the program's own value, never the schema's output. */
+  private send(name: string, value: Json, options: CallOptions, structured: StandardSchemaV1 | undefined): Promise<Outcome | TypedSuccess<unknown>> {
+    if (this.closed) {
+      // Only reachable after an asynchronous schema check: the handle closed while it ran.
+      return Promise.resolve(Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`));
+    }
     const { signal, timeoutMs } = options;
     if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0)) {
       return handled(Promise.reject(new RangeError(`timeoutMs must be a positive number, got ${String(timeoutMs)}`)));
@@ -125,8 +183,8 @@ export class Ears {
       );
     }
     const id = this.nextId++;
-    const line = encodeFrame({ type: "request", id, name, arguments: value as Json });
-    const call = new PendingCall(name);
+    const line = encodeFrame({ type: "request", id, name, arguments: value });
+    const call = new PendingCall(name, structured);
     if (signal !== undefined || timeoutMs !== undefined) this.watch(id, call, signal, timeoutMs);
     this.pending.set(id, call);
     if (this.sendFrame !== undefined) this.sendFrame(line, this.onSendFailed);
@@ -235,7 +293,8 @@ export class Ears {
         return;
       }
       this.pending.delete(frame.id);
-      call.settle(frame.outcome);
+      if (call.structured === undefined || frame.outcome.status !== "success") call.settle(frame.outcome);
+      else settleChecked(call, call.structured, frame.outcome);
     }
   }
 
@@ -259,6 +318,24 @@ export class Ears {
       const line = encodeFrame({ type: "log", level: "error", content: `ears: the session with the host is broken: ${error.message}` });
       this.wire.send(line).catch(noop);
     }
+  }
+}
+
+/** Hands the program a success only once its `structured` has passed the contract's schema. */
+function settleChecked(call: PendingCall, schema: StandardSchemaV1, outcome: Outcome): void {
+  const settle = (checked: Checked) =>
+    call.settle(
+      checked.ok
+        ? // The schema's output (what the program's types promise); it is not sent anywhere.
+          Outcome.success(outcome.content, checked.value as Json)
+        : replyMismatch(call.name, checked.problem),
+    );
+  try {
+    const checked = check(schema, outcome.structured);
+    if (checked instanceof Promise) checked.then(settle, (error: unknown) => call.settle(replyMismatch(call.name, `the schema threw: ${describeError(error)}`)));
+    else settle(checked);
+  } catch (error) {
+    call.settle(replyMismatch(call.name, `the schema threw: ${describeError(error)}`));
   }
 }
 

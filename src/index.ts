@@ -2,7 +2,7 @@
  * @posoco/ears: the guest runtime. A guest calls `serve` once; through the `Ears` handle it calls host
  * capabilities by name, logs diagnostics, and returns exactly one result.
  */
-export { serve, type GuestProgram, type ServeOptions, type ServeReport } from "./serve.js";
+export { serve, type GuestProgram, type ServeOptions, type ServeReport, type ReturnCheck } from "./serve.js";
 export { Ears, type CallOptions, type LogLevel } from "./ears.js";
 export { Outcome, FailureCode, type Success, type Failure } from "./outcome.js";
 export { TransportError, TimeoutError, type TransportErrorKind, type TransportErrorOptions } from "./errors.js";
@@ -27,3 +27,27 @@ export {
   type ReplyFrame,
 } from "./frames.js";
 export { LineSplitter, LineError, type LineErrorKind } from "./lines.js";
+export {
+  defineCapabilities,
+  type Contract,
+  type CapabilitySpec,
+  type CapabilitySpecs,
+  type CapabilityDescription,
+  type LooseSpecs,
+  type ArgumentsOf,
+  type NamesWithArguments,
+  type NamesWithoutArguments,
+  type JsonArgumentRest,
+  type JsonSafe,
+  type NotJson,
+  type CallResult,
+  type TypedSuccess,
+  type Handler,
+  type Handlers,
+  type StandardSchemaV1,
+  type StandardSchemaProps,
+  type StandardResult,
+  type StandardIssue,
+  type InferInput,
+  type InferOutput,
+} from "./contract.js";

@@ -28,6 +28,10 @@ export const FailureCode = {
   InvalidArguments: "InvalidArguments",
   /** The guest program threw, or returned a value JSON cannot carry unchanged. */
   GuestFailed: "GuestFailed",
+  /** The host's input does not match the program's `input` schema; the program did not run. */
+  InvalidInput: "InvalidInput",
+  /** The host's success does not match the contract's `structured` schema; the request did execute. */
+  InvalidReply: "InvalidReply",
 } as const;
 
 // Outcomes made by these helpers (or parsed from the wire) are recognised when a program returns one.
@@ -64,7 +68,11 @@ function failure(code: string, content = "", structured?: Json): Failure {
   );
 }
 
-function isError(outcome: Outcome): outcome is Failure {
+// The plain signature first, so an `Outcome` (or an untyped value) resolves exactly as before; the
+// generic one narrows a typed call's `TypedSuccess<T> | Failure` to each side.
+function isError(outcome: Outcome): outcome is Failure;
+function isError<O extends { readonly status: "success" | "failure" }>(outcome: O): outcome is Extract<O, { readonly status: "failure" }>;
+function isError(outcome: { readonly status: string }): boolean {
   return outcome.status === "failure";
 }
 

@@ -1,3 +1,4 @@
+import { check, isContract, type CapabilitySpecs, type Checked, type Contract, type JsonSafe, type LooseSpecs, type StandardSchemaV1 } from "./contract.js";
 import { Ears } from "./ears.js";
 import { describeError, TransportError } from "./errors.js";
 import { watchEscapes, type WatchesEscapes } from "./escapes.js";
@@ -8,18 +9,36 @@ import { SDK } from "./version.js";
 import type { Wire } from "./wire.js";
 
 /** What a guest program is: called once with the handle and the invoke's input. */
-export type GuestProgram = (ears: Ears, input: Json) => unknown;
+export type GuestProgram<Specs extends CapabilitySpecs = LooseSpecs, Input = Json> = (ears: Ears<Specs>, input: Input) => unknown;
+
+/**
+ * Makes `serve` a compile error when the program's return type holds a function, symbol, bigint, `Map`,
+ * `Set`, `Date`, ... (which the runtime would refuse with `GuestFailed`). `unknown` and `any` pass.
+ */
+export type ReturnCheck<R> = [Awaited<R>] extends [JsonSafe<Awaited<R>>]
+  ? unknown
+  : { run: (...args: never[]) => JsonSafe<Awaited<R>> | Promise<JsonSafe<Awaited<R>>> };
 
 /** Options for {@link serve}. */
-export interface ServeOptions {
+export interface ServeOptions<Specs extends CapabilitySpecs = LooseSpecs, Input = Json, Result = unknown> {
   /** The transport: `stdio()` for a real guest, one end of `createLinkedPair()` in tests. */
   wire: Wire;
+  /**
+   * The capability contract (from `defineCapabilities`): types `ears.call`, and checks each call's
+   * arguments before sending and each success's `structured` before the program sees it.
+   */
+  capabilities?: Contract<Specs>;
+  /**
+   * A Standard Schema for the invoke's input: the program gets the schema's output, and input that does
+   * not match ends the session with an `InvalidInput` failure result; the program does not run.
+   */
+  input?: StandardSchemaV1<unknown, Input>;
   /**
    * The program. Its return value becomes the result: `undefined` is a success with no `structured`, an
    * {@link Outcome} (from the helpers or from `ears.call`) is sent as it is, and any other value is a
    * success whose `structured` is that value. A throw becomes a `GuestFailed` failure.
    */
-  run: GuestProgram;
+  run: (ears: Ears<Specs>, input: Input) => Result;
 }
 
 /** How a session ended. */
@@ -37,12 +56,20 @@ export type ServeReport =
  * host or the program does, and never calls `process.exit`. On the stdio wire a broken or refused
  * session writes one `ears: …` line to stderr and sets `process.exitCode = 1`.
  */
-export async function serve(options: ServeOptions): Promise<ServeReport> {
-  const { wire, run } = options ?? ({} as ServeOptions);
+export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = Json, Result = unknown>(
+  options: ServeOptions<Specs, Input, Result> & NoInfer<ReturnCheck<Result>>,
+): Promise<ServeReport> {
+  const { wire, run, capabilities: contract, input: inputSchema } = options ?? ({} as ServeOptions<Specs, Input, Result>);
   if (typeof wire?.send !== "function" || typeof wire.receive !== "function") {
     throw new TypeError("serve: options.wire must be a Wire (an object with send and receive), e.g. stdio()");
   }
   if (typeof run !== "function") throw new TypeError("serve: options.run must be a function (ears, input) => result");
+  if (contract !== undefined && !isContract(contract)) {
+    throw new TypeError("serve: options.capabilities must be a contract made by defineCapabilities");
+  }
+  if (inputSchema !== undefined && typeof inputSchema?.["~standard"]?.validate !== "function") {
+    throw new TypeError("serve: options.input must be a Standard Schema (an object with ~standard.validate), e.g. a zod 4 schema");
+  }
 
   const end = async (report: Exclude<ServeReport, { status: "completed" }>): Promise<ServeReport> => {
     await closeWire(wire, report.error);
@@ -97,10 +124,12 @@ export async function serve(options: ServeOptions): Promise<ServeReport> {
     });
   }
 
-  const ears = new Ears(wire, invoke.allowed);
+  const ears = Ears.open<Specs>(wire, invoke.allowed, contract as Contract | undefined);
   let outcome: Outcome;
   try {
-    const running = Promise.resolve().then(() => run(ears, invoke.input));
+    const running = Promise.resolve().then(() => checkedInput(inputSchema, invoke.input)).then((checked) =>
+      checked.ok ? run(ears, checked.value as Input) : Outcome.failure(FailureCode.InvalidInput, `the host's input does not match the program's input schema: ${checked.problem}; the program did not run`),
+    );
     const escapes = (wire as Partial<WatchesEscapes>)[watchEscapes]?.call(wire);
     outcome = resultOf(await (escapes === undefined ? running : Promise.race([running, escapes])));
   } catch (error) {
@@ -121,6 +150,10 @@ export async function serve(options: ServeOptions): Promise<ServeReport> {
   }
   await closeWire(wire, undefined);
   return { status: "completed", outcome };
+}
+
+function checkedInput(schema: StandardSchemaV1 | undefined, input: Json): Checked | Promise<Checked> {
+  return schema === undefined ? { ok: true, value: input } : check(schema, input);
 }
 
 /** Turns the program's return value into the result outcome, refusing what JSON would alter. */

@@ -17,10 +17,11 @@ export interface Wire {
 }
 
 /**
- * @internal Implemented by the package's own stream wires: sends one frame like `send`, but reports to
- * `done` instead of making a promise (`done()` once written, `done(error)` when it cannot be). The
- * per-call paths of the guest and the host use it when a wire has it: a promise and its handlers per
- * frame were a measurable part of a call's cost. `done` is never called during the call itself.
+ * Not part of the public API (no entry point exports it). Implemented by the package's own stream
+ * wires: sends one frame like `send`, but reports to `done` instead of making a promise (`done()` once
+ * written, `done(error)` when it cannot be). The per-call paths of the guest and the host use it when
+ * a wire has it: a promise and its handlers per frame were a measurable part of a call's cost. `done`
+ * is never called during the call itself.
  */
 export const sendFrame = Symbol("ears.sendFrame");
 

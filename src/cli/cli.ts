@@ -29,20 +29,22 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return ExitStatus.Success;
       case "--version":
       case "-V":
+      case "-v":
         io.stdout.write(`${VERSION}\n`);
         return ExitStatus.Success;
       case undefined:
-        throw new UsageError("ears: no command; use ears run or ears replay (see ears --help)");
+        throw new UsageError("no command; use ears run or ears replay (see ears --help)");
       default:
         throw new UsageError(
           first.startsWith("-")
-            ? `ears: unknown option ${first}; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)`
-            : `ears: unknown command ${JSON.stringify(first)}; the commands are run and replay (see ears --help)`,
+            ? `unknown option ${first}; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)`
+            : `unknown command ${JSON.stringify(first)}; the commands are run and replay (see ears --help)`,
         );
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr.write(`${error.message.startsWith("ears") ? "" : "ears: "}${error.message}\n`);
+      // One prefix for every message the CLI prints.
+      io.stderr.write(`ears: ${error.message}\n`);
       return ExitStatus.Usage;
     }
     io.stderr.write(`ears: internal error: ${error instanceof Error && error.stack ? error.stack : describeError(error)}\n`);

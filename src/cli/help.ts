@@ -17,7 +17,7 @@ Usage:
   ears replay <transcript.ndjson> [options] -- <command> [args...]
       Replay a recorded session against a guest and report the first divergence.
   ears --help, ears <command> --help
-  ears --version
+  ears --version          (also -v, -V)
 
 A guest is a program that calls serve() from @posoco/ears. The host sends it an input and the names
 of the capabilities it may call, answers its calls, streams its logs to stderr, and prints its result.

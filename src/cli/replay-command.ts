@@ -5,7 +5,7 @@ import { recordingOf, replay, RecordingError, type Recording } from "../testing/
 import { readTranscript, TranscriptError } from "../testing/transcript.js";
 import { REPLAY_HELP } from "./help.js";
 import { ExitStatus, guestStderrPrinter, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
-import { finishRecording, guestCommand, limitsOf, printSandboxNote, sandboxOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
+import { finishRecording, guestCommand, inFlagTerms, limitsOf, printSandboxNote, sandboxOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
 import { parseCommandLine, UsageError } from "./usage.js";
 
 /** Runs `ears replay` with `argv` (the words after "replay"); resolves with the exit status. Throws {@link UsageError}. */
@@ -17,7 +17,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   }
   const [transcript, ...extra] = positionals;
   if (transcript === undefined) {
-    throw new UsageError("ears replay: no transcript; e.g. ears replay run.ndjson -- node guest.mjs (see ears replay --help)");
+    throw new UsageError("no transcript; e.g. ears replay run.ndjson -- node guest.mjs (see ears replay --help)");
   }
   const guest = guestCommand("replay", extra, command);
   const limits = limitsOf(values);
@@ -43,7 +43,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   }
   printSandboxNote(report, io, values.quiet ?? false);
   // The replay's own stop shows up as an Aborted failure; that is the divergence, already reported.
-  printNotes(replayed.stopped ? { ...report, failure: undefined } : report, io.stderr, values.quiet ?? false);
+  printNotes(replayed.stopped ? { ...report, failure: undefined } : inFlagTerms(report), io.stderr, values.quiet ?? false);
   if (!recorded) return ExitStatus.SessionError;
   if (replayed.ok) return ExitStatus.Success;
   return report.failure !== undefined && !replayed.stopped ? ExitStatus.SessionError : ExitStatus.GuestFailure;

@@ -1,6 +1,7 @@
 /** How `ears` shows a run: live logs, the result, notes and errors, and the exit status. */
 import type { Writable } from "node:stream";
 import type { LogEntry, RunReport } from "../host/index.js";
+import type { RunReportFields } from "../host/types.js";
 import type { Outcome } from "../outcome.js";
 
 /** Exit statuses of `ears`. */
@@ -58,7 +59,7 @@ export function exitStatusOf(report: RunReport): number {
  * quiet). Unless quiet, the guest's stderr was streamed live ({@link guestStderrPrinter}), so it is
  * not repeated; when quiet, its tail is printed after a session failure only.
  */
-export function printNotes(report: RunReport, stderr: Writable, quiet: boolean): void {
+export function printNotes(report: RunReportFields, stderr: Writable, quiet: boolean): void {
   if (report.failure !== undefined) {
     stderr.write(`ears: the session failed: ${report.failure.code}: ${report.failure.message}\n`);
   } else if (report.outcome?.status === "failure" && !quiet) {

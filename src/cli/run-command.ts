@@ -80,7 +80,7 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   if (values.json) io.stdout.write(`${JSON.stringify(report)}\n`);
   else if (report.outcome !== undefined) printOutcome(report.outcome, io.stdout);
   printSandboxNote(report, io, values.quiet ?? false);
-  printNotes(report, io.stderr, values.quiet ?? false);
+  printNotes(inFlagTerms(report), io.stderr, values.quiet ?? false);
   return recorded ? exitStatusOf(report) : ExitStatus.SessionError;
 }
 
@@ -122,15 +122,24 @@ export function printSandboxNote(report: RunReport, io: CliIo, quiet: boolean): 
   io.stderr.write(`ears: the guest ran without a sandbox: ${report.sandboxFallback} (--sandbox requires one, --no-sandbox silences this note)\n`);
 }
 
+/**
+ * The report as the CLI's notes show it: a failure message that names a host limit names the flag that
+ * set it (`--timeout`, not `limits.runTimeoutMs`). The `--json` report stays as the host wrote it.
+ */
+export function inFlagTerms<Report extends { failure?: { code: string; message: string } }>(report: Report): Report {
+  if (report.failure === undefined || !report.failure.message.includes("(limits.runTimeoutMs)")) return report;
+  return { ...report, failure: { ...report.failure, message: report.failure.message.replace("(limits.runTimeoutMs)", "(--timeout)") } };
+}
+
 /** The guest command after `--`, or a usage error that shows how to give it. */
 export function guestCommand(name: string, positionals: readonly string[], command: readonly string[]): string[] {
   if (positionals.length > 0) {
     throw new UsageError(
-      `ears ${name}: unexpected ${JSON.stringify(positionals[0])} before --; write the guest command after --, e.g. ears ${name} -- node guest.mjs`,
+      `unexpected ${JSON.stringify(positionals[0])} before --; write the guest command after --, e.g. ears ${name} -- node guest.mjs`,
     );
   }
   if (command.length === 0 || command[0] === "") {
-    throw new UsageError(`ears ${name}: no guest command; write it after --, e.g. ears ${name} -- node guest.mjs (see ears ${name} --help)`);
+    throw new UsageError(`no guest command; write it after --, e.g. ears ${name} -- node guest.mjs (see ears ${name} --help)`);
   }
   return [...command];
 }

@@ -52,19 +52,46 @@ export function parseCommandLine<const Spec extends OptionSpec>(
   };
 }
 
+/** An example value for each option that takes one, for the message about a missing value. */
+const VALUE_EXAMPLES: Record<string, string> = {
+  allow: "read,list",
+  input: `'{"path":"README.md"}'`,
+  capabilities: "./caps.mjs",
+  root: ".",
+  record: "run.ndjson",
+  timeout: "30",
+  "call-timeout": "10",
+};
+
+// Messages carry no prefix: main() prints every usage error as "ears: <message>".
 function explainParseError(command: string, error: unknown, options: OptionSpec, argv: readonly string[]): string {
   const code = (error as { code?: string }).code;
+  const message = (error as Error).message ?? "";
   const help = `see ears ${command} --help`;
   if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-    const given = /'([^']+)'/.exec((error as Error).message)?.[1] ?? argv.find((a) => a.startsWith("-")) ?? "";
+    const given = /'([^']+)'/.exec(message)?.[1] ?? argv.find((a) => a.startsWith("-")) ?? "";
     const name = given.replace(/^-+/, "").split("=")[0]!;
     const hint = closest(name, Object.keys(options));
-    return `ears ${command}: unknown option ${given}${hint === undefined ? "" : ` (did you mean --${hint}?)`}; ${help}`;
+    return `unknown option ${given}${hint === undefined ? "" : ` (did you mean --${hint}?)`}; ${help}`;
   }
   if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
-    return `ears ${command}: ${(error as Error).message.replace(/\.$/, "")}; ${help}`;
+    // parseArgs words these "Option '--allow <value>' argument missing" and "... argument is ambiguous".
+    const flag = /'(-{1,2}[\w-]+)/.exec(message)?.[1];
+    const name = flag?.replace(/^-+/, "");
+    if (flag !== undefined && name !== undefined && options[name]?.type === "string") {
+      const example = VALUE_EXAMPLES[name] === undefined ? "" : `, e.g. ${flag} ${VALUE_EXAMPLES[name]}`;
+      const next = argv[argv.indexOf(flag) + 1];
+      if (/ambiguous/.test(message) && next !== undefined) {
+        return `${flag} needs a value${example}, but it is followed by the option ${next}; write ${flag}=VALUE for a value that starts with a dash; ${help}`;
+      }
+      return `${flag} needs a value${example}; ${help}`;
+    }
+    if (flag !== undefined && name !== undefined && options[name]?.type === "boolean") {
+      return `${flag} is a switch and takes no value; ${help}`;
+    }
+    return `${message.split("\n")[0]!.replace(/\.$/, "")}; ${help}`;
   }
-  return `ears ${command}: ${describeError(error)}; ${help}`;
+  return `${describeError(error)}; ${help}`;
 }
 
 /** The known name nearest to `name` by edit distance, when it is near enough to be a likely typo. */

@@ -37,6 +37,8 @@ export type HostFailureCode = HostFailureCodeType;
 export const HostReplyCode = {
   /** The name is outside `allowed`; no handler ran. */
   CapabilityDenied: FailureCode.CapabilityDenied,
+  /** Added: a contract's `arguments` schema rejected the guest's arguments (`implement`); no handler ran. */
+  InvalidArguments: FailureCode.InvalidArguments,
   /** The handler threw (content: its message), or answered with a value that cannot be sent unchanged. */
   CapabilityFailed: "CapabilityFailed",
   /** The name is allowed but the host has no handler for it. */

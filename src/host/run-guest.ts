@@ -13,7 +13,7 @@ import { hostSession, type SessionResult } from "./run-host.js";
 import { graceMs, hostSettings } from "./settings.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
 import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
-import type { GuestCommand, HostFailure, RunReport } from "./types.js";
+import type { GuestCommand, HostFailure, RunReport, RunReportFields } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
@@ -187,7 +187,7 @@ class GuestProcess {
     // A character cut off by the end of stderr is passed as U+FFFD, so nothing is silently lost.
     if (this.stderrDecoder !== undefined) this.passStderr(this.stderrDecoder.end());
     this.clearTimers();
-    const report: RunReport = outcome.session?.report ?? {
+    const report: RunReportFields = outcome.session?.report ?? {
       ok: false,
       failure: outcome.failure!,
       logs: [],
@@ -204,7 +204,7 @@ class GuestProcess {
     report.sandbox = sandbox;
     if (sandboxFallback !== undefined) report.sandboxFallback = sandboxFallback;
     if (outcome.session?.endOfStream && report.failure !== undefined) report.failure = this.refine(report.failure, report);
-    return report;
+    return report as RunReport;
   }
 
   private passStderr(text: string): void {
@@ -276,24 +276,38 @@ class GuestProcess {
   }
 
   /** The output ended early: when the child died on its own with a bad status, that is the real story. */
-  private refine(failure: HostFailure, report: RunReport): HostFailure {
+  private refine(failure: HostFailure, report: RunReportFields): HostFailure {
     const exit = this.exit;
     if (exit === undefined || this.forced !== undefined) return failure;
     const crashed = exit.signal !== null || (exit.code !== null && exit.code !== 0);
     const status = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${exit.code}`;
-    const last = lastLine(report.stderr ?? "");
-    const hint = last === undefined ? "; its stderr is empty" : `; its stderr ends with: ${last}`;
+    const hint = stderrHint(report.stderr ?? "");
     const stage = report.hello === undefined ? "before it said hello" : "before it sent a result";
     if (crashed) return { code: HostFailureCode.GuestCrashed, message: `the guest crashed (${status}) ${stage}${hint}` };
     return { code: failure.code, message: `${failure.message}; the guest exited with ${status}${hint}` };
   }
 }
 
-function lastLine(text: string): string | undefined {
+// An error's header line as Node prints it: "Error: boom", "TypeError: x", "Error [ERR_MODULE_NOT_FOUND]: ...".
+const ERROR_HEADER = /^(?:Uncaught )?(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[[^\]]+\])?: /;
+// What Node prints after the error: stack frames, the error's own properties, its version, advice.
+const TRAILER = /^(?:\s+at |\s+\w+: |\s*[{}]$|Node\.js v\d|\(Use `node --trace)/;
+
+/**
+ * The line of the guest's stderr that says what went wrong: the last error header when there is one
+ * (Node ends a crash with the stack, the error's properties and "Node.js v20…", none of which say what
+ * happened), else the last line that is not such trailer.
+ */
+function stderrHint(text: string): string {
   const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "");
-  const last = lines.at(-1);
-  if (last === undefined) return undefined;
-  return JSON.stringify(last.length > 300 ? `${last.slice(0, 300)}…` : last);
+  if (lines.length === 0) return "; its stderr is empty";
+  const header = lines.findLast((line) => ERROR_HEADER.test(line));
+  if (header !== undefined) return `; its stderr reports: ${quoted(header)}`;
+  return `; its stderr ends with: ${quoted(lines.findLast((line) => !TRAILER.test(line)) ?? lines.at(-1)!)}`;
+}
+
+function quoted(line: string): string {
+  return JSON.stringify(line.length > 300 ? `${line.slice(0, 300)}…` : line);
 }
 
 function spawnMessage(command: string, error: unknown): string {

@@ -14,7 +14,7 @@ import { HostFailureCode, HostReplyCode } from "./codes.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { LogBook } from "./log-book.js";
 import { hostSettings, type HostSettings } from "./settings.js";
-import type { CallRecord, CapabilityContext, HostFailure, HostOptions, RunReport } from "./types.js";
+import type { CallRecord, CapabilityContext, HostFailure, HostOptions, RunReport, RunReportFields } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
 /**
@@ -46,7 +46,7 @@ export function runHost(wire: Wire, options?: HostOptions): Promise<RunReport> {
       }
     },
   };
-  return hostSession(wire, settings, hooks).then((result) => result.report);
+  return hostSession(wire, settings, hooks).then((result) => result.report as RunReport);
 }
 
 /** @internal How a caller (runHost, runGuest) plugs into a session. */
@@ -63,7 +63,8 @@ export interface SessionHooks {
 
 /** @internal A session's report plus what runGuest needs to tell a crash from a clean exit. */
 export interface SessionResult {
-  report: RunReport;
+  /** Its fields always form one member of the {@link RunReport} union (`ok` is computed from them). */
+  report: RunReportFields;
   /** The failure came from the guest's output ending (EOF, truncated frame, read error): a crash, if the process died. */
   endOfStream: boolean;
 }
@@ -474,7 +475,7 @@ class HostSession {
       calls: this.calls,
       droppedCalls: this.droppedCalls,
       durationMs: this.now(),
-    } satisfies RunReport as RunReport;
+    } satisfies RunReportFields as RunReportFields;
     this.resolve({ report, endOfStream: failure !== undefined && endOfStream });
   }
 }

@@ -4,7 +4,7 @@
  * `run-guest.ts`.
  */
 import type { Json } from "../json.js";
-import type { Outcome } from "../outcome.js";
+import type { Failure, Outcome, Success } from "../outcome.js";
 import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
 
 /** What a capability handler receives besides its arguments. */
@@ -134,14 +134,8 @@ export interface HostFailure {
   message: string;
 }
 
-/** Everything a run produced. */
-export interface RunReport {
-  /** A result frame arrived, its outcome is a success, and nothing went wrong after it. */
-  ok: boolean;
-  /** The guest's result, when one arrived. */
-  outcome?: Outcome;
-  /** Set when the session did not end in a valid result (or broke the protocol after it). */
-  failure?: HostFailure;
+/** What every report has, whatever the verdict. */
+export interface RunDetails {
   /** The guest's hello, when one arrived. */
   hello?: { protocol: number; sdk?: string };
   /** The newest log entries, at most `maxLogs`. */
@@ -150,18 +144,19 @@ export interface RunReport {
   droppedLogs: number;
   /** The guest's requests in arrival order, at most `maxCallRecords`. */
   calls: CallRecord[];
-  /** Added: how many call records were dropped past `maxCallRecords` (those calls were still answered). */
+  /** How many call records were dropped past `maxCallRecords` (those calls were still answered). */
   droppedCalls?: number;
+  /** Milliseconds from the start of the run to its report. */
   durationMs: number;
   /** runGuest only: how the child exited. */
   exit?: { code: number | null; signal: NodeJS.Signals | null };
   /** runGuest only: the last `maxStderrBytes` of the child's stderr. */
   stderr?: string;
-  /** Added, runGuest only: stderr bytes dropped before the kept tail. */
+  /** runGuest only: stderr bytes dropped before the kept tail. */
   droppedStderrBytes?: number;
-  /** Added, runGuest only: the child's process id (absent when it could not be started). */
+  /** runGuest only: the child's process id (absent when it could not be started). */
   pid?: number;
-  /** Added, runGuest only: the signal the host had to send because the child did not exit after stdin closed. */
+  /** runGuest only: the signal the host had to send because the child did not exit after stdin closed. */
   forcedStop?: "SIGTERM" | "SIGKILL";
   /**
    * Added, runGuest only: what confined the guest (the mechanism and the policy in effect), or null
@@ -170,6 +165,41 @@ export interface RunReport {
   sandbox?: SandboxReport | null;
   /** Added, runGuest only: set when `sandbox: "auto"` ran the guest unconfined; says why no OS sandbox was used. */
   sandboxFallback?: string;
+}
+
+/** A run whose result frame arrived, whose outcome is a success, and after which nothing went wrong. */
+export interface RunSucceeded extends RunDetails {
+  ok: true;
+  outcome: Success;
+  failure?: undefined;
+}
+
+/** A run whose guest returned a failure outcome (and may also have broken the protocol after it). */
+export interface RunFailedOutcome extends RunDetails {
+  ok: false;
+  outcome: Failure;
+  failure?: HostFailure;
+}
+
+/** A run that did not end in a valid result, or broke the protocol after it: `failure` says how. */
+export interface RunBroken extends RunDetails {
+  ok: false;
+  /** The guest's result, when one arrived before the session broke. */
+  outcome?: Outcome;
+  failure: HostFailure;
+}
+
+/**
+ * Everything a run produced: a union on `ok`. After `if (!report.ok) ...` returns or throws,
+ * `report.outcome` is a {@link Success}; when `ok` is false, `failure` or a failure `outcome` says why.
+ */
+export type RunReport = RunSucceeded | RunFailedOutcome | RunBroken;
+
+/** @internal The report as the engines build it, before its fields settle into one member of {@link RunReport}. */
+export interface RunReportFields extends RunDetails {
+  ok: boolean;
+  outcome?: Outcome;
+  failure?: HostFailure;
 }
 
 /** Options for {@link runGuest}: the command to run, plus everything {@link HostOptions} has. */

@@ -3,12 +3,23 @@ import { runHost } from "../host/index.js";
 import type { HostOptions, RunReport } from "../host/index.js";
 import { serve, type GuestProgram, type ServeReport } from "../serve.js";
 import { createLinkedPair } from "../wires/memory.js";
+import type { Frame } from "../frames.js";
 import { transcriptEntry, type TranscriptEntry } from "./transcript.js";
 
+/**
+ * A transcript entry that holds a protocol 1 frame. In {@link testGuest} every entry is one: both ends
+ * are this package's own `serve` and host engine over the in-memory pair, so no line is anything else
+ * (test/testing/transcript-frames.test.ts checks it), and `entry.frame.type` type-checks.
+ */
+export type FrameEntry = TranscriptEntry & { from: "guest" | "host"; frame: Frame };
+
 /** What {@link testGuest} returns: the host's report plus the whole conversation. */
-export interface GuestTestReport extends RunReport {
+export type GuestTestReport = RunReport & GuestTestDetails;
+
+/** What {@link testGuest} adds to the host's report. */
+export interface GuestTestDetails {
   /** Every frame both ways, in the order the host read or wrote them. */
-  transcript: TranscriptEntry[];
+  transcript: FrameEntry[];
   /**
    * How `serve` ended on the guest side; absent when the program was still running when the host
    * ended the run (a run timeout or an abort while the program awaited something other than the host).
@@ -31,7 +42,7 @@ export interface GuestTestReport extends RunReport {
 export async function testGuest(run: GuestProgram, options: HostOptions = {}): Promise<GuestTestReport> {
   if (typeof run !== "function") throw new TypeError("testGuest: the first argument must be the guest program (ears, input) => result");
   const [guestEnd, hostEnd] = createLinkedPair();
-  const transcript: TranscriptEntry[] = [];
+  const transcript: FrameEntry[] = [];
   const onFrame = options.onFrame;
   const guest = serve({ wire: guestEnd, run });
   let served: ServeReport | undefined;
@@ -42,7 +53,7 @@ export async function testGuest(run: GuestProgram, options: HostOptions = {}): P
   const report = await runHost(hostEnd, {
     ...options,
     onFrame: (from, line) => {
-      transcript.push(transcriptEntry(from, line));
+      transcript.push(transcriptEntry(from, line) as FrameEntry);
       onFrame?.(from, line);
     },
   });

@@ -84,7 +84,7 @@ export class StreamWire implements Wire, SendsFrames {
     });
   }
 
-  /** @internal {@link send} without the promise (see `sendFrame`). */
+  /** {@link send} without the promise (see `sendFrame`); not part of the public API. */
   [sendFrame](frame: string, done: (error?: Error) => void): void {
     let refused = this.writeError;
     if (refused === undefined && this.closed) {

@@ -61,7 +61,7 @@ describe("ears help and version", () => {
   it("an unknown option is a usage error (64) with a hint", async () => {
     const run = await ears(["run", "--alow", "read", "--", "node", SCRIPT]);
     expect(run.code).toBe(64);
-    expect(run.stderr).toBe("ears run: unknown option --alow (did you mean --allow?); see ears run --help\n");
+    expect(run.stderr).toBe("ears: unknown option --alow (did you mean --allow?); see ears run --help\n");
     expect(run.stdout).toBe("");
   });
 });
@@ -387,6 +387,6 @@ describe("ears run --record, then ears replay", () => {
 
     const missing = await ears(["replay", "--", "node", SCRIPT]);
     expect(missing.code).toBe(64);
-    expect(missing.stderr).toContain("ears replay: no transcript");
+    expect(missing.stderr).toContain("ears: no transcript");
   });
 });

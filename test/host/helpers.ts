@@ -1,7 +1,7 @@
 /** Shared by the host tests: running fixture guests, and checking that nothing was left behind. */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, expect } from "vitest";
+import { afterEach, beforeEach, expect, vi } from "vitest";
 import { runGuest } from "../../src/host/index.js";
 import type { GuestCommand, RunReport } from "../../src/host/index.js";
 
@@ -46,4 +46,16 @@ export function failOnUnhandledRejections(): void {
 /** Active timers of this process (Node's own view), to check a run leaves none behind. */
 export function activeTimers(): number {
   return process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length;
+}
+
+/**
+ * Captures the process warnings a test triggers on purpose, instead of letting Node print them to the
+ * test run's stderr (where they would look like a problem). Call `restore()` in a `finally`.
+ */
+export function captureWarnings(): { messages: string[]; restore: () => void } {
+  const messages: string[] = [];
+  const spy = vi.spyOn(process, "emitWarning").mockImplementation((warning: string | Error) => {
+    messages.push(typeof warning === "string" ? warning : warning.message);
+  });
+  return { messages, restore: () => spy.mockRestore() };
 }

@@ -5,7 +5,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { Outcome, type Json } from "../../src/index.js";
 import { HostFailureCode, runGuest, type LogEntry } from "../../src/host/index.js";
-import { expectGone, failOnUnhandledRejections, fixture, runFixture } from "./helpers.js";
+import { captureWarnings, expectGone, failOnUnhandledRejections, fixture, runFixture } from "./helpers.js";
 
 failOnUnhandledRejections();
 
@@ -114,9 +114,7 @@ describe("runGuest passes the guest's stderr to onStderr as it arrives", () => {
   });
 
   it("ignores an onStderr that throws, warning once", async () => {
-    const warnings: string[] = [];
-    const onWarning = (warning: Error) => warnings.push(warning.message);
-    process.on("warning", onWarning);
+    const { messages: warnings, restore } = captureWarnings();
     try {
       const { report, chunks } = await runChunks({ throwing: true });
       expect(report.ok).toBe(true);
@@ -125,7 +123,7 @@ describe("runGuest passes the guest's stderr to onStderr as it arrives", () => {
       await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
       expect(warnings.filter((w) => w.includes("options.onStderr threw") && w.includes("stderr sink broke"))).toHaveLength(1);
     } finally {
-      process.off("warning", onWarning);
+      restore();
     }
   });
 

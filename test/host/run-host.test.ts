@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from "vitest";
 import { createLinkedPair, Outcome, serve, streamWire, type Json, type MemoryWire } from "../../src/index.js";
 import type { GuestProgram } from "../../src/serve.js";
 import { HostFailureCode, HostReplyCode, runHost, type HostOptions, type RunReport } from "../../src/host/index.js";
-import { activeTimers, failOnUnhandledRejections } from "./helpers.js";
+import { activeTimers, captureWarnings, failOnUnhandledRejections } from "./helpers.js";
 
 failOnUnhandledRejections();
 
@@ -251,9 +251,7 @@ describe("runHost answering a serve() guest", () => {
   });
 
   it("keeps going when onLog or onFrame throws, warning once per callback", async () => {
-    const warnings: string[] = [];
-    const onWarning = (warning: Error) => warnings.push(warning.message);
-    process.on("warning", onWarning);
+    const { messages: warnings, restore } = captureWarnings();
     try {
       const { report } = await session(async (ears) => {
         await ears.log("one");
@@ -273,7 +271,7 @@ describe("runHost answering a serve() guest", () => {
       expect(warnings.filter((w) => w.includes("log sink broke"))).toHaveLength(1);
       expect(warnings.filter((w) => w.includes("recorder broke"))).toHaveLength(1);
     } finally {
-      process.off("warning", onWarning);
+      restore();
     }
   });
 });

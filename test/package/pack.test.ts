@@ -27,7 +27,24 @@ describe("npm pack", () => {
     if (folder) rmSync(folder, { recursive: true, force: true });
   });
 
-  it("installs, and every entry point imports", () => {
+  it("installs without the optional peers: no fast-check, no zod", () => {
+    expect(readdirSync(join(folder, "node_modules")).sort()).toEqual([".bin", ".package-lock.json", "@posoco"]);
+    expect(readFileSync(join(folder, "node_modules/@posoco/ears/LICENSE"), "utf8")).toContain("Apache License\n                           Version 2.0");
+  });
+
+  it("without its optional peer, /testing and /schemas say what to install; the other entries import", () => {
+    const script = (entry: string) => `
+      try { await import(${JSON.stringify(entry)}); console.log("imported"); } catch (error) { console.log(error.message); }`;
+    const output = (entry: string) => run(process.execPath, ["--input-type=module", "-e", script(entry)], folder).trim();
+    expect(output("@posoco/ears/testing")).toBe(
+      "@posoco/ears/testing needs fast-check, an optional peer dependency that is not installed: npm install --save-dev fast-check",
+    );
+    expect(output("@posoco/ears/schemas")).toBe("@posoco/ears/schemas needs zod, an optional peer dependency that is not installed: npm install zod");
+    for (const entry of ["@posoco/ears", "@posoco/ears/host", "@posoco/ears/openseek"]) expect(output(entry), entry).toBe("imported");
+  });
+
+  it("with the peers installed, every entry point imports", () => {
+    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "fast-check@4", "zod@4"], folder);
     const script = `
       const entries = ["@posoco/ears", "@posoco/ears/host", "@posoco/ears/testing", "@posoco/ears/openseek", "@posoco/ears/schemas"];
       for (const entry of entries) {

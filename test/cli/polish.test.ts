@@ -1,0 +1,51 @@
+// The CLI speaks with one voice: every message starts "ears: ", a flag without its value gets the CLI's
+// own sentence, -v prints the version, and a --timeout failure names --timeout.
+import { readFileSync } from "node:fs";
+import { PassThrough } from "node:stream";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/cli.js";
+import { ears } from "./spawn-ears.js";
+
+const version = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
+
+async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = "";
+  let err = "";
+  stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  const code = await main(argv, { stdout, stderr, cwd: process.cwd() });
+  return { code, stdout: out, stderr: err };
+}
+
+describe("ears CLI messages", () => {
+  it("-v, -V and --version print the version", async () => {
+    for (const flag of ["-v", "-V", "--version"]) expect(await cli([flag]), flag).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it("every usage error is one line with the one prefix 'ears: ' (property, seeded)", async () => {
+    // No "--" in the vocabulary, so no guest ever starts: every run ends in help, version or a usage error.
+    const word = fc.constantFrom("run", "replay", "help", "-v", "--allow", "--input", "--timeout", "--call-timeout", "--record", "--root", "--json", "--json=1", "--quiet", "--capabilities", "--bogus", "-x", "read", "0", "t.ndjson", "@", "");
+    await fc.assert(
+      fc.asyncProperty(fc.array(word, { maxLength: 5 }), async (argv) => {
+        const run = await cli(argv);
+        if (run.code !== 64) return;
+        expect(run.stderr).toMatch(/^ears: [^\n]+\n$/);
+        expect(run.stderr).not.toMatch(/^ears: ears|^ears (run|replay):|Option '/);
+      }),
+      { seed: 64, numRuns: 300 },
+    );
+  });
+
+  it("a --timeout failure names --timeout in the notes; the --json report keeps the host's words", async () => {
+    const never = ["--", process.execPath, "-e", "setInterval(() => {}, 1000)"];
+    const run = await ears(["run", "--timeout", "0.3", ...never]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("ears: the session failed: RunTimeout: the guest did not finish within 300 ms (--timeout); the run was stopped");
+    expect(run.stderr).not.toContain("limits.runTimeoutMs");
+    const json = await ears(["run", "--json", "--quiet", "--timeout", "0.3", ...never]);
+    expect(JSON.parse(json.stdout).failure.message).toContain("(limits.runTimeoutMs)");
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * `runCode({ typecheck: true })`: checks a body's types against a contract's declarations with the
+ * project's own `tsc` (the `typescript` package, an optional peer dependency, found only when asked).
+ * tsc runs as a child process on a private temporary directory: that works the same with TypeScript
+ * 5.x (a JavaScript compiler) and 7 (a native one with no in-process API), and keeps the host's memory
+ * out of it.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { declarationsOf } from "../../declarations.js";
+import type { Contract, StandardSchemaV1 } from "../../contract.js";
+import { describeError } from "../../errors.js";
+import { CODE_FILENAME } from "./wrapper.js";
+
+/** Wraps the body for tsc on its own first line, so tsc's positions are the body's (line 1 less the prefix). */
+const CHECK_PREFIX = "async function __earsBody() {";
+const CHECK_SUFFIX = "\n}\nexport {};\n";
+/** At most this many type errors are named in the failure message. */
+const MAX_SHOWN = 10;
+/** tsc gets this long; a checker that hangs must not hold the run forever. */
+const TSC_TIMEOUT_MS = 60_000;
+
+/** tsc's binary script, or undefined when the `typescript` package is not installed. */
+function tscPath(): string | undefined {
+  try {
+    return join(dirname(createRequire(import.meta.url).resolve("typescript/package.json")), "bin", "tsc");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Resolves with undefined when the body type-checks, else with the sentence listing its type errors
+ * (`code.ts:LINE:COLUMN: message`). Never rejects: a missing or broken TypeScript is such a sentence too.
+ */
+export async function typecheckBody(body: string, contract: Contract | undefined, inputSchema: StandardSchemaV1 | undefined): Promise<string | undefined> {
+  const tsc = tscPath();
+  if (tsc === undefined) return "typecheck: true needs the typescript package, which is not installed: npm install --save-dev typescript";
+  let declarations: string;
+  try {
+    declarations = contract === undefined ? declarationsOf({}, {}).replace("call(name: never,", "call(name: string,") : contract.declarations(inputSchema === undefined ? {} : { input: inputSchema });
+  } catch (error) {
+    return `typecheck: the declarations could not be made: ${describeError(error)}`;
+  }
+  const dir = mkdtempSync(join(tmpdir(), "ears-typecheck-"));
+  try {
+    writeFileSync(join(dir, "ears.d.ts"), declarations);
+    writeFileSync(join(dir, CODE_FILENAME), `${CHECK_PREFIX}${body}${CHECK_SUFFIX}`);
+    writeFileSync(
+      join(dir, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: { strict: true, noEmit: true, target: "ES2022", module: "ESNext", moduleResolution: "Bundler", lib: ["ES2023", "DOM"], types: [], skipLibCheck: true },
+        files: ["ears.d.ts", CODE_FILENAME],
+      }),
+    );
+    const { code, output } = await runTsc(tsc, dir);
+    if (code === 0) return undefined;
+    const errors = [...output.matchAll(/^code\.ts\((\d+),(\d+)\): error (TS\d+): (.*)$/gm)].map(([, line, column, id, message]) => {
+      const l = Number(line);
+      return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${message} (${id})`;
+    });
+    if (errors.length === 0) return `typecheck: tsc failed: ${output.trim().slice(0, 1000) || `exit code ${code}`}`;
+    const more = errors.length > MAX_SHOWN ? `; and ${errors.length - MAX_SHOWN} more` : "";
+    return `type errors: ${errors.slice(0, MAX_SHOWN).join("; ")}${more}`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runTsc(tsc: string, dir: string): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [tsc, "-p", join(dir, "tsconfig.json"), "--pretty", "false"],
+      { cwd: dir, timeout: TSC_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, windowsHide: true },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
+        resolve({ code, output: `${stdout}${stderr}${error !== null && typeof error.code !== "number" ? describeError(error) : ""}` });
+      },
+    );
+  });
+}

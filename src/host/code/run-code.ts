@@ -44,7 +44,8 @@ let runnerPath: string | undefined;
 /** The runner script in this package's dist/ (this module may be bundled into dist/host or dist/chunks). */
 function runner(): string {
   if (runnerPath !== undefined) return runnerPath;
-  for (const candidate of ["./code-runner.js", "../host/code-runner.js", "./host/code-runner.js"]) {
+  // dist/host/index.js, dist/chunks/*.js, or the sources run by vitest (src/host/code/): the built runner.
+  for (const candidate of ["./code-runner.js", "../host/code-runner.js", "../../../dist/host/code-runner.js"]) {
     const path = fileURLToPath(new URL(candidate, import.meta.url));
     if (existsSync(path)) return (runnerPath = path);
   }

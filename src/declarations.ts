@@ -47,24 +47,42 @@ declare const Outcome: {
 export function declarationsOf(specs: Record<string, CapabilitySpec>, options: DeclarationOptions = {}): string {
   if (typeof options !== "object" || options === null) throw new TypeError("declarations: options must be an object { input? }");
   const aliases: string[] = [];
-  const overloads: string[] = [];
-  Object.entries(specs).forEach(([name, spec], index) => {
+  const entries = Object.entries(specs).map(([name, spec], index) => {
     const doc = spec.description === undefined ? "" : docComment(spec.description, "  ");
-    const args =
-      spec.arguments === undefined
-        ? "args?: Json"
-        : `args: ${printRoot(jsonSchemaOf(name, "arguments", spec.arguments, "input"), `Arguments${index}`, aliases)}`;
+    const args = spec.arguments === undefined ? "Json | undefined" : printRoot(jsonSchemaOf(name, "arguments", spec.arguments, "input"), `Arguments${index}`, aliases, "  ");
     const result =
       spec.structured === undefined
         ? "Outcome"
-        : `TypedSuccess<${printRoot(jsonSchemaOf(name, "structured", spec.structured, "output"), `Structured${index}`, aliases)}> | Failure`;
-    overloads.push(`${doc}  call(name: ${JSON.stringify(name)}, ${args}, options?: CallOptions): Promise<${result}>;`);
+        : `TypedSuccess<${printRoot(jsonSchemaOf(name, "structured", spec.structured, "output"), `Structured${index}`, aliases, "  ")}> | Failure`;
+    const key = IDENTIFIER.test(name) ? name : JSON.stringify(name);
+    return `${doc}  ${key}: { args: ${args}; result: ${result} };`;
   });
-  if (overloads.length === 0) overloads.push("  call(name: never, args?: Json, options?: CallOptions): Promise<Outcome>;");
   const input = options.input === undefined ? "Json" : printRoot(jsonSchemaOf("input", "schema", options.input, "output"), "Input", aliases);
-  return `${PRELUDE}${aliases.join("")}/** The host's capabilities: call one, log. */
+  return render(entries.join("\n"), aliases.join(""), input);
+}
+
+/** The declarations of an untyped guest (no contract): any name, any JSON arguments, any outcome. */
+export function looseDeclarations(): string {
+  return render("  [name: string]: { args: Json | undefined; result: Outcome };", "", "Json");
+}
+
+/**
+ * One generic `call` over a map of capabilities rather than one overload per capability: a wrong
+ * argument is then reported at the argument ("Type 'number' is not assignable to type 'string'"),
+ * where overloads only say "No overload matches this call" about the last one.
+ */
+function render(capabilities: string, aliases: string, input: string): string {
+  return `${PRELUDE}${aliases}/** The capabilities the host offers: what each takes (\`args\`) and what calling it resolves to (\`result\`). */
+interface Capabilities {
+${capabilities}
+}
+/** What follows a capability's name in \`ears.call\`: its arguments (optional when it takes any JSON), then options. */
+type CallArguments<Name extends keyof Capabilities> = undefined extends Capabilities[Name]["args"]
+  ? [args?: Capabilities[Name]["args"], options?: CallOptions]
+  : [args: Capabilities[Name]["args"], options?: CallOptions];
+/** The host's capabilities: call one (a failure resolves as a value, it does not throw), log. */
 declare const ears: {
-${overloads.join("\n")}
+  call<Name extends keyof Capabilities>(name: Name, ...rest: CallArguments<Name>): Promise<Capabilities[Name]["result"]>;
   /** Sends a log line to the host (console.* is captured the same way). */
   log(content: string, level?: "debug" | "info" | "warn" | "error"): Promise<void>;
   /** The capability names the host allows. */
@@ -85,7 +103,7 @@ function jsonSchemaOf(name: string, field: string, schema: StandardSchemaV1, sid
 }
 
 /** Prints a root schema; its $defs (and the root itself, when referenced as "#") become type aliases named from `base`. */
-function printRoot(root: Schema, base: string, aliases: string[]): string {
+function printRoot(root: Schema, base: string, aliases: string[], indent = ""): string {
   const defs = typeof root === "object" && typeof root.$defs === "object" && root.$defs !== null ? (root.$defs as Record<string, Schema>) : {};
   const defNames = new Map(Object.keys(defs).map((key, i) => [key, `${base}_${i}`]));
   let rootReferenced = false;
@@ -101,7 +119,7 @@ function printRoot(root: Schema, base: string, aliases: string[]): string {
     },
   };
   for (const [key, alias] of defNames) aliases.push(`type ${alias} = ${print(defs[key]!, printer, "")};\n`);
-  const text = print(root, printer, "");
+  const text = print(root, printer, indent);
   if (!rootReferenced) return text;
   aliases.push(`type ${base} = ${text};\n`);
   return base;
@@ -173,9 +191,11 @@ function printObject(schema: Record<string, unknown>, printer: Printer, indent: 
     lines.push(`${description}${inner}${name}${required.has(key) ? "" : "?"}: ${print(value, printer, inner)};`);
   }
   const extra = schema.additionalProperties;
-  // JSON Schema's default lets any other key through; zod says false for a strict or plain object.
-  if (extra !== false) {
-    const value = extra === undefined || extra === true ? "unknown" : print(extra as Schema, printer, inner);
+  // An index signature only when other keys are declared (a record, a loose object). Absent
+  // additionalProperties (zod's input side of a plain object) prints no signature: that is zod's own
+  // TypeScript type, so an object literal with an unknown key is an error here as in a typed guest.
+  if (extra !== undefined && extra !== false) {
+    const value = extra === true ? "unknown" : print(extra as Schema, printer, inner);
     const known = Object.keys(properties).length === 0 ? value : "unknown";
     lines.push(`${inner}[key: string]: ${known};`);
   }
@@ -187,9 +207,26 @@ function literal(value: unknown): string {
   return value === null || ["string", "number", "boolean"].includes(typeof value) ? JSON.stringify(value) : "unknown";
 }
 
-/** Parenthesises a union or intersection where it would bind differently (inside `T[]`, `A | B`). */
+/** Parenthesises a top-level union or intersection, where it would bind differently (inside `T[]`, `A | B`). */
 function group(type: string): string {
-  return /^[^{[(]*[|&]/.test(type) || type.includes(" | ") || type.includes(" & ") ? `(${type})` : type;
+  let depth = 0;
+  for (let i = 0; i < type.length; i++) {
+    const char = type[i]!;
+    if ("{[(<".includes(char)) depth++;
+    else if ("}])>".includes(char)) depth--;
+    else if (char === '"') i = endOfString(type, i);
+    else if (depth === 0 && (char === "|" || char === "&")) return `(${type})`;
+  }
+  return type;
+}
+
+/** The index of the quote that closes the JSON string literal opening at `start`. */
+function endOfString(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i++) {
+    if (text[i] === "\\") i++;
+    else if (text[i] === '"') return i;
+  }
+  return text.length;
 }
 
 function docComment(text: string, indent: string): string {

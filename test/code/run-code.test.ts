@@ -159,4 +159,38 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     expect(report.outcome?.structured).toBe("CapabilityDenied");
     expect(Outcome.isError(report.outcome!)).toBe(false);
   });
+
+  describe("typecheck: true", () => {
+    it("fails a wrong argument type as CompileError at the body's line:column, and starts no process", async () => {
+      const report = await runCode({ code: 'const n: number = 1;\nawait ears.call("read", { path: n });', capabilities, contract: tools, typecheck: true });
+      expect(report.failure?.code).toBe("CompileError");
+      expect(report.failure?.message).toMatch(/^the code was not run: type errors: code\.ts:2:27: Type 'number' is not assignable to type 'string'\. \(TS2322\)$/);
+      expect(report.pid).toBeUndefined();
+      // Without typecheck the same body runs, and the host's contract check answers InvalidArguments.
+      const unchecked = await runCode({ code: 'const n: number = 1;\nreturn await ears.call("read", { path: n });', capabilities, sandbox: false });
+      expect(unchecked.outcome).toMatchObject({ status: "failure", code: "InvalidArguments" });
+    });
+
+    it("counts columns on the first line from the body's own start, and checks input against its schema", async () => {
+      const report = await runCode({ code: "return input.nope;", contract: tools, inputSchema: z.object({ path: z.string() }), input: { path: "p" }, typecheck: true, capabilities });
+      expect(report.failure?.message).toMatch(/code\.ts:1:14: Property 'nope' does not exist/);
+    });
+
+    it("runs a body that type-checks", async () => {
+      const report = await runCode({
+        code: 'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\nreturn r.structured.sum * 2;',
+        capabilities,
+        contract: tools,
+        typecheck: true,
+      });
+      expect(report.outcome?.structured).toBe(6);
+    });
+
+    it("without a contract, checks against the loose ears (any name, JSON arguments)", async () => {
+      const ok = await runCode({ code: 'const r = await ears.call("anything", { x: 1 });\nreturn r.status;', typecheck: true, sandbox: false });
+      expect(ok.failure).toBeUndefined();
+      const bad = await runCode({ code: 'await ears.call("anything", { f: () => 1 });', typecheck: true });
+      expect(bad.failure?.code).toBe("CompileError");
+    });
+  });
 });

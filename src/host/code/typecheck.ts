@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { declarationsOf } from "../../declarations.js";
+import { looseDeclarations } from "../../declarations.js";
 import type { Contract, StandardSchemaV1 } from "../../contract.js";
 import { describeError } from "../../errors.js";
 import { CODE_FILENAME } from "./wrapper.js";
@@ -20,6 +20,8 @@ const CHECK_PREFIX = "async function __earsBody() {";
 const CHECK_SUFFIX = "\n}\nexport {};\n";
 /** At most this many type errors are named in the failure message. */
 const MAX_SHOWN = 10;
+/** Each error's text is cut here (an overload error can explain itself at length). */
+const MAX_ERROR_CHARS = 600;
 /** tsc gets this long; a checker that hangs must not hold the run forever. */
 const TSC_TIMEOUT_MS = 60_000;
 
@@ -41,7 +43,7 @@ export async function typecheckBody(body: string, contract: Contract | undefined
   if (tsc === undefined) return "typecheck: true needs the typescript package, which is not installed: npm install --save-dev typescript";
   let declarations: string;
   try {
-    declarations = contract === undefined ? declarationsOf({}, {}).replace("call(name: never,", "call(name: string,") : contract.declarations(inputSchema === undefined ? {} : { input: inputSchema });
+    declarations = contract === undefined ? looseDeclarations() : contract.declarations(inputSchema === undefined ? {} : { input: inputSchema });
   } catch (error) {
     return `typecheck: the declarations could not be made: ${describeError(error)}`;
   }
@@ -58,9 +60,12 @@ export async function typecheckBody(body: string, contract: Contract | undefined
     );
     const { code, output } = await runTsc(tsc, dir);
     if (code === 0) return undefined;
-    const errors = [...output.matchAll(/^code\.ts\((\d+),(\d+)\): error (TS\d+): (.*)$/gm)].map(([, line, column, id, message]) => {
+    // An error line, then its indented explanation (which overload failed and why): both are kept.
+    const errors = [...output.matchAll(/^code\.ts\((\d+),(\d+)\): error (TS\d+): (.*)((?:\n[ \t]+.*)*)/gm)].map(([, line, column, id, message, details]) => {
       const l = Number(line);
-      return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${message} (${id})`;
+      const explained = [message, ...details!.split("\n").map((part) => part.trim()).filter((part) => part !== "")].join(" ");
+      const text = explained.length > MAX_ERROR_CHARS ? `${explained.slice(0, MAX_ERROR_CHARS)}…` : explained;
+      return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${text} (${id})`;
     });
     if (errors.length === 0) return `typecheck: tsc failed: ${output.trim().slice(0, 1000) || `exit code ${code}`}`;
     const more = errors.length > MAX_SHOWN ? `; and ${errors.length - MAX_SHOWN} more` : "";

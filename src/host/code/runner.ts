@@ -29,7 +29,7 @@ await serve({
       return await body(ears, input, Outcome);
     } catch (error) {
       // The stack goes to the log; the result names where in the body it was thrown.
-      if (error instanceof Error && error.stack) await ears.log(error.stack, "error");
+      if (error instanceof Error && error.stack) await ears.log(bodyStack(error.stack), "error");
       return Outcome.failure(FailureCode.GuestFailed, `${describeError(error)}${placeIn(error)}`);
     }
   },
@@ -40,4 +40,11 @@ function placeIn(error: unknown): string {
   const stack = error instanceof Error ? String(error.stack) : "";
   const frame = /\bcode\.ts:(\d+):(\d+)/.exec(stack);
   return frame === null ? "" : ` (at ${CODE_FILENAME}:${frame[1]}:${frame[2]})`;
+}
+
+/** The stack down to the body's outermost frame: the runner's and serve's frames below it say nothing about the body. */
+function bodyStack(stack: string): string {
+  const lines = stack.split("\n");
+  const last = lines.findLastIndex((line) => line.includes(`${CODE_FILENAME}:`));
+  return last < 0 ? stack : lines.slice(0, last + 1).join("\n");
 }

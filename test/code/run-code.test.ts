@@ -93,6 +93,23 @@ describe("runCode", () => {
     expect(first.failure?.message).toBe("the code was not run: code.ts:1:10: Expected ';', got 'numeric literal'");
   });
 
+  it("counts a syntax error's column in UTF-16 units, as the stack and editors do, whatever the script before it (fast-check)", async () => {
+    const piece = fc.constantFrom("a", " ", "é", "中", "😀", "e\u0301", "\u200b", "🇫🇷", "ß", "\t", "ab", "ｱ");
+    await fc.assert(
+      fc.asyncProperty(fc.array(piece, { maxLength: 6 }), fc.nat(2), fc.boolean(), async (pieces, lineIndex, typed) => {
+        const text = pieces.join("");
+        const lead = `${typed ? 'const t: string = "' : 'const t = "'}${text}"; `;
+        // One error amaro's parser finds, one only V8 finds (a redeclared let).
+        const parser = [...Array.from({ length: lineIndex }, (_, i) => `let ok${i} = 1;`), `${lead}let b = ;`];
+        const v8 = [...Array.from({ length: lineIndex }, (_, i) => `let ok${i} = 1;`), `${lead}let t = 2;`];
+        const [parsed, compiled] = await Promise.all([runCode({ code: parser.join("\n") }), runCode({ code: v8.join("\r\n") })]);
+        expect(parsed.failure?.message).toBe(`the code was not run: code.ts:${lineIndex + 1}:${lead.length + 9}: Expression expected`);
+        expect(compiled.failure?.message).toBe(`the code was not run: code.ts:${lineIndex + 1}:${lead.length + 5}: Identifier 't' has already been declared`);
+      }),
+      { seed: 44, numRuns: 80 },
+    );
+  });
+
   it("fails what only V8 refuses (a redeclared let) with its position, and a body that closes its function early", async () => {
     const redeclared = await runCode({ code: "let a = 1;\n  let a = 2;" });
     expect(redeclared.failure).toEqual({ code: "CompileError", message: "the code was not run: code.ts:2:7: Identifier 'a' has already been declared" });

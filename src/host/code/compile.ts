@@ -48,7 +48,7 @@ export function compileBody(body: string): Compiled {
   } catch (error) {
     const { message, startLine, startColumn } = (error ?? {}) as AmaroError;
     if (typeof startLine !== "number" || typeof startColumn !== "number") throw error; // not a verdict on the body: the stripper itself failed
-    const at = bodyPosition(startLine, startColumn);
+    const at = bodyPosition(startLine, utf16Column(wrapped, startLine, startColumn));
     return { ok: false, message: `${CODE_FILENAME}:${at.line}:${at.column}: ${String(message)}` };
   }
   // Whitespace replacement keeps the wrapper itself as it was; anything else means the body reached into it.
@@ -68,6 +68,33 @@ export function compileBody(body: string): Compiled {
     return { ok: false, message: `${CODE_FILENAME}: the code is not one function body: ${(error as Error).message}` };
   }
   return { ok: true, javascript };
+}
+
+/**
+ * amaro's column of an error on `line` as a UTF-16 index (what V8, the runtime stack and editors count).
+ * amaro counts display columns (a tab is 4, 中 is 2, a combining mark 0), which cannot be inverted
+ * exactly. So the text is stripped again with every non-ASCII code unit masked as "x" (line breaks kept
+ * as breaks) and every tab as a space, where a display column is a UTF-16 index; when that copy fails on
+ * the same line, its column is the answer. Otherwise (the error is the non-ASCII character itself) the
+ * display column is walked back as closely as a character's UTF-8 length allows.
+ */
+function utf16Column(wrapped: string, line: number, displayColumn: number): number {
+  const masked = wrapped.replace(/[\u2028\u2029]/g, "\n").replace(/[^\x00-\x7f]/g, "x").replace(/\t/g, " ");
+  try {
+    stripper().transformSync(masked, { mode: "strip-only" });
+  } catch (error) {
+    const { startLine, startColumn } = (error ?? {}) as AmaroError;
+    if (startLine === line && typeof startColumn === "number") return startColumn;
+  }
+  const text = wrapped.split(/\r\n|[\n\r\u2028\u2029]/)[line - 1] ?? "";
+  let counted = 0;
+  let index = 0;
+  for (const char of text) {
+    if (counted >= displayColumn) break;
+    counted += char === "\t" ? 4 : char.codePointAt(0)! < 0x80 ? 1 : Buffer.byteLength(char) - 1;
+    index += char.length;
+  }
+  return index;
 }
 
 /** A position in the wrapped text (line 1-based, column 0-based) as a position in the body. */

@@ -203,6 +203,14 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
       expect(report.outcome?.structured).toBe(6);
     });
 
+    it("an abort while tsc runs stops it and reports Aborted, not a type error; nothing is started", async () => {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error("user stop")), 50);
+      const report = await runCode({ code: "return 1;", typecheck: true, signal: controller.signal });
+      expect(report.failure?.code).toBe("Aborted");
+      expect(report.pid).toBeUndefined();
+    });
+
     it("without a contract, checks against the loose ears (any name, JSON arguments)", async () => {
       const ok = await runCode({ code: 'const r = await ears.call("anything", { x: 1 });\nreturn r.status;', typecheck: true, sandbox: false });
       expect(ok.failure).toBeUndefined();

@@ -91,9 +91,10 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const refused = (message: string) => notRun({ code: HostFailureCode.CompileError, message: `the code was not run: ${message}` });
   const compiled = compileBody(code);
   if (!compiled.ok) return Promise.resolve(refused(compiled.message));
-  const checked = typecheck ? typecheckBody(code, contract, inputSchema) : Promise.resolve(undefined);
+  const checked = typecheck ? typecheckBody(code, contract, inputSchema, rest.signal) : Promise.resolve(undefined);
   return checked.then((problem): RunReport | Promise<RunReport> => {
-    if (problem !== undefined) return refused(problem);
+    // Aborted while tsc ran: launchGuest reports Aborted (and starts nothing), not a type error.
+    if (problem !== undefined && rest.signal?.aborted !== true) return refused(problem);
     // A private directory (mode 0700, file 0600): only this user, and the guest through a read-only bind.
     const dir = mkdtempSync(join(tmpdir(), "ears-code-"));
     const cleanup = () => rmSync(dir, { recursive: true, force: true });

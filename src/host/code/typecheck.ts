@@ -5,7 +5,7 @@
  * 5.x (a JavaScript compiler) and 7 (a native one with no in-process API), and keeps the host's memory
  * out of it.
  */
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -24,6 +24,7 @@ const MAX_SHOWN = 10;
 const MAX_ERROR_CHARS = 600;
 /** tsc gets this long; a checker that hangs must not hold the run forever. */
 const TSC_TIMEOUT_MS = 60_000;
+const MAX_OUTPUT_CHARS = 16 * 1024 * 1024;
 
 /** tsc's binary script, or undefined when the `typescript` package is not installed. */
 function tscPath(): string | undefined {
@@ -38,7 +39,12 @@ function tscPath(): string | undefined {
  * Resolves with undefined when the body type-checks, else with the sentence listing its type errors
  * (`code.ts:LINE:COLUMN: message`). Never rejects: a missing or broken TypeScript is such a sentence too.
  */
-export async function typecheckBody(body: string, contract: Contract | undefined, inputSchema: StandardSchemaV1 | undefined): Promise<string | undefined> {
+export async function typecheckBody(
+  body: string,
+  contract: Contract | undefined,
+  inputSchema: StandardSchemaV1 | undefined,
+  signal: AbortSignal | undefined,
+): Promise<string | undefined> {
   const tsc = tscPath();
   if (tsc === undefined) return "typecheck: true needs the typescript package, which is not installed: npm install --save-dev typescript";
   let declarations: string;
@@ -58,7 +64,7 @@ export async function typecheckBody(body: string, contract: Contract | undefined
         files: ["ears.d.ts", CODE_FILENAME],
       }),
     );
-    const { code, output } = await runTsc(tsc, dir);
+    const { code, output } = await runTsc(tsc, dir, signal);
     if (code === 0) return undefined;
     // An error line, then its indented explanation (which overload failed and why): both are kept.
     const errors = [...output.matchAll(/^code\.ts\((\d+),(\d+)\): error (TS\d+): (.*)((?:\n[ \t]+.*)*)/gm)].map(([, line, column, id, message, details]) => {
@@ -75,16 +81,43 @@ export async function typecheckBody(body: string, contract: Contract | undefined
   }
 }
 
-function runTsc(tsc: string, dir: string): Promise<{ code: number; output: string }> {
+/**
+ * Runs tsc in its own process group and resolves with its exit code and output. TypeScript 7's `bin/tsc`
+ * is a Node script that starts the native compiler as its child, so a deadline or an abort stops the whole
+ * group: nothing of the check outlives it. Output past 16 MiB is dropped (the errors come first).
+ */
+function runTsc(tsc: string, dir: string, signal: AbortSignal | undefined): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [tsc, "-p", join(dir, "tsconfig.json"), "--pretty", "false"],
-      { cwd: dir, timeout: TSC_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, windowsHide: true },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
-        resolve({ code, output: `${stdout}${stderr}${error !== null && typeof error.code !== "number" ? describeError(error) : ""}` });
-      },
-    );
+    const child = spawn(process.execPath, [tsc, "-p", join(dir, "tsconfig.json"), "--pretty", "false"], {
+      cwd: dir,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: process.platform !== "win32",
+      windowsHide: true,
+    });
+    let output = "";
+    const collect = (chunk: Buffer) => {
+      if (output.length < MAX_OUTPUT_CHARS) output += chunk.toString("utf8");
+    };
+    child.stdout.on("data", collect);
+    child.stderr.on("data", collect);
+    let stopped: string | undefined;
+    const stop = (why: string) => {
+      stopped ??= why;
+      try {
+        if (child.pid !== undefined) process.kill(process.platform === "win32" ? child.pid : -child.pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    };
+    const timer = setTimeout(() => stop(`tsc did not finish within ${TSC_TIMEOUT_MS / 1000} s`), TSC_TIMEOUT_MS);
+    const onAbort = () => stop("the run was aborted");
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const done = (code: number, extra: string) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve({ code, output: stopped === undefined ? `${output}${extra}` : `${output}${stopped}` });
+    };
+    child.once("error", (error) => done(1, describeError(error)));
+    child.once("close", (code) => done(stopped === undefined ? (code ?? 1) : 1, ""));
   });
 }

@@ -1,7 +1,7 @@
 /** `ears exec --code '<body>' | --code-file <path> [options]`: run a code body under a local host. */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { runCode } from "../host/index.js";
+import { runCode, type RunReport } from "../host/index.js";
 import { describeError } from "../errors.js";
 import { EXEC_HELP } from "./help.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
@@ -27,8 +27,17 @@ export async function execCommand(argv: readonly string[], io: CliIo): Promise<n
   }
   const code = codeOf(values.code, values["code-file"], io.cwd);
   const host = await hostOptionsOf(values, io);
-  const report = await runCode({ ...host, code, typecheck: values.typecheck ?? false });
-  return reportRun(report, values, io, host.recorder);
+  let running: Promise<RunReport>;
+  try {
+    running = runCode({ ...host, code, typecheck: values.typecheck ?? false });
+  } catch (error) {
+    // amaro is not installed: say what to install, as for any failure to start (exit 2).
+    if (!(error instanceof Error && error.name === "MissingPeerError")) throw error;
+    await host.recorder?.close().catch(() => {});
+    io.stderr.write(`ears: ${error.message}\n`);
+    return ExitStatus.SessionError;
+  }
+  return reportRun(await running, values, io, host.recorder);
 }
 
 /** The body from --code or --code-file: exactly one of them. */

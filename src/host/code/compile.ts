@@ -25,10 +25,23 @@ interface AmaroError {
 }
 type Amaro = { transformSync(code: string, options: { mode: "strip-only" }): { code: string } };
 
+/** A package runCode needs is not installed: the message says what to install. */
+export class MissingPeerError extends Error {
+  override name = "MissingPeerError";
+}
+
 let amaro: Amaro | undefined;
 function stripper(): Amaro {
-  // amaro is CommonJS with its WebAssembly inlined (about 200 ms to load): loaded only when a body is compiled.
-  amaro ??= createRequire(import.meta.url)("amaro") as Amaro;
+  if (amaro !== undefined) return amaro;
+  try {
+    // amaro is CommonJS with its WebAssembly inlined (about 200 ms to load): loaded only when a body is compiled.
+    amaro = createRequire(import.meta.url)("amaro") as Amaro;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code === "MODULE_NOT_FOUND" && String((error as Error).message).includes("'amaro'")) {
+      throw new MissingPeerError("runCode needs amaro, an optional peer dependency that is not installed: npm install amaro", { cause: error });
+    }
+    throw error;
+  }
   return amaro;
 }
 

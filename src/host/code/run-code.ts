@@ -58,7 +58,8 @@ function runner(): string {
  * body that does not compile fails with `CompileError` (its message names `code.ts:LINE:COLUMN` in the
  * submitted code) and no process is started. The body runs sandboxed by the same default as runGuest
  * ("auto"); the sandbox also sees, read-only, the private temporary directory holding the compiled body,
- * which is removed when the run ends. Invalid options throw synchronously, as runGuest's do.
+ * which is removed when the run ends. Invalid options throw synchronously, as runGuest's do, and so does
+ * a missing `amaro` package (an optional peer dependency: `npm install amaro`).
  *
  * @example
  * const report = await runCode({

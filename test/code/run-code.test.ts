@@ -128,6 +128,12 @@ describe("runCode", () => {
     expect(() => runCode({ code: 1 as unknown as string })).toThrow(TypeError);
     expect(() => runCode({ code: "", limits: { runTimeoutMs: -1 } })).toThrow(/runCode/);
     expect(() => runCode({ code: "", sandbox: "maybe" as never })).toThrow(/runCode: options.sandbox/);
+    expect(() => runCode({ code: "", onStderr: "log" as never })).toThrow(/runCode: options.onStderr must be a function/);
+    expect(() => runCode({ code: "", command: "node" } as never)).toThrow(/command and options.args are runGuest's/);
+    expect(() => runCode({ code: "", typecheck: true, contract: { specs: {} } as never })).toThrow(/options.contract must be a contract/);
+    expect(() => runCode({ code: "", typecheck: true, inputSchema: z.string() })).toThrow(/needs options.contract/);
+    const noJsonSchema = defineCapabilities({ odd: { arguments: { "~standard": { version: 1, vendor: "custom", validate: (value: unknown) => ({ value }) } } } });
+    expect(() => runCode({ code: "", typecheck: true, contract: noJsonSchema })).toThrow(/"odd"\.arguments is a custom schema without Standard JSON Schema/);
   });
 
   describe.runIf(process.platform === "linux")("sandboxed by default", () => {

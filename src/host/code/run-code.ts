@@ -16,7 +16,7 @@ import { graceMs, hostSettings } from "../settings.js";
 import { sandboxRequest } from "../sandbox/index.js";
 import type { GuestCommand, HostFailure, RunReport } from "../types.js";
 import { compileBody } from "./compile.js";
-import { typecheckBody } from "./typecheck.js";
+import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
 
 /** Options for {@link runCode}: the body, plus everything {@link runGuest} takes but the command. */
 export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
@@ -77,6 +77,9 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   hostSettings(rest, "runCode");
   graceMs(rest.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", "runCode");
   sandboxRequest(rest.sandbox, "runCode");
+  if (rest.onStderr !== undefined && typeof rest.onStderr !== "function") throw new TypeError("runCode: options.onStderr must be a function");
+  if (typecheck) requireTypeScript();
+  const declarations = typecheck ? checkDeclarations(contract, inputSchema) : undefined;
   const script = runner();
   const startedAt = performance.now();
   const notRun = (failure: HostFailure): RunReport => ({
@@ -92,21 +95,31 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const refused = (message: string) => notRun({ code: HostFailureCode.CompileError, message: `the code was not run: ${message}` });
   const compiled = compileBody(code);
   if (!compiled.ok) return Promise.resolve(refused(compiled.message));
-  const checked = typecheck ? typecheckBody(code, contract, inputSchema, rest.signal) : Promise.resolve(undefined);
+  const checked = declarations !== undefined
+    ? typecheckBody(code, declarations, rest.signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
+    : Promise.resolve(undefined);
   return checked.then((problem): RunReport | Promise<RunReport> => {
     // Aborted while tsc ran: launchGuest reports Aborted (and starts nothing), not a type error.
     if (problem !== undefined && rest.signal?.aborted !== true) return refused(problem);
-    // A private directory (mode 0700, file 0600): only this user, and the guest through a read-only bind.
-    const dir = mkdtempSync(join(tmpdir(), "ears-code-"));
-    const cleanup = () => rmSync(dir, { recursive: true, force: true });
+    let dir: string | undefined;
+    const cleanup = () => {
+      try {
+        if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // Best effort: a directory that cannot be removed must not turn the report into a rejection.
+      }
+    };
+    let file: string;
     try {
-      const file = join(dir, "body.js");
+      // A private directory (mode 0700, file 0600): only this user, and the guest through a read-only bind.
+      dir = mkdtempSync(join(tmpdir(), "ears-code-"));
+      file = join(dir, "body.js");
       writeFileSync(file, compiled.javascript, { mode: 0o600, flag: "wx" });
-      return launchGuest({ ...rest, command: process.execPath, args: [script, file] }, "runCode", [dir]).finally(cleanup);
     } catch (error) {
       cleanup();
-      // mkdtemp/write failed (a full disk): reported like any other failure to start, never a rejection.
+      // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
       return notRun({ code: HostFailureCode.SpawnFailed, message: `could not write the compiled code for the runner: ${describeError(error)}` });
     }
+    return launchGuest({ ...rest, command: process.execPath, args: [script, file] }, "runCode", [dir]).finally(cleanup);
   });
 }

@@ -11,8 +11,9 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { looseDeclarations } from "../../declarations.js";
-import type { Contract, StandardSchemaV1 } from "../../contract.js";
+import { isContract, type Contract, type StandardSchemaV1 } from "../../contract.js";
 import { describeError } from "../../errors.js";
+import { MissingPeerError } from "./compile.js";
 import { CODE_FILENAME } from "./wrapper.js";
 
 /** Wraps the body for tsc on its own first line, so tsc's positions are the body's (line 1 less the prefix). */
@@ -35,24 +36,34 @@ function tscPath(): string | undefined {
   }
 }
 
-/**
- * Resolves with undefined when the body type-checks, else with the sentence listing its type errors
- * (`code.ts:LINE:COLUMN: message`). Never rejects: a missing or broken TypeScript is such a sentence too.
- */
-export async function typecheckBody(
-  body: string,
-  contract: Contract | undefined,
-  inputSchema: StandardSchemaV1 | undefined,
-  signal: AbortSignal | undefined,
-): Promise<string | undefined> {
-  const tsc = tscPath();
-  if (tsc === undefined) return "typecheck: true needs the typescript package, which is not installed: npm install --save-dev typescript";
-  let declarations: string;
-  try {
-    declarations = contract === undefined ? looseDeclarations() : contract.declarations(inputSchema === undefined ? {} : { input: inputSchema });
-  } catch (error) {
-    return `typecheck: the declarations could not be made: ${describeError(error)}`;
+/** Throws {@link MissingPeerError} saying what to install when TypeScript is not installed. */
+export function requireTypeScript(): void {
+  if (tscPath() === undefined) {
+    throw new MissingPeerError("runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install --save-dev typescript");
   }
+}
+
+/**
+ * The declarations a body is checked against: the contract's (with `input` typed by `inputSchema`), or
+ * an untyped `ears` without a contract. Throws a TypeError for a value that is not a contract, or a
+ * schema without Standard JSON Schema.
+ */
+export function checkDeclarations(contract: Contract | undefined, inputSchema: StandardSchemaV1 | undefined): string {
+  if (contract === undefined) {
+    if (inputSchema !== undefined) throw new TypeError("runCode: options.inputSchema types input for typecheck and needs options.contract");
+    return looseDeclarations();
+  }
+  if (!isContract(contract)) throw new TypeError("runCode: options.contract must be a contract made by defineCapabilities");
+  return contract.declarations(inputSchema === undefined ? {} : { input: inputSchema });
+}
+
+/**
+ * Resolves with undefined when the body type-checks against `declarations`, else with the sentence
+ * listing its type errors (`code.ts:LINE:COLUMN: message`).
+ */
+export async function typecheckBody(body: string, declarations: string, signal: AbortSignal | undefined): Promise<string | undefined> {
+  const tsc = tscPath();
+  if (tsc === undefined) return "typescript is no longer installed"; // requireTypeScript() found it before the run
   const dir = mkdtempSync(join(tmpdir(), "ears-typecheck-"));
   try {
     writeFileSync(join(dir, "ears.d.ts"), declarations);

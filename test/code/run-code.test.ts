@@ -177,6 +177,21 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     expect(fs.existsSync(report.outcome?.structured as string)).toBe(false);
   });
 
+  it("delivers a body larger than one argument or variable may be (128 KiB on Linux), sandboxed", async () => {
+    const filler = "x".repeat(1024 * 1024);
+    const report = await runCode({ code: `// ${filler}\nconst s: string = "${filler}";\nreturn s.length;` });
+    expect(report.outcome?.structured).toBe(1024 * 1024);
+  });
+
+  it("runs bodies side by side, each with its own file, input and result, and leaves no directory behind", async () => {
+    const fs = await import("node:fs");
+    const reports = await Promise.all(Array.from({ length: 6 }, (_, n) => runCode({ code: "await new Promise((r) => setTimeout(r, 20));\nreturn { n: input, file: process.argv[2] };", input: n })));
+    const results = reports.map((report) => report.outcome?.structured as { n: number; file: string });
+    expect(results.map((result) => result.n)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(new Set(results.map((result) => result.file)).size).toBe(6);
+    expect(results.filter((result) => fs.existsSync(join(result.file, "..")))).toEqual([]);
+  });
+
   it("uses Outcome.isError from scope to narrow", async () => {
     const report = await runCode({ code: 'const r = await ears.call("nope", {});\nif (Outcome.isError(r)) return r.code;\nreturn "no";', capabilities });
     expect(report.outcome?.structured).toBe("CapabilityDenied");

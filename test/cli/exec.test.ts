@@ -68,6 +68,20 @@ describe("ears exec", () => {
     expect(run.code).toBe(0);
   });
 
+  it.runIf(process.platform === "linux")("the sandbox options reach the body: a file outside is unreadable until --sandbox-read names it", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "ears-exec-outside-"));
+    try {
+      writeFileSync(join(outside, "data.txt"), "outside data");
+      const body = `const fs = process.getBuiltinModule("node:fs");\ntry { return fs.readFileSync(${JSON.stringify(join(outside, "data.txt"))}, "utf8"); } catch (e) { return (e as { code: string }).code; }`;
+      const hidden = await ears(["exec", "--sandbox", "--code", body], { cwd: dir });
+      expect(JSON.parse(hidden.stdout)).toBe("ENOENT");
+      const shown = await ears(["exec", "--sandbox-read", outside, "--code", body], { cwd: dir });
+      expect(JSON.parse(shown.stdout)).toBe("outside data");
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   it("usage errors exit 64: no body, both forms, a command after --, an unreadable file", async () => {
     const cases: [string[], RegExp][] = [
       [["exec"], /no code body; give it with --code/],

@@ -4,7 +4,7 @@
 //   --quick        fewer repetitions and smaller sizes (under a minute); a check before changing the
 //                  framing or the serve loop, not a measurement to quote
 //   --only=a,b     run only these scenarios (ids: decode, long-frames, round-trip, concurrency,
-//                  cold-start, large-payload)
+//                  cold-start, large-payload, code-body)
 //   --out=FILE     write the JSON elsewhere
 import { writeFileSync, existsSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem, platform, release } from "node:os";
@@ -15,6 +15,7 @@ import { roundTrip } from "./scenarios/round-trip.mjs";
 import { concurrency } from "./scenarios/concurrency.mjs";
 import { coldStart } from "./scenarios/cold-start.mjs";
 import { largePayload } from "./scenarios/large-payload.mjs";
+import { codeBody } from "./scenarios/code-body.mjs";
 import { fmt, fmtSpread, table } from "./lib/stats.mjs";
 
 const SCENARIOS = [
@@ -24,6 +25,7 @@ const SCENARIOS = [
   ["concurrency", concurrency],
   ["cold-start", coldStart],
   ["large-payload", largePayload],
+  ["code-body", codeBody],
 ];
 
 const args = process.argv.slice(2);

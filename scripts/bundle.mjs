@@ -16,6 +16,8 @@ const entries = {
   "openseek/index": "openseek/index.js",
   schemas: "schemas.js",
   "cli/main": "cli/main.js",
+  // runCode's guest program: started as a script, so it is an entry of its own in dist/host/.
+  "host/code-runner": "host/code/runner.js",
 };
 
 const bundle = await rolldown({

@@ -4,6 +4,7 @@
  * only ever calls `schema["~standard"].validate` (and `~standard.jsonSchema` in `describe()`), so this
  * module imports no schema library: a guest that passes no schema loads none.
  */
+import { declarationsOf, type DeclarationOptions } from "./declarations.js";
 import type { CapabilityContext, Capabilities } from "./host/types.js";
 import type { Json } from "./json.js";
 import { FailureCode, isMadeOutcome, Outcome, type Failure } from "./outcome.js";
@@ -154,6 +155,14 @@ export interface Contract<Specs extends CapabilitySpecs = CapabilitySpecs> {
    * library has none.
    */
   describe(): CapabilityDescription[];
+  /**
+   * Ambient TypeScript declarations of what a code body has in scope (`declare const ears`, `input`,
+   * `Outcome`), for a model's prompt and for `runCode({ typecheck: true })`: one `ears.call` overload per
+   * capability, with its argument and `structured` types (from the schemas' Standard JSON Schema) and
+   * its description as a doc comment. `options.input` types `input` (default: any JSON). Throws a
+   * TypeError naming a schema whose library has no Standard JSON Schema.
+   */
+  declarations(options?: DeclarationOptions): string;
 }
 
 const contracts = new WeakSet<object>();
@@ -190,6 +199,7 @@ export function defineCapabilities<const Specs extends CapabilitySpecs>(specs: S
     names,
     implement: (handlers) => implement(own, handlers as Record<string, unknown>),
     describe: () => describe(own),
+    declarations: (options) => declarationsOf(own, options),
   };
   contracts.add(contract);
   return Object.freeze(contract);

@@ -51,3 +51,4 @@ export {
   type InferInput,
   type InferOutput,
 } from "./contract.js";
+export type { DeclarationOptions } from "./declarations.js";

@@ -1,7 +1,8 @@
-/** The `ears` command: dispatches to `run` and `replay`, prints help and version, maps errors to exit statuses. */
+/** The `ears` command: dispatches to `run`, `exec` and `replay`, prints help and version, maps errors to exit statuses. */
 import { describeError } from "../errors.js";
 import { SDK } from "../version.js";
 import { MAIN_HELP } from "./help.js";
+import { execCommand } from "./exec-command.js";
 import { replayCommand } from "./replay-command.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
 import { runCommand } from "./run-command.js";
@@ -22,6 +23,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return await runCommand(rest, io);
       case "replay":
         return await replayCommand(rest, io);
+      case "exec":
+        return await execCommand(rest, io);
       case "--help":
       case "-h":
       case "help":
@@ -33,12 +36,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         io.stdout.write(`${VERSION}\n`);
         return ExitStatus.Success;
       case undefined:
-        throw new UsageError("no command; use ears run or ears replay (see ears --help)");
+        throw new UsageError("no command; use ears run, ears exec or ears replay (see ears --help)");
       default:
         throw new UsageError(
           first.startsWith("-")
             ? `unknown option ${first}; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)`
-            : `unknown command ${JSON.stringify(first)}; the commands are run and replay (see ears --help)`,
+            : `unknown command ${JSON.stringify(first)}; the commands are run, exec and replay (see ears --help)`,
         );
     }
   } catch (error) {

@@ -4,8 +4,8 @@ const EXIT_STATUS = `Exit status:
   0   the guest's result is a success (replay: the guest did what the recording says)
   1   the guest's result is a failure outcome (replay: the guest diverged from the recording)
   2   the session broke: protocol error, crash, no result, timeout, the command could not start,
-      no sandbox although one was required, interrupted (Ctrl-C), or the transcript could not be
-      written
+      no sandbox although one was required, interrupted (Ctrl-C), the transcript could not be
+      written, or (exec) the code body does not compile (CompileError)
   64  usage error: unknown option, bad --input, missing command, unreadable file`;
 
 /** `ears --help`. */
@@ -14,6 +14,8 @@ export const MAIN_HELP = `ears - run, record and replay @posoco/ears guest progr
 Usage:
   ears run [options] -- <command> [args...]
       Run a guest program as a child process under a local host.
+  ears exec --code '<body>' | --code-file <path> [options]
+      Run a code body (TypeScript or JavaScript; ears and input in scope) as a guest.
   ears replay <transcript.ndjson> [options] -- <command> [args...]
       Replay a recorded session against a guest and report the first divergence.
   ears --help, ears <command> --help
@@ -29,7 +31,7 @@ Examples:
   ears run --allow read --record run.ndjson -- node guest.mjs
   ears replay run.ndjson -- node guest.mjs
 
-Run "ears run --help" or "ears replay --help" for the options.
+Run "ears run --help", "ears exec --help" or "ears replay --help" for the options.
 `;
 
 /** `ears run --help`. */
@@ -128,4 +130,30 @@ Exit status:
 Examples:
   ears run --allow read --record run.ndjson -- node guest.mjs
   ears replay run.ndjson -- node guest.mjs
+`;
+
+/** `ears exec --help`. */
+export const EXEC_HELP = `Usage: ears exec --code '<body>' | --code-file <path> [options]
+
+Runs a code body as a guest child process: the body of an async function in TypeScript or
+JavaScript, with ears (call, log), input and Outcome in scope. await works at its top level and
+return gives the result (an Outcome as it is, any other JSON value as the structured success).
+Types are stripped, not checked (unless --typecheck); the line:column of an error is the body's own.
+A body that does not compile is not run: CompileError, exit 2.
+
+Options:
+  --code <body>             The body itself (quote it for the shell).
+  --code-file <path>        Read the body from a file.
+  --typecheck               Check the body's types first (needs the typescript package): calls
+                            take any name and JSON arguments, as no contract is known here.
+  Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
+  --sandbox-read, --sandbox-write, --env, --record, --timeout, --call-timeout, --json, --quiet),
+  with the same meaning; see ears run --help.
+  -h, --help                Show this help.
+
+${EXIT_STATUS}
+
+Examples:
+  ears exec --allow read --code 'const r = await ears.call("read", { path: "README.md" }); return r.content.length;'
+  ears exec --allow read,list --input '{"dir":"."}' --code-file body.ts --json
 `;

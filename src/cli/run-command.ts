@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { runGuest } from "../host/index.js";
-import type { Capabilities, HostLimits, RunReport, SandboxOptions, SandboxSetting } from "../host/index.js";
+import type { Capabilities, GuestCommand, HostLimits, RunReport, SandboxOptions, SandboxSetting } from "../host/index.js";
 import { checkSandboxOptions } from "../host/sandbox/policy.js";
 import { describeError } from "../errors.js";
 import { recordTo, type Recorder } from "../testing/transcript.js";
@@ -27,7 +27,8 @@ export const SESSION_OPTIONS = {
   env: { type: "string", multiple: true },
 } as const;
 
-const RUN_OPTIONS = {
+/** The options of `ears run`, which `ears exec` takes too. */
+export const RUN_OPTIONS = {
   ...SESSION_OPTIONS,
   allow: { type: "string", multiple: true },
   input: { type: "string" },
@@ -43,6 +44,30 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     return ExitStatus.Success;
   }
   const guest = guestCommand("run", positionals, command);
+  const host = await hostOptionsOf(values, io);
+  const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
+  return reportRun(report, values, io, host.recorder);
+}
+
+/** The command-line options every run of a guest takes (`ears run`, `ears exec`). */
+export type HostValues = {
+  input?: string;
+  root?: string;
+  capabilities?: string;
+  allow?: string[];
+  record?: string;
+  timeout?: string;
+  "call-timeout"?: string;
+  quiet?: boolean;
+  json?: boolean;
+} & Parameters<typeof sandboxOf>[0];
+
+/**
+ * The host side of a run from the command line: input, limits, built-in and --capabilities handlers,
+ * --allow, the sandbox, callbacks, and the --record transcript (opened before anything starts, so a bad
+ * path is a usage error). Throws {@link UsageError}.
+ */
+export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Omit<GuestCommand, "command" | "args"> & { recorder: Recorder | undefined }> {
   const input = parseInput(values.input, io.cwd);
   const limits = limitsOf(values);
   let builtins: Capabilities;
@@ -62,10 +87,8 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
   }
   const sandbox = sandboxOf(values, io.cwd);
   const recorder = startRecording(values.record, io.cwd);
-  const report = await runGuest({
+  return {
     sandbox,
-    command: guest[0]!,
-    args: guest.slice(1),
     cwd: io.cwd,
     allowed,
     input,
@@ -75,7 +98,12 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     onFrame: recorder?.onFrame,
     onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr),
     signal: io.signal,
-  });
+    recorder,
+  };
+}
+
+/** Finishes the transcript, prints the result (or the --json report) and the notes; the exit status. */
+export async function reportRun(report: RunReport, values: HostValues, io: CliIo, recorder: Recorder | undefined): Promise<number> {
   const recorded = await finishRecording(recorder, io);
   if (values.json) io.stdout.write(`${JSON.stringify(report)}\n`);
   else if (report.outcome !== undefined) printOutcome(report.outcome, io.stdout);

@@ -61,6 +61,8 @@ const VALUE_EXAMPLES: Record<string, string> = {
   record: "run.ndjson",
   timeout: "30",
   "call-timeout": "10",
+  code: `'return 1;'`,
+  "code-file": "body.ts",
 };
 
 // Messages carry no prefix: main() prints every usage error as "ears: <message>".

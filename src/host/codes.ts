@@ -29,6 +29,8 @@ export const HostFailureCode = {
   SpawnFailed: "SpawnFailed",
   /** runGuest: a sandbox was required (`sandbox: true` or options) but none can run here; the guest was not started. */
   SandboxUnavailable: "SandboxUnavailable",
+  /** runCode: the code body does not compile (syntax, or types with `typecheck: true`); no process was started. */
+  CompileError: "CompileError",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;

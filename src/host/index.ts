@@ -20,3 +20,4 @@ export type {
   GuestCommand,
 } from "./types.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
+export { runCode, type CodeOptions } from "./code/run-code.js";

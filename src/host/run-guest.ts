@@ -41,16 +41,26 @@ type Exit = { code: number | null; signal: NodeJS.Signals | null };
  * if (!report.ok) console.error(report.failure?.message ?? report.outcome?.content, report.stderr);
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
-  if (typeof options !== "object" || options === null) throw new TypeError("runGuest: options must be an object with a command");
+  return launchGuest(options, "runGuest", []);
+}
+
+/**
+ * @internal runGuest, with `readable` paths added to whatever sandbox the options choose (the mode is
+ * kept: "auto" stays "auto"). `runCode` uses it to show the guest its compiled body. `caller` names the
+ * public function in option errors.
+ */
+export function launchGuest(options: GuestCommand, caller: string, readable: readonly string[]): Promise<RunReport> {
+  if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object with a command`);
   const { command, args = [], env, onStderr } = options;
   if (typeof command !== "string" || command === "") throw new TypeError("runGuest: options.command must be a non-empty string");
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) {
     throw new TypeError("runGuest: options.args must be an array of strings");
   }
-  if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError("runGuest: options.onStderr must be a function");
-  const settings = hostSettings(options, "runGuest");
-  const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", "runGuest");
-  const sandbox = sandboxRequest(options.sandbox, "runGuest");
+  if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError(`${caller}: options.onStderr must be a function`);
+  const settings = hostSettings(options, caller);
+  const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
+  const requested = sandboxRequest(options.sandbox, caller);
+  const sandbox = readable.length === 0 ? requested : { ...requested, options: { ...requested.options, readable: [...(requested.options.readable ?? []), ...readable] } };
   const cwd = options.cwd ?? process.cwd();
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;

@@ -167,7 +167,8 @@ export type HostFailureCode =
   | "RunTimeout"
   | "Aborted"
   | "SpawnFailed"
-  | "SandboxUnavailable";
+  | "SandboxUnavailable"
+  | "CompileError";
 
 /** The session-level failure in a {@link RunReport}. */
 export interface HostFailure {

@@ -17,8 +17,8 @@ async function cli(...argv: string[]): Promise<{ code: number; stdout: string; s
 
 describe("usage errors exit 64 with a message that says what to do", () => {
   it.each([
-    [[], "ears: no command; use ears run or ears replay (see ears --help)"],
-    [["start"], 'ears: unknown command "start"; the commands are run and replay (see ears --help)'],
+    [[], "ears: no command; use ears run, ears exec or ears replay (see ears --help)"],
+    [["start"], 'ears: unknown command "start"; the commands are run, exec and replay (see ears --help)'],
     [["--allow", "read"], "ears: unknown option --allow; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)"],
     [["run", "--tmeout", "3", "--", "node"], "ears: unknown option --tmeout (did you mean --timeout?); see ears run --help"],
     [["run", "--verbose", "--", "node"], "ears: unknown option --verbose; see ears run --help"],

@@ -41,6 +41,10 @@ describe("npm pack", () => {
     );
     expect(output("@posoco/ears/schemas")).toBe("@posoco/ears/schemas needs zod, an optional peer dependency that is not installed: npm install zod");
     for (const entry of ["@posoco/ears", "@posoco/ears/host", "@posoco/ears/openseek"]) expect(output(entry), entry).toBe("imported");
+    const runCode = `import { runCode } from "@posoco/ears/host"; try { runCode({ code: "return 1;" }); } catch (error) { console.log(error.message); }`;
+    expect(run(process.execPath, ["--input-type=module", "-e", runCode], folder).trim()).toBe(
+      "runCode needs amaro, an optional peer dependency that is not installed: npm install amaro",
+    );
   });
 
   it("with the peers installed, every entry point imports", () => {
@@ -53,6 +57,15 @@ describe("npm pack", () => {
       }
       console.log("ok");`;
     expect(run(process.execPath, ["--input-type=module", "-e", script], folder).trim()).toBe("ok");
+  });
+
+  it("runs a TypeScript code body with runCode from the installed package (its runner is in dist/)", () => {
+    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "amaro@1.2.1"], folder);
+    const script = `
+      import { runCode } from "@posoco/ears/host";
+      const report = await runCode({ code: "const n: number = input.n as number;\\nreturn n * 2;", input: { n: 21 } });
+      console.log(JSON.stringify(report.outcome ?? report.failure));`;
+    expect(JSON.parse(run(process.execPath, ["--input-type=module", "-e", script], folder))).toEqual({ status: "success", content: "", structured: 42 });
   });
 
   it("runs a guest under the packaged ears CLI", () => {

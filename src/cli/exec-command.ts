@@ -1,0 +1,54 @@
+/** `ears exec --code '<body>' | --code-file <path> [options]`: run a code body under a local host. */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { runCode, type RunReport } from "../host/index.js";
+import { describeError } from "../errors.js";
+import { EXEC_HELP } from "./help.js";
+import { ExitStatus, type CliIo } from "./report-output.js";
+import { hostOptionsOf, reportRun, RUN_OPTIONS } from "./run-command.js";
+import { parseCommandLine, UsageError } from "./usage.js";
+
+const EXEC_OPTIONS = {
+  ...RUN_OPTIONS,
+  code: { type: "string" },
+  "code-file": { type: "string" },
+  typecheck: { type: "boolean" },
+} as const;
+
+/** Runs `ears exec` with `argv` (the words after "exec"); resolves with the exit status. Throws {@link UsageError}. */
+export async function execCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals, sawSeparator } = parseCommandLine("exec", argv, EXEC_OPTIONS);
+  if (values.help) {
+    io.stdout.write(EXEC_HELP);
+    return ExitStatus.Success;
+  }
+  if (positionals.length > 0 || sawSeparator) {
+    throw new UsageError(`ears exec runs a code body, not a command; give it with --code '<body>' or --code-file <path> (for a program, use ears run -- <command>)`);
+  }
+  const code = codeOf(values.code, values["code-file"], io.cwd);
+  const host = await hostOptionsOf(values, io);
+  let running: Promise<RunReport>;
+  try {
+    running = runCode({ ...host, code, typecheck: values.typecheck ?? false });
+  } catch (error) {
+    // amaro is not installed: say what to install, as for any failure to start (exit 2).
+    if (!(error instanceof Error && error.name === "MissingPeerError")) throw error;
+    await host.recorder?.close().catch(() => {});
+    io.stderr.write(`ears: ${error.message}\n`);
+    return ExitStatus.SessionError;
+  }
+  return reportRun(await running, values, io, host.recorder);
+}
+
+/** The body from --code or --code-file: exactly one of them. */
+function codeOf(code: string | undefined, file: string | undefined, cwd: string): string {
+  if (code !== undefined && file !== undefined) throw new UsageError("give the body once: --code or --code-file, not both");
+  if (code !== undefined) return code;
+  if (file === undefined) throw new UsageError(`no code body; give it with --code '<body>' or --code-file <path> (see ears exec --help)`);
+  try {
+    // A byte order mark is an editor's, not part of the code (it would shift the first line's columns).
+    return readFileSync(resolve(cwd, file), "utf8").replace(/^\uFEFF/, "");
+  } catch (error) {
+    throw new UsageError(`cannot read --code-file ${file}: ${describeError(error)}`);
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * `contract.declarations()`: ambient TypeScript declarations of what a code body has in scope (`ears`,
+ * `input`, `Outcome`), for a model's prompt and for `runCode({ typecheck: true })`. Types come from each
+ * schema's Standard JSON Schema, printed by the small printer below. It is written here rather than
+ * taken from json-schema-to-typescript, which pulls in prettier, a $ref parser and more, for the few
+ * keywords zod's JSON Schema output uses: type, properties/required, additionalProperties, items,
+ * prefixItems, enum, const, anyOf/oneOf/allOf, $ref into $defs (recursion included) and description.
+ * A keyword the printer does not know widens the type (never narrows it): the host still checks every
+ * call against the schema itself.
+ */
+import type { CapabilitySpec, StandardSchemaV1 } from "./contract.js";
+
+/** Options for {@link Contract.declarations}. */
+export interface DeclarationOptions {
+  /** The schema of the body's `input` (its output type is what the body sees); without it, `input` is any JSON. */
+  input?: StandardSchemaV1;
+}
+
+type Schema = Record<string, unknown> | boolean;
+
+const PRELUDE = `/** Any JSON value. */
+type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+/** A capability's answer that worked. */
+interface Success { readonly status: "success"; readonly content: string; readonly structured?: Json }
+/** A capability's answer that failed: a value to branch on, not an exception. */
+interface Failure { readonly status: "failure"; readonly code: string; readonly content: string; readonly structured?: Json }
+/** What a call resolves to, and what a body may return as it is. */
+type Outcome = Success | Failure;
+/** A success whose \`structured\` was checked against the capability's declared type. */
+interface TypedSuccess<T> { readonly status: "success"; readonly content: string; readonly structured: T }
+/** Options of one call. */
+interface CallOptions {
+  /** Aborting it rejects the call with the signal's reason. */
+  signal?: AbortSignal;
+  /** Rejects the call with a TimeoutError after this many milliseconds. */
+  timeoutMs?: number;
+}
+/** Builds outcomes to return; \`isError\` tells a failure apart. */
+declare const Outcome: {
+  success(content?: string, structured?: Json): Success;
+  failure(code: string, content?: string, structured?: Json): Failure;
+  isError<O extends { readonly status: "success" | "failure" }>(outcome: O): outcome is Extract<O, { readonly status: "failure" }>;
+};
+`;
+
+/** The declaration text of a contract's specs. Throws a TypeError naming a schema without Standard JSON Schema. */
+export function declarationsOf(specs: Record<string, CapabilitySpec>, options: DeclarationOptions = {}): string {
+  if (typeof options !== "object" || options === null) throw new TypeError("declarations: options must be an object { input? }");
+  const aliases: string[] = [];
+  const entries = Object.entries(specs).map(([name, spec], index) => {
+    const doc = spec.description === undefined ? "" : docComment(spec.description, "  ");
+    const args = spec.arguments === undefined ? "Json | undefined" : printRoot(jsonSchemaOf(name, "arguments", spec.arguments, "input"), `Arguments${index}`, aliases, "  ");
+    const result =
+      spec.structured === undefined
+        ? "Outcome"
+        : `TypedSuccess<${printRoot(jsonSchemaOf(name, "structured", spec.structured, "output"), `Structured${index}`, aliases, "  ")}> | Failure`;
+    const key = IDENTIFIER.test(name) ? name : JSON.stringify(name);
+    return `${doc}  ${key}: { args: ${args}; result: ${result} };`;
+  });
+  const input = options.input === undefined ? "Json" : printRoot(jsonSchemaOf("input", "schema", options.input, "output"), "Input", aliases);
+  return render(entries.join("\n"), aliases.join(""), input);
+}
+
+/** The declarations of an untyped guest (no contract): any name, any JSON arguments, any outcome. */
+export function looseDeclarations(): string {
+  return render("  [name: string]: { args: Json | undefined; result: Outcome };", "", "Json");
+}
+
+/**
+ * One generic `call` over a map of capabilities rather than one overload per capability: a wrong
+ * argument is then reported at the argument ("Type 'number' is not assignable to type 'string'"),
+ * where overloads only say "No overload matches this call" about the last one.
+ */
+function render(capabilities: string, aliases: string, input: string): string {
+  return `${PRELUDE}${aliases}/** The capabilities the host offers: what each takes (\`args\`) and what calling it resolves to (\`result\`). */
+interface Capabilities {
+${capabilities}
+}
+/** What follows a capability's name in \`ears.call\`: its arguments (optional when it takes any JSON), then options. */
+type CallArguments<Name extends keyof Capabilities> = undefined extends Capabilities[Name]["args"]
+  ? [args?: Capabilities[Name]["args"], options?: CallOptions]
+  : [args: Capabilities[Name]["args"], options?: CallOptions];
+/** The host's capabilities: call one (a failure resolves as a value, it does not throw), log. */
+declare const ears: {
+  call<Name extends keyof Capabilities>(name: Name, ...rest: CallArguments<Name>): Promise<Capabilities[Name]["result"]>;
+  /** Sends a log line to the host (console.* is captured the same way). */
+  log(content: string, level?: "debug" | "info" | "warn" | "error"): Promise<void>;
+  /** The capability names the host allows. */
+  readonly allowed: readonly string[];
+};
+/** The run's input, from the host. */
+declare const input: ${input};
+`;
+}
+
+function jsonSchemaOf(name: string, field: string, schema: StandardSchemaV1, side: "input" | "output"): Schema {
+  const standard = schema["~standard"];
+  const convert = standard?.jsonSchema?.[side];
+  if (typeof convert !== "function") {
+    throw new TypeError(`declarations: ${JSON.stringify(name)}.${field} is a ${String(standard?.vendor)} schema without Standard JSON Schema (~standard.jsonSchema); use a library version that provides it (zod 4 does)`);
+  }
+  return convert.call(standard.jsonSchema, { target: "draft-2020-12" }) as Schema;
+}
+
+/** Prints a root schema; its $defs (and the root itself, when referenced as "#") become type aliases named from `base`. */
+function printRoot(root: Schema, base: string, aliases: string[], indent = ""): string {
+  const defs = typeof root === "object" && typeof root.$defs === "object" && root.$defs !== null ? (root.$defs as Record<string, Schema>) : {};
+  const defNames = new Map(Object.keys(defs).map((key, i) => [key, `${base}_${i}`]));
+  let rootReferenced = false;
+  const printer: Printer = {
+    ref(ref) {
+      if (ref === "#") {
+        rootReferenced = true;
+        return base;
+      }
+      const match = /^#\/(?:\$defs|definitions)\/(.+)$/.exec(ref);
+      const key = match === null ? undefined : decodeURIComponent(match[1]!).replaceAll("~1", "/").replaceAll("~0", "~");
+      return key !== undefined && defNames.has(key) ? defNames.get(key)! : "unknown";
+    },
+  };
+  for (const [key, alias] of defNames) aliases.push(`type ${alias} = ${print(defs[key]!, printer, "")};\n`);
+  const text = print(root, printer, indent);
+  if (!rootReferenced) return text;
+  aliases.push(`type ${base} = ${text};\n`);
+  return base;
+}
+
+interface Printer {
+  ref(ref: string): string;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/** One schema as a TypeScript type; `indent` is the indentation of the line it starts on. */
+function print(schema: Schema, printer: Printer, indent: string): string {
+  if (schema === true) return "unknown";
+  if (schema === false) return "never";
+  if (typeof schema !== "object" || schema === null) return "unknown";
+  if (typeof schema.$ref === "string") return printer.ref(schema.$ref);
+  if ("const" in schema) return literal(schema.const);
+  if (Array.isArray(schema.enum)) return schema.enum.length === 0 ? "never" : schema.enum.map(literal).join(" | ");
+  for (const key of ["anyOf", "oneOf"] as const) {
+    const list = schema[key];
+    if (Array.isArray(list)) return list.length === 0 ? "never" : list.map((item) => group(print(item as Schema, printer, indent))).join(" | ");
+  }
+  if (Array.isArray(schema.allOf)) return schema.allOf.length === 0 ? "unknown" : schema.allOf.map((item) => group(print(item as Schema, printer, indent))).join(" & ");
+  if (typeof schema.not === "object" && schema.not !== null && Object.keys(schema.not).length === 0) return "never";
+  const types = Array.isArray(schema.type) ? schema.type : typeof schema.type === "string" ? [schema.type] : [];
+  if (types.length === 0) return "properties" in schema ? printObject(schema, printer, indent) : "unknown";
+  return types.map((type) => group(printType(String(type), schema, printer, indent))).join(" | ");
+}
+
+function printType(type: string, schema: Record<string, unknown>, printer: Printer, indent: string): string {
+  switch (type) {
+    case "string":
+      return "string";
+    case "number":
+    case "integer":
+      return "number";
+    case "boolean":
+      return "boolean";
+    case "null":
+      return "null";
+    case "array":
+      return printArray(schema, printer, indent);
+    case "object":
+      return printObject(schema, printer, indent);
+    default:
+      return "unknown";
+  }
+}
+
+function printArray(schema: Record<string, unknown>, printer: Printer, indent: string): string {
+  const items = schema.items as Schema | undefined;
+  if (Array.isArray(schema.prefixItems)) {
+    const fixed = schema.prefixItems.map((item) => print(item as Schema, printer, indent));
+    const rest = items === undefined || items === false ? [] : [`...${group(print(items, printer, indent))}[]`];
+    return `[${[...fixed, ...rest].join(", ")}]`;
+  }
+  return `${group(print(items ?? true, printer, indent))}[]`;
+}
+
+function printObject(schema: Record<string, unknown>, printer: Printer, indent: string): string {
+  const properties = (typeof schema.properties === "object" && schema.properties !== null ? schema.properties : {}) as Record<string, Schema>;
+  const required = new Set(Array.isArray(schema.required) ? schema.required.map(String) : []);
+  const inner = `${indent}  `;
+  const lines: string[] = [];
+  for (const [key, value] of Object.entries(properties)) {
+    const description = typeof value === "object" && typeof value.description === "string" ? docComment(value.description, inner) : "";
+    const name = IDENTIFIER.test(key) ? key : JSON.stringify(key);
+    lines.push(`${description}${inner}${name}${required.has(key) ? "" : "?"}: ${print(value, printer, inner)};`);
+  }
+  const extra = schema.additionalProperties;
+  // An index signature only when other keys are declared (a record, a loose object). Absent
+  // additionalProperties (zod's input side of a plain object) prints no signature: that is zod's own
+  // TypeScript type, so an object literal with an unknown key is an error here as in a typed guest.
+  if (extra !== undefined && extra !== false) {
+    const value = extra === true ? "unknown" : print(extra as Schema, printer, inner);
+    const known = Object.keys(properties).length === 0 ? value : "unknown";
+    lines.push(`${inner}[key: string]: ${known};`);
+  }
+  if (lines.length === 0) return "{}";
+  return `{\n${lines.join("\n")}\n${indent}}`;
+}
+
+function literal(value: unknown): string {
+  return value === null || ["string", "number", "boolean"].includes(typeof value) ? JSON.stringify(value) : "unknown";
+}
+
+/** Parenthesises a top-level union or intersection, where it would bind differently (inside `T[]`, `A | B`). */
+function group(type: string): string {
+  let depth = 0;
+  for (let i = 0; i < type.length; i++) {
+    const char = type[i]!;
+    if ("{[(<".includes(char)) depth++;
+    else if ("}])>".includes(char)) depth--;
+    else if (char === '"') i = endOfString(type, i);
+    else if (depth === 0 && (char === "|" || char === "&")) return `(${type})`;
+  }
+  return type;
+}
+
+/** The index of the quote that closes the JSON string literal opening at `start`. */
+function endOfString(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i++) {
+    if (text[i] === "\\") i++;
+    else if (text[i] === '"') return i;
+  }
+  return text.length;
+}
+
+function docComment(text: string, indent: string): string {
+  const lines = text.replaceAll("*/", "*\\/").split(/\r?\n/);
+  return lines.length === 1 ? `${indent}/** ${lines[0]} */\n` : `${indent}/**\n${lines.map((line) => `${indent} * ${line}`).join("\n")}\n${indent} */\n`;
+}

@@ -1,0 +1,29 @@
+// Type tests for code bodies (issue 12), checked by `tsc -p test-d` in `npm test` against the built package.
+import { expectTypeOf } from "vitest";
+import { z } from "zod";
+import type { DeclarationOptions } from "@posoco/ears";
+import { runCode, type CodeOptions, type RunReport } from "@posoco/ears/host";
+import { tools } from "./sample/contract.js";
+
+expectTypeOf(tools.declarations()).toEqualTypeOf<string>();
+expectTypeOf(tools.declarations({ input: z.object({ path: z.string() }) })).toEqualTypeOf<string>();
+expectTypeOf<DeclarationOptions["input"]>().not.toBeAny();
+
+const report = await runCode({
+  code: "return 1;",
+  capabilities: tools.implement({ read: ({ path }) => path, add: ({ a, b }) => ({ sum: a + b }) }),
+  contract: tools,
+  inputSchema: z.object({ path: z.string() }),
+  typecheck: true,
+  input: { path: "README.md" },
+  sandbox: "auto",
+});
+expectTypeOf(report).toEqualTypeOf<RunReport>();
+if (report.ok) expectTypeOf(report.outcome.status).toEqualTypeOf<"success">();
+
+// @ts-expect-error: runCode runs its own runner: no command
+void runCode({ code: "", command: "node" } satisfies CodeOptions);
+// @ts-expect-error: code is required
+void runCode({ typecheck: true });
+// @ts-expect-error: code is a string
+void runCode({ code: 1 });

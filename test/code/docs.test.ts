@@ -1,0 +1,63 @@
+/**
+ * docs/code.md's host loop is code users copy: it type-checks (strict, nodenext, against the built
+ * package, with the project's tsc) and runs as written, its types stripped the way runCode strips a body's.
+ */
+import { execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+// Inside the repository, where the package name resolves to this package's build and zod is installed.
+const scratch = join(root, ".code-docs-example");
+const docs = readFileSync(join(root, "docs/code.md"), "utf8");
+const example = /<!-- code-example: host-loop -->\n```ts\n([\s\S]*?)```/.exec(docs)?.[1];
+const readmeExample = /<!-- code-example: readme -->\n```ts\n([\s\S]*?)```/.exec(readFileSync(join(root, "README.md"), "utf8"))?.[1];
+
+/** tsc's output for one file (strict, nodenext, against the built package): "" when it type-checks. */
+function typeErrors(name: string, code: string): string {
+  mkdirSync(scratch, { recursive: true });
+  writeFileSync(join(scratch, name), code);
+  const tsc = join(root, "node_modules/typescript/bin/tsc");
+  const args = ["--ignoreConfig", "--strict", "--noEmit", "--module", "nodenext", "--target", "es2022", "--types", "node", "--skipLibCheck", join(scratch, name)];
+  try {
+    execFileSync(process.execPath, [tsc, ...args], { cwd: root, encoding: "utf8" });
+    return "";
+  } catch (error) {
+    return String((error as { stdout?: string }).stdout);
+  }
+}
+
+/** Runs a TypeScript example, its types stripped as runCode strips a body's; its stdout. */
+function runExample(name: string, code: string): string {
+  mkdirSync(scratch, { recursive: true });
+  const amaro = createRequire(import.meta.url)("amaro") as { transformSync(code: string, options: { mode: string }): { code: string } };
+  writeFileSync(join(scratch, name), amaro.transformSync(code, { mode: "strip-only" }).code);
+  return execFileSync(process.execPath, [join(scratch, name)], { cwd: root, encoding: "utf8" });
+}
+
+describe("docs/code.md", () => {
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it("has the host loop example", () => expect(example).toContain("runCode({"));
+
+  it("the host loop type-checks in strict nodenext against the built package", () => {
+    expect(typeErrors("host-loop.ts", example!)).toBe("");
+  });
+
+  it("the host loop runs and prints the body's answer", () => {
+    expect(runExample("host-loop.mjs", example!)).toBe("6\n");
+  });
+
+  it("the README's runCode example type-checks and runs", () => {
+    expect(readmeExample).toContain("runCode({");
+    expect(typeErrors("readme.ts", readmeExample!)).toBe("");
+    expect(runExample("readme.mjs", readmeExample!)).toBe("6 true\n");
+  });
+
+  it("a type error in an example is caught (the check can fail)", () => {
+    expect(typeErrors("broken.ts", 'import { runCode } from "@posoco/ears/host";\nawait runCode({ code: 1 });\n')).toMatch(/error TS2322/);
+  });
+});

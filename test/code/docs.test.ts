@@ -14,6 +14,7 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = join(root, ".code-docs-example");
 const docs = readFileSync(join(root, "docs/code.md"), "utf8");
 const example = /<!-- code-example: host-loop -->\n```ts\n([\s\S]*?)```/.exec(docs)?.[1];
+const declarationsOutput = /<!-- code-example: declarations-output -->\n```ts\n([\s\S]*?)```/.exec(docs)?.[1];
 const readmeExample = /<!-- code-example: readme -->\n```ts\n([\s\S]*?)```/.exec(readFileSync(join(root, "README.md"), "utf8"))?.[1];
 
 /** tsc's output for one file (strict, nodenext, against the built package): "" when it type-checks. */
@@ -49,6 +50,25 @@ describe("docs/code.md", () => {
 
   it("the host loop runs and prints the body's answer", () => {
     expect(runExample("host-loop.mjs", example!)).toBe("6\n");
+  });
+
+  it("shows what declarations() really prints for the host loop's contract", async () => {
+    const { z } = await import("zod");
+    const { defineCapabilities } = await import("@posoco/ears");
+    const tools = defineCapabilities({
+      read: { description: "Read a UTF-8 file under the root", arguments: z.object({ path: z.string() }) },
+      add: { arguments: z.object({ a: z.number(), b: z.number() }), structured: z.object({ sum: z.number() }) },
+    });
+    expect(example).toContain(`read: { description: "Read a UTF-8 file under the root", arguments: z.object({ path: z.string() }) },`);
+    expect(declarationsOutput).toBeDefined();
+    // The block is an excerpt: each of its lines stands in the real output, in the same order.
+    const output = tools.declarations().split("\n");
+    let at = 0;
+    for (const line of declarationsOutput!.trim().split("\n")) {
+      const found = output.indexOf(line, at);
+      expect(found, `docs/code.md's declarations excerpt: ${JSON.stringify(line)} is not in declarations() after line ${at}`).toBeGreaterThanOrEqual(0);
+      at = found + 1;
+    }
   });
 
   it("the README's runCode example type-checks and runs", () => {

@@ -1,5 +1,6 @@
 // Every JavaScript and TypeScript block in README.md and docs/*.md is checked: the ones marked
 // `<!-- run -->` or `<!-- example: name -->` run in test/docs/readme.test.ts and test/openseek/docs.test.ts,
+// `<!-- code-example: name -->` in test/code/docs.test.ts,
 // the typed-contract example is test-d/sample (test/docs/contract-sample.test.ts), and every other one
 // is type-checked here against the built package, as a strict nodenext consumer would: .ts blocks as
 // TypeScript, .js blocks as JavaScript with checkJs (strict, except implicit any: plain JavaScript has no
@@ -26,7 +27,7 @@ function blocks(): Block[] {
   const files = ["README.md", ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)];
   return files.flatMap((file) => {
     const text = readFileSync(join(root, file), "utf8");
-    return [...text.matchAll(/(<!-- (?:run|example: [\w-]+) -->\n)?```(js|ts)\n([\s\S]*?)```/g)].map((match) => ({
+    return [...text.matchAll(/(<!-- (?:run|(?:code-)?example: [\w-]+) -->\n)?```(js|ts)\n([\s\S]*?)```/g)].map((match) => ({
       file,
       line: text.slice(0, match.index + (match[1]?.length ?? 0)).split("\n").length,
       language: match[2] as "js" | "ts",

@@ -10,9 +10,12 @@
 import { closeSync, createReadStream, createWriteStream, openSync } from "node:fs";
 import { describeError } from "../errors.js";
 import type { Frame } from "../frames.js";
-import { jsonProblem, type Json } from "../json.js";
+import { jsonProblem, MAX_FRAME_DEPTH, type Json } from "../json.js";
 import { LineError, LineSplitter } from "../lines.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../wires/stdio.js";
+
+/** A frame may nest as deep as the protocol allows (the frame object is level 1), no deeper. */
+const FRAME_LIMITS = { maxDepth: MAX_FRAME_DEPTH };
 
 /** Which side wrote a frame. */
 export type Direction = "guest" | "host";
@@ -52,7 +55,7 @@ export function formatTranscriptEntry(entry: EntryToWrite): string {
     return JSON.stringify({ from, text: entry.text });
   }
   const frame = (entry as { frame?: unknown }).frame;
-  const problem = jsonProblem(frame);
+  const problem = jsonProblem(frame, FRAME_LIMITS);
   if (problem !== undefined) throw new TypeError(`entry.frame cannot be written as JSON unchanged: ${problem.replace(/^\$/, "frame")}`);
   return JSON.stringify({ from, frame });
 }
@@ -80,7 +83,7 @@ function faithfulJson(line: string): { json: Json } | undefined {
   } catch {
     return undefined;
   }
-  return jsonProblem(value) === undefined ? { json: value as Json } : undefined;
+  return jsonProblem(value, FRAME_LIMITS) === undefined ? { json: value as Json } : undefined;
 }
 
 /** A transcript being written to a file; see {@link recordTo}. */
@@ -220,7 +223,7 @@ function parseEntry(line: string, path: string, lineNumber: number): TranscriptE
   const entry = value as Record<string, unknown>;
   if (entry.from !== "guest" && entry.from !== "host") throw bad('"from" must be "guest" or "host"');
   if ("frame" in entry) {
-    const problem = jsonProblem(entry.frame);
+    const problem = jsonProblem(entry.frame, FRAME_LIMITS);
     if (problem !== undefined) throw bad(`the frame cannot be read as JSON unchanged: ${problem.replace(/^\$/, "frame")}`);
     return { from: entry.from, frame: entry.frame as Json };
   }

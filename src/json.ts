@@ -90,14 +90,14 @@ export function jsonProblem(value: unknown, options: JsonProblemOptions = {}): s
   if (reason === undefined) return undefined;
   // The path to the offending value: each open container's current key (a refused container is not
   // on the stack; the key that led to it is its parent's `next - 1`).
-  let path = "$";
-  for (const level of stack) {
-    if (level.next === 0) break; // the container itself is what was refused (only the root can be)
+  const steps = stack.map((level) => {
     const index = level.next - 1;
     const key = level.keys === undefined ? index : level.keys[index]!;
-    path += typeof key === "number" ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
-  }
-  return `${path} ${reason}`;
+    return typeof key === "number" ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+  });
+  // A path hundreds of levels long says no more than its ends and how many levels lie between.
+  const path = steps.length <= 24 ? steps.join("") : `${steps.slice(0, 12).join("")}…(${steps.length - 20} levels)…${steps.slice(-8).join("")}`;
+  return `$${path} ${reason}`;
 }
 
 /** An array or object being checked: its keys (undefined for an array) and the next index to visit. */

@@ -6,7 +6,7 @@ import { describeError } from "../errors.js";
 import { recordTo, type Recorder } from "../testing/transcript.js";
 import { loadCapabilityModule } from "./capability-module.js";
 import { RUN_HELP } from "./help.js";
-import { exitStatusOf, ExitStatus, guestStderrPrinter, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import { exitStatusOf, ExitStatus, guestStderrPrinter, logPrinter, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
 import { parseCommandLine, parseInput, parseNameList, parseSeconds, UsageError } from "./usage.js";
 
@@ -68,10 +68,11 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     signal: io.signal,
   });
   const recorded = await finishRecording(recorder, io);
-  if (values.json) io.stdout.write(`${JSON.stringify(report)}\n`);
-  else if (report.outcome !== undefined) printOutcome(report.outcome, io.stdout);
+  // With --json the report is the output: one that cannot be written fails the command (exit 2).
+  const printed = values.json ? printJson(report, io.stdout, io.stderr) : true;
+  if (!values.json && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
   printNotes(report, io.stderr, values.quiet ?? false);
-  return recorded ? exitStatusOf(report) : ExitStatus.SessionError;
+  return recorded && printed ? exitStatusOf(report) : ExitStatus.SessionError;
 }
 
 /** The guest command after `--`, or a usage error that shows how to give it. */

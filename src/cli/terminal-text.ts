@@ -96,9 +96,15 @@ function onlyStyles(parameters: string): boolean {
  * escapes it, so no guest line starts at column 0: `ears:` notes cannot be imitated.
  */
 export class PrefixedLines {
-  private atLineStart = true;
+  private atLineStart: boolean;
 
-  constructor(private readonly prefix: string) {}
+  /** `startsMidLine`: the caller already wrote the start of the first line (e.g. a `[level] ` label). */
+  constructor(
+    private readonly prefix: string,
+    options: { startsMidLine?: boolean } = {},
+  ) {
+    this.atLineStart = options.startsMidLine !== true;
+  }
 
   /** The chunk as it is to be written: escaped, with the prefix at the start of each new line. */
   format(chunk: string): string {

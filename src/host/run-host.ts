@@ -150,6 +150,8 @@ class HostSession {
   private unsent = 0;
   /** Wakes the read loop once the guest has taken enough of what was sent, or the run is over. */
   private resumeReading: (() => void) | undefined;
+  /** What the last guest line's onFrame returned when it asked the read loop to wait (back-pressure). */
+  private frameGate: PromiseLike<unknown> | undefined;
   private helloTimer: ReturnType<typeof setTimeout> | undefined;
   private runTimer: ReturnType<typeof setTimeout> | undefined;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
@@ -235,11 +237,30 @@ class HostSession {
         return;
       }
       this.take(line);
+      if (this.frameGate !== undefined) await this.passFrameGate();
     }
   }
 
+  /** Waits until the promise onFrame returned settles, or the run is over (spurious wake-ups re-check). */
+  private async passFrameGate(): Promise<void> {
+    const gate = this.frameGate!;
+    this.frameGate = undefined;
+    let open = false;
+    const opened = () => {
+      open = true;
+      this.wakeReader();
+    };
+    gate.then(opened, opened);
+    while (!open && !this.over()) await new Promise<void>((resolve) => (this.resumeReading = resolve));
+  }
+
   private take(line: string): void {
-    if (this.settings.onFrame !== undefined) this.callbacks.run("onFrame", () => this.settings.onFrame?.("guest", line));
+    if (this.settings.onFrame !== undefined) {
+      this.callbacks.run("onFrame", () => {
+        const gate = this.settings.onFrame?.("guest", line);
+        if (gate !== undefined && typeof (gate as PromiseLike<unknown>).then === "function") this.frameGate = gate as PromiseLike<unknown>;
+      });
+    }
     if (this.phase === "draining") {
       this.violation(`the guest wrote after its result: ${quote(line)}`);
       return;

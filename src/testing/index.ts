@@ -5,6 +5,7 @@
 export { testGuest, type GuestTestReport } from "./run-in-process.js";
 export {
   recordTo,
+  recordToStream,
   readTranscript,
   formatTranscriptEntry,
   transcriptLine,

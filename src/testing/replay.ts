@@ -114,7 +114,7 @@ export interface ReplayOptions {
   limits?: HostLimits;
   onLog?: (log: LogEntry) => void;
   /** Sees every frame of the replayed run (e.g. `recordTo(path).onFrame`, to record the replay itself). */
-  onFrame?: (direction: Direction, line: string) => void;
+  onFrame?: (direction: Direction, line: string) => void | PromiseLike<unknown>;
   /** Aborting it ends the replay (the run's failure is then `Aborted`). */
   signal?: AbortSignal;
 }
@@ -230,7 +230,7 @@ export function replayHost(
       signal: options.signal === undefined ? stop.signal : AbortSignal.any([stop.signal, options.signal]),
       onFrame: (direction, line) => {
         if (direction === "guest") onGuestLine(line);
-        options.onFrame?.(direction, line);
+        return options.onFrame?.(direction, line); // its back-pressure passes through
       },
     },
     verdict(report) {

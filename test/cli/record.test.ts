@@ -72,7 +72,7 @@ describe("ears run --record", () => {
     async () => {
       const fifo = join(dir, "slow.fifo");
       execFileSync("mkfifo", [fifo]);
-      // The reader opens the FIFO at once, then reads nothing for 3 s, then drains it and counts lines.
+      // The reader opens the FIFO at once, then reads nothing for 8 s, then drains it and counts lines.
       const reader = spawn(process.execPath, ["-e", `
         const fs = require("node:fs");
         const fd = fs.openSync(${JSON.stringify(fifo)}, "r");
@@ -80,7 +80,7 @@ describe("ears run --record", () => {
           const buffer = Buffer.alloc(1 << 20); let lines = 0, bytes = 0, n;
           while ((n = fs.readSync(fd, buffer)) > 0) { bytes += n; for (let i = 0; i < n; i++) if (buffer[i] === 10) lines++; }
           process.stdout.write(JSON.stringify({ lines, bytes }));
-        }, 3000);`], { stdio: ["ignore", "pipe", "inherit"] });
+        }, 8000);`], { stdio: ["ignore", "pipe", "inherit"] });
       let counted = "";
       reader.stdout.setEncoding("utf8").on("data", (chunk: string) => (counted += chunk));
       const readerDone = new Promise((resolve) => reader.on("close", resolve));
@@ -114,12 +114,12 @@ describe("ears run --record", () => {
       expect(result.stdout).toBe("flooded\n");
       // hello, invoke, 12,000 logs and the result: nothing lost while the host waited.
       expect(JSON.parse(counted)).toMatchObject({ lines: 12_003 });
-      // Without back-pressure the host queued the whole flood for the stalled reader: out of heap, or
-      // about 400 MiB of RSS without the cap. With it: Node itself, the logs the report keeps (16 MiB by
-      // default) and the frames in flight.
+      // Without back-pressure the host queued the flood for the stalled reader (measured: 337 MiB peak
+      // RSS; the queue is Buffers, outside the capped heap). With it, 130-140 MiB: Node itself, the logs
+      // the report keeps (16 MiB by default) and the frames in flight.
       expect(peakKiB).toBeGreaterThan(0);
-      expect(peakKiB / 1024).toBeLessThan(256);
+      expect(peakKiB / 1024).toBeLessThan(224);
     },
-    60_000,
+    90_000,
   );
 });

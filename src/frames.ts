@@ -117,50 +117,49 @@ function mayOverflow(line: string): boolean {
 const LONG_EXPONENT = /\d[eE][-+]?\d{3}/;
 const DIGIT_RUN = /\d{200}/;
 
-// The walk's stacks, reused: decoding is synchronous, so one walk runs at a time.
-const pendingValues: unknown[] = [];
-const pendingDepths: number[] = [];
-
 /**
- * @internal Walks a parsed frame without recursion: why it is malformed for depth or range (nested deeper than
- * {@link MAX_FRAME_DEPTH}, the frame object being level 1, or holding a number JSON.parse turned into
- * ±Infinity), or undefined.
+ * @internal Walks a parsed frame without recursion: why it is malformed for depth or range (nested
+ * deeper than {@link MAX_FRAME_DEPTH}, the frame object being level 1, or holding a number JSON.parse
+ * turned into ±Infinity), or undefined. Only containers are queued; numbers are checked in place.
  */
 export function depthOrRangeProblem(value: unknown): string | undefined {
-  pendingValues.push(value);
-  pendingDepths.push(0);
-  let problem: string | undefined;
-  while (pendingValues.length > 0) {
-    const item = pendingValues.pop();
-    const depth = pendingDepths.pop()!;
-    if (typeof item === "number") {
-      if (item === Infinity || item === -Infinity) {
-        problem = "a number is beyond the range of a double (JSON.parse makes it Infinity), which protocol 1 refuses";
-        break;
+  // Breadth first, one level at a time: only containers are queued, numbers are checked in place.
+  let level: unknown[] = [value];
+  for (let depth = 0; level.length > 0; depth++) {
+    const next: object[] = [];
+    for (let j = 0; j < level.length; j++) {
+      const item = level[j];
+      if (typeof item !== "object" || item === null) {
+        if (isInfinite(item)) return OUT_OF_RANGE;
+        continue;
       }
-    } else if (typeof item === "object" && item !== null) {
-      if (depth === MAX_FRAME_DEPTH) {
-        problem = `the frame is nested more than ${MAX_FRAME_DEPTH} levels deep, which protocol 1 refuses`;
-        break;
-      }
+      if (depth === MAX_FRAME_DEPTH) return TOO_DEEP; // item is at level depth + 1
       if (Array.isArray(item)) {
-        for (let i = 0; i < item.length; i++) push(item[i], depth + 1);
+        for (let i = 0; i < item.length; i++) {
+          const child: unknown = item[i];
+          if (typeof child === "object") {
+            if (child !== null) next.push(child);
+          } else if (isInfinite(child)) return OUT_OF_RANGE;
+        }
       } else {
-        for (const key in item) push((item as Record<string, unknown>)[key], depth + 1);
+        for (const key in item) {
+          const child: unknown = (item as Record<string, unknown>)[key];
+          if (typeof child === "object") {
+            if (child !== null) next.push(child);
+          } else if (isInfinite(child)) return OUT_OF_RANGE;
+        }
       }
     }
+    level = next;
   }
-  pendingValues.length = 0;
-  pendingDepths.length = 0;
-  return problem;
+  return undefined;
 }
 
-/** Queues only what can be wrong: numbers and containers (strings, booleans and null cannot). */
-function push(child: unknown, depth: number): void {
-  if (typeof child === "number" ? !Number.isFinite(child) : typeof child === "object" && child !== null) {
-    pendingValues.push(child);
-    pendingDepths.push(depth);
-  }
+const OUT_OF_RANGE = "a number is beyond the range of a double (JSON.parse makes it Infinity), which protocol 1 refuses";
+const TOO_DEEP = `the frame is nested more than ${MAX_FRAME_DEPTH} levels deep, which protocol 1 refuses`;
+
+function isInfinite(value: unknown): boolean {
+  return value === Infinity || value === -Infinity;
 }
 
 /** Validates a parsed JSON value as a frame: returns the frame (defaults applied) or the reason it is not one. */

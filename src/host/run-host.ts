@@ -258,7 +258,7 @@ class HostSession {
     if (this.settings.onFrame !== undefined) {
       this.callbacks.run("onFrame", () => {
         const gate = this.settings.onFrame?.("guest", line);
-        if (gate !== undefined && typeof (gate as PromiseLike<unknown>).then === "function") this.frameGate = gate as PromiseLike<unknown>;
+        if (isThenable(gate)) this.frameGate = gate;
       });
     }
     if (this.phase === "draining") {
@@ -516,6 +516,10 @@ function tooLong(line: string, max: number): boolean {
 }
 
 /** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as PromiseLike<unknown>).then === "function";
+}
+
 function quote(line: string): string {
   return line.length > 200 ? `${JSON.stringify(line.slice(0, 200))}… (${line.length} characters)` : JSON.stringify(line);
 }

@@ -114,7 +114,7 @@ export interface ReplayOptions {
   limits?: HostLimits;
   onLog?: (log: LogEntry) => void;
   /** Sees every frame of the replayed run (e.g. `recordTo(path).onFrame`, to record the replay itself). */
-  onFrame?: (direction: Direction, line: string) => void | PromiseLike<unknown>;
+  onFrame?: (direction: Direction, line: string) => unknown;
   /** Aborting it ends the replay (the run's failure is then `Aborted`). */
   signal?: AbortSignal;
 }

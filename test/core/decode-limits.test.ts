@@ -147,3 +147,42 @@ describe("jsonProblem: depth", () => {
     expect(jsonProblem(root)).toMatch(/^\$(\.next){12}…\(81 levels\)…(\.next){7}\.back refers back to one of its ancestors/);
   });
 });
+
+describe("the encoding side refuses what the decoding side would refuse", () => {
+  const nested = (depth: number): unknown => {
+    let value: unknown = "leaf";
+    for (let i = 0; i < depth; i++) value = { d: value };
+    return value;
+  };
+
+  it("a program's deep return value becomes GuestFailed naming the limit; one at the limit goes through", async () => {
+    const { testGuest } = await import("../../src/testing/index.js");
+    const tooDeep = await testGuest(async () => nested(MAX_VALUE_DEPTH + 1) as never);
+    expect(tooDeep.outcome).toMatchObject({ status: "failure", code: "GuestFailed" });
+    expect(tooDeep.outcome?.content).toMatch(/nested more than 510 levels/);
+    const atLimit = await testGuest(async () => nested(MAX_VALUE_DEPTH) as never);
+    expect(atLimit.ok).toBe(true);
+  });
+
+  it("deep call arguments are InvalidArguments, not sent; a handler's deep answer is a CapabilityFailed reply", async () => {
+    const { testGuest } = await import("../../src/testing/index.js");
+    let handlerRuns = 0;
+    const report = await testGuest(
+      async (ears) => {
+        const sent = await ears.call("echo", nested(100_000) as never);
+        const answered = await ears.call("deep", null);
+        return { sent: sent.status === "failure" ? sent.code : "sent", answered: answered.status === "failure" ? answered.code : "ok", why: answered.content };
+      },
+      {
+        allowed: ["echo", "deep"],
+        capabilities: {
+          echo: () => void handlerRuns++,
+          deep: () => nested(MAX_VALUE_DEPTH + 1),
+        },
+      },
+    );
+    expect(handlerRuns).toBe(0);
+    expect(report.outcome?.structured).toMatchObject({ sent: "InvalidArguments", answered: "CapabilityFailed" });
+    expect((report.outcome?.structured as { why: string }).why).toMatch(/nested more than 510 levels/);
+  });
+});

@@ -61,6 +61,15 @@ describe("ears run against hostile guests", () => {
     expect(human.stderr).toContain("\n  ears: the session failed: fake note");
   });
 
+  it("an ears: note that quotes guest text (the sdk name in hello) shows it escaped, on one line", async () => {
+    const human = await run("hello-sdk");
+    expect(human.code).toBe(2);
+    expect(human.stderr).not.toMatch(TERMINAL_CONTROL);
+    const notes = human.stderr.split("\n").filter((line) => line.startsWith("ears:"));
+    expect(notes[0]).toMatch(/^ears: the session failed: ProtocolMismatch: the guest \(evil\\x1b\]52;c;cm0gLXJmIH4K\\x07\\x0aears: the guest matched the recording\) speaks protocol 2/);
+    expect(notes.every((line) => !line.startsWith("ears: the guest matched"))).toBe(true);
+  });
+
   it("--json output is unchanged: JSON-escaped text, the exact strings the guest sent", async () => {
     const json = await run("terminal", "--json");
     expect(json.code).toBe(1);

@@ -38,6 +38,7 @@ const PIECE_CHARS = 1024 * 1024;
  */
 export function logPrinter(stderr: Writable): (log: LogEntry) => void {
   return (log) => {
+    endGuestStderrLine(stderr);
     stderr.write(`[${label(log.level)}] `);
     const lines = new PrefixedLines("  ", { startsMidLine: true });
     writeInPieces(stderr, log.content, (piece) => lines.format(piece));
@@ -52,12 +53,28 @@ export function logPrinter(stderr: Writable): (log: LogEntry) => void {
  */
 export function guestStderrPrinter(stderr: Writable): (chunk: string) => void {
   const lines = new PrefixedLines(STDERR_PREFIX);
+  stderrLines.set(stderr, lines);
   return (chunk) => {
     writeInPieces(stderr, chunk, (piece) => lines.format(piece));
   };
 }
 
 const STDERR_PREFIX = "[stderr] ";
+
+/** The guest's stderr printer writing to each stream, so log lines and notes can end its open line. */
+const stderrLines = new WeakMap<Writable, PrefixedLines>();
+
+/**
+ * Ends a line of the guest's stderr left open (no newline yet) before `ears` writes a line of its own,
+ * so a log or note never continues the guest's line and the guest's next chunk starts a new, prefixed
+ * line (otherwise it would follow our newline at column 0, unprefixed).
+ */
+function endGuestStderrLine(stderr: Writable): void {
+  const lines = stderrLines.get(stderr);
+  if (lines === undefined || lines.lineEnded) return;
+  stderr.write("\n");
+  lines.startNewLine();
+}
 
 /**
  * The result for people: its content (escaped for the terminal; a line starting `ears:` has its `e`
@@ -143,6 +160,7 @@ export function exitStatusOf(report: RunReport): number {
  * not repeated; when quiet, its tail is printed after a session failure only.
  */
 export function printNotes(report: RunReport, stderr: Writable, quiet: boolean): void {
+  endGuestStderrLine(stderr);
   if (report.failure !== undefined) {
     // The host's message can quote guest text (a stray line, the guest's sdk name): escaped, on one line.
     stderr.write(`ears: the session failed: ${report.failure.code}: ${oneLine(report.failure.message)}\n`);

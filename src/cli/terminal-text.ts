@@ -120,6 +120,11 @@ export class PrefixedLines {
   get lineEnded(): boolean {
     return this.atLineStart;
   }
+
+  /** The caller ended the open line itself: the next chunk starts a new, prefixed line. */
+  startNewLine(): void {
+    this.atLineStart = true;
+  }
 }
 
 /**

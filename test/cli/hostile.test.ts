@@ -61,6 +61,12 @@ describe("ears run against hostile guests", () => {
     expect(human.stderr).toContain("\n  ears: the session failed: fake note");
   });
 
+  it("a log arriving while a guest stderr line is open ends that line, so the guest's next chunk is still prefixed", async () => {
+    const human = await run("interleave");
+    expect(human.code).toBe(0);
+    expect(human.stderr).toBe("[stderr] partial line\n[info] a log between\n[stderr] ears: the session failed: fake\n");
+  });
+
   it("an ears: note that quotes guest text (the sdk name in hello) shows it escaped, on one line", async () => {
     const human = await run("hello-sdk");
     expect(human.code).toBe(2);

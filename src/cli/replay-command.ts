@@ -4,7 +4,7 @@ import { describeError } from "../errors.js";
 import { recordingOf, replay, RecordingError, type Recording } from "../testing/replay.js";
 import { readTranscript, TranscriptError } from "../testing/transcript.js";
 import { REPLAY_HELP } from "./help.js";
-import { ExitStatus, guestStderrPrinter, logPrinter, oneLine, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import { endGuestStderrLine, ExitStatus, guestStderrPrinter, logPrinter, oneLine, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
 import { finishRecording, guestCommand, limitsOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
 import { parseCommandLine, UsageError } from "./usage.js";
 
@@ -32,6 +32,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   const { report } = replayed;
   const printed = values.json ? printJson(replayed, io.stdout, io.stderr) : true;
   if (!values.json && replayed.ok && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
+  endGuestStderrLine(io.stderr);
   if (replayed.ok) {
     if (!values.quiet) {
       const requests = replayed.recordedRequests === 1 ? "1 request" : `${replayed.recordedRequests} requests`;

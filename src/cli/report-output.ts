@@ -69,7 +69,7 @@ const stderrLines = new WeakMap<Writable, PrefixedLines>();
  * so a log or note never continues the guest's line and the guest's next chunk starts a new, prefixed
  * line (otherwise it would follow our newline at column 0, unprefixed).
  */
-function endGuestStderrLine(stderr: Writable): void {
+export function endGuestStderrLine(stderr: Writable): void {
   const lines = stderrLines.get(stderr);
   if (lines === undefined || lines.lineEnded) return;
   stderr.write("\n");

@@ -3,7 +3,7 @@ import type { Writable } from "node:stream";
 import type { LogEntry, RunReport } from "../host/index.js";
 import type { Outcome } from "../outcome.js";
 import { describeError } from "../errors.js";
-import { escapeResultText, escapeTerminalText, PrefixedLines } from "./terminal-text.js";
+import { escapeJsonControls, escapeResultText, escapeTerminalText, PrefixedLines } from "./terminal-text.js";
 
 /** Exit statuses of `ears`. */
 export const ExitStatus = {
@@ -94,7 +94,7 @@ export function printOutcome(outcome: Outcome, stdout: Writable, stderr?: Writab
     (stderr ?? stdout).write(`ears: the result's structured value cannot be shown (${describeError(error)}); --json or --record keep it only if they can write it\n`);
     return;
   }
-  stdout.write(`${pretty}\n`);
+  stdout.write(`${escapeJsonControls(pretty)}\n`);
 }
 
 /**
@@ -109,7 +109,7 @@ export function printJson(value: unknown, stdout: Writable, stderr: Writable): b
     stderr.write(`ears: the report cannot be written as JSON (${describeError(error)}); nothing was written to stdout\n`);
     return false;
   }
-  stdout.write(`${text}\n`);
+  stdout.write(`${escapeJsonControls(text)}\n`);
   return true;
 }
 

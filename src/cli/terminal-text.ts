@@ -134,3 +134,13 @@ export class PrefixedLines {
 export function escapeResultText(text: string): string {
   return escapeTerminalText(text).replace(/(^|\n)ears:/g, "$1\\x65ars:");
 }
+
+/**
+ * JSON text made safe for a terminal without changing its value: JSON.stringify escapes C0 controls
+ * but leaves DEL and the C1 controls (U+0080 to U+009F, among them the one-character CSI U+009B) raw;
+ * they are written as `\u` escapes, which parse back to the same strings. Outside strings JSON text
+ * is ASCII, so only string contents change form.
+ */
+export function escapeJsonControls(json: string): string {
+  return json.replace(/[\x7f-\x9f]/g, (control) => `\\u${control.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}

@@ -52,6 +52,7 @@ describe("ears run against hostile guests", () => {
     expect(human.stdout).toContain("\\x1b]52;c;cm0gLXJmIH4K\\x07"); // visible, not acted on
     expect(human.stdout).toContain("\x1b[31mred is fine\x1b[0m"); // colours pass
     expect(human.stdout).toContain("\\x65ars: the session failed: fake note");
+    expect(human.stdout).toContain('"csi": "\\u009b2J"'); // JSON.stringify leaves C1 raw; shown as a \u escape
     // ears's own notes are the only stderr lines that start with "ears:"; the guest's lines are prefixed.
     const notes = human.stderr.split("\n").filter((line) => line.startsWith("ears:"));
     expect(notes).toEqual(["ears: the guest's result is a failure (code Bad\\x1b[2J\\x0aears: fake)"]);
@@ -84,5 +85,7 @@ describe("ears run against hostile guests", () => {
     expect(report.outcome.code).toBe("Bad\x1b[2J\nears: fake");
     expect(report.logs[0]!.level).toBe("warn\x1b]0;title\x07\nears: fake");
     expect(report.outcome.content).toContain("\x1b]52;c;cm0gLXJmIH4K\x07");
+    expect(json.stdout).not.toMatch(/[\x7f-\x9f]/); // C1 and DEL as \u escapes: the same JSON value
+    expect((report.outcome as unknown as { structured: unknown }).structured).toEqual({ csi: "\x9b2J", del: "\x7f" });
   });
 });

@@ -2,7 +2,7 @@
 // reaches the terminal, the escaping loses nothing, and no guest line can start with "ears:".
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { escapeResultText, escapeTerminalText, PrefixedLines, unescapeTerminalText } from "../../src/cli/terminal-text.js";
+import { escapeJsonControls, escapeResultText, escapeTerminalText, PrefixedLines, unescapeTerminalText } from "../../src/cli/terminal-text.js";
 
 /** Hostile text: real attack sequences, lone controls, backslashes next to "x", and any code units. */
 const hostileText = fc
@@ -106,6 +106,20 @@ describe("escapeResultText", () => {
         expect(unescapeTerminalText(shown)).toBe(text);
       }),
       { numRuns: 1000, seed: 0x7e_58 },
+    );
+  });
+});
+
+describe("escapeJsonControls", () => {
+  it("JSON text keeps its value and loses every control JSON.stringify leaves raw (DEL, C1)", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), hostileText, (value, text) => {
+        const json = JSON.stringify({ value, text }, null, 2);
+        const shown = escapeJsonControls(json);
+        expect(shown).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
+        expect(JSON.parse(shown)).toEqual(JSON.parse(json));
+      }),
+      { numRuns: 500, seed: 0x7e_59 },
     );
   });
 });

@@ -250,7 +250,11 @@ class HostSession {
       open = true;
       this.wakeReader();
     };
-    gate.then(opened, opened);
+    try {
+      gate.then(opened, opened);
+    } catch {
+      return; // a user's thenable whose then() throws holds nothing
+    }
     while (!open && !this.over()) await new Promise<void>((resolve) => (this.resumeReading = resolve));
   }
 
@@ -515,11 +519,12 @@ function tooLong(line: string, max: number): boolean {
   return Buffer.byteLength(line) > max;
 }
 
-/** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */
+/** True for a promise or any object with a `then` method (what onFrame returns to ask for back-pressure). */
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as PromiseLike<unknown>).then === "function";
 }
 
+/** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */
 function quote(line: string): string {
   return line.length > 200 ? `${JSON.stringify(line.slice(0, 200))}… (${line.length} characters)` : JSON.stringify(line);
 }

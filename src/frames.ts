@@ -90,12 +90,11 @@ export function decodeFrame(line: string): Frame {
     throw new FrameError(`not JSON (${(error as Error).message})`, excerpt(line));
   }
   // Depth and range (wire/PROTOCOL.md section 1). A line of at most SHORT_LINE characters cannot nest
-  // past the limit (N levels take 2N brackets), so only a number can be wrong, and only if the text has
-  // the shape of a huge one; longer lines are walked, which costs per value, not per character.
-  if (line.length > SHORT_LINE || mayOverflow(line)) {
-    const problem = depthOrRangeProblem(value);
-    if (problem !== undefined) throw new FrameError(problem, excerpt(line));
-  }
+  // past the limit (N levels take 2N brackets), so only its numbers need a look: a short recursive
+  // check (its depth is bounded by the line's length), which costs per value, not per character.
+  // Longer lines get the full walk, without recursion.
+  const problem = line.length <= SHORT_LINE ? (holdsInfinity(value) ? OUT_OF_RANGE : undefined) : depthOrRangeProblem(value);
+  if (problem !== undefined) throw new FrameError(problem, excerpt(line));
   const frame = validateFrame(value);
   if (typeof frame === "string") throw new FrameError(frame, excerpt(line));
   return frame;
@@ -105,17 +104,18 @@ export function decodeFrame(line: string): Frame {
 const SHORT_LINE = 2 * MAX_FRAME_DEPTH + 1;
 
 /**
- * Exact pre-filter for range: a JSON number overflows a double only if it is at least about 1.8e308.
- * With an exponent of at most two digits (|e| <= 99) that takes 210+ digits before the point, so text
- * with neither a run of 200 digits nor a digit, "e", optional sign and three digits holds no such
- * number (a match inside a string only costs a walk, never a wrong answer). Two plain patterns are
- * about twice as fast as one alternation on the small frames that dominate traffic.
+ * True when a parsed value holds ±Infinity (a number token beyond the double range). Recursive: only
+ * called on values from lines of at most {@link SHORT_LINE} characters, so at most 512 levels deep.
  */
-function mayOverflow(line: string): boolean {
-  return LONG_EXPONENT.test(line) || (line.length >= 200 && DIGIT_RUN.test(line));
+function holdsInfinity(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return isInfinite(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (holdsInfinity(value[i])) return true;
+    return false;
+  }
+  for (const key in value) if (holdsInfinity((value as Record<string, unknown>)[key])) return true;
+  return false;
 }
-const LONG_EXPONENT = /\d[eE][-+]?\d{3}/;
-const DIGIT_RUN = /\d{200}/;
 
 /**
  * @internal Walks a parsed frame without recursion: why it is malformed for depth or range (nested

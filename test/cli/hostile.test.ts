@@ -1,7 +1,10 @@
 // The CLI against hostile guests (fixtures/hostile/guest.mjs): values the decoder refuses never reach a
 // handler or an output path, no output path crashes, and guest text cannot drive the terminal or pass
 // for one of ears's own notes. Each test spawns the real CLI and a real guest process.
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { ears } from "./spawn-ears.js";
 
 const GUEST = "fixtures/hostile/guest.mjs";
@@ -87,5 +90,31 @@ describe("ears run against hostile guests", () => {
     expect(report.outcome.content).toContain("\x1b]52;c;cm0gLXJmIH4K\x07");
     expect(json.stdout).not.toMatch(/[\x7f-\x9f]/); // C1 and DEL as \u escapes: the same JSON value
     expect((report.outcome as unknown as { structured: unknown }).structured).toEqual({ csi: "\x9b2J", del: "\x7f" });
+  });
+});
+
+describe("ears replay against a hostile guest", () => {
+  const dir = mkdtempSync(join(tmpdir(), "ears-hostile-replay-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const transcript = join(dir, "probe.ndjson");
+  writeFileSync(
+    transcript,
+    [
+      { from: "guest", frame: { type: "hello", protocol: 1 } },
+      { from: "host", frame: { type: "invoke", protocol: 1, allowed: ["probe"], input: null } },
+      { from: "guest", frame: { type: "request", id: 1, name: "probe", arguments: { a: [1] } } },
+      { from: "host", frame: { type: "reply", id: 1, outcome: { status: "success", content: "probed" } } },
+      { from: "guest", frame: { type: "result", outcome: { status: "success", content: "done" } } },
+    ]
+      .map((entry) => `${JSON.stringify(entry)}\n`)
+      .join(""),
+  );
+
+  it.each(["", "--json"])("a request nested 100,000 levels deep is a protocol violation, never compared or printed (%s)", async (json) => {
+    const run = await ears(["replay", transcript, ...(json ? [json] : []), "--", "node", GUEST, "deep-request"]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).not.toMatch(/Maximum call stack|RangeError|internal error/);
+    if (json) expect((JSON.parse(run.stdout) as { report: { failure: { message: string } } }).report.failure.message).toMatch(/nested more than 512 levels/);
+    else expect(run.stderr).toMatch(/ears: the session failed: ProtocolViolation: .*nested more than 512 levels/);
   });
 });

@@ -3,7 +3,7 @@
  * start-up free of zod; `schemas.ts` holds the zod schemas of record, and property tests prove both
  * accept exactly the same frames.
  */
-import type { Json } from "./json.js";
+import { MAX_FRAME_DEPTH, type Json } from "./json.js";
 import { fromValid, outcomeProblem, type Outcome } from "./outcome.js";
 
 /** The protocol version this package speaks. */
@@ -89,9 +89,77 @@ export function decodeFrame(line: string): Frame {
   } catch (error) {
     throw new FrameError(`not JSON (${(error as Error).message})`, excerpt(line));
   }
+  // Depth and range (wire/PROTOCOL.md section 1). A line of at most SHORT_LINE characters cannot nest
+  // past the limit (N levels take 2N brackets), so only its numbers need a look: a short recursive
+  // check (its depth is bounded by the line's length), which costs per value, not per character.
+  // Longer lines get the full walk, without recursion.
+  const problem = line.length <= SHORT_LINE ? (holdsInfinity(value) ? OUT_OF_RANGE : undefined) : depthOrRangeProblem(value);
+  if (problem !== undefined) throw new FrameError(problem, excerpt(line));
   const frame = validateFrame(value);
   if (typeof frame === "string") throw new FrameError(frame, excerpt(line));
   return frame;
+}
+
+/** The longest line that cannot be nested deeper than {@link MAX_FRAME_DEPTH}: N levels need 2N brackets. */
+const SHORT_LINE = 2 * MAX_FRAME_DEPTH + 1;
+
+/**
+ * True when a parsed value holds ±Infinity (a number token beyond the double range). Recursive: only
+ * called on values from lines of at most {@link SHORT_LINE} characters, so at most 512 levels deep.
+ */
+function holdsInfinity(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return isInfinite(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (holdsInfinity(value[i])) return true;
+    return false;
+  }
+  for (const key in value) if (holdsInfinity((value as Record<string, unknown>)[key])) return true;
+  return false;
+}
+
+/**
+ * @internal Walks a parsed frame without recursion: why it is malformed for depth or range (nested
+ * deeper than {@link MAX_FRAME_DEPTH}, the frame object being level 1, or holding a number JSON.parse
+ * turned into ±Infinity), or undefined. Only containers are queued; numbers are checked in place.
+ */
+export function depthOrRangeProblem(value: unknown): string | undefined {
+  // Breadth first, one level at a time: only containers are queued, numbers are checked in place.
+  let level: unknown[] = [value];
+  for (let depth = 0; level.length > 0; depth++) {
+    const next: object[] = [];
+    for (let j = 0; j < level.length; j++) {
+      const item = level[j];
+      if (typeof item !== "object" || item === null) {
+        if (isInfinite(item)) return OUT_OF_RANGE;
+        continue;
+      }
+      if (depth === MAX_FRAME_DEPTH) return TOO_DEEP; // item is at level depth + 1
+      if (Array.isArray(item)) {
+        for (let i = 0; i < item.length; i++) {
+          const child: unknown = item[i];
+          if (typeof child === "object") {
+            if (child !== null) next.push(child);
+          } else if (isInfinite(child)) return OUT_OF_RANGE;
+        }
+      } else {
+        for (const key in item) {
+          const child: unknown = (item as Record<string, unknown>)[key];
+          if (typeof child === "object") {
+            if (child !== null) next.push(child);
+          } else if (isInfinite(child)) return OUT_OF_RANGE;
+        }
+      }
+    }
+    level = next;
+  }
+  return undefined;
+}
+
+const OUT_OF_RANGE = "a number is beyond the range of a double (JSON.parse makes it Infinity), which protocol 1 refuses";
+const TOO_DEEP = `the frame is nested more than ${MAX_FRAME_DEPTH} levels deep, which protocol 1 refuses`;
+
+function isInfinite(value: unknown): boolean {
+  return value === Infinity || value === -Infinity;
 }
 
 /** Validates a parsed JSON value as a frame: returns the frame (defaults applied) or the reason it is not one. */

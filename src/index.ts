@@ -6,7 +6,7 @@ export { serve, type GuestProgram, type ServeOptions, type ServeReport, type Ret
 export { Ears, type CallOptions, type LogLevel } from "./ears.js";
 export { Outcome, FailureCode, type Success, type Failure } from "./outcome.js";
 export { TransportError, TimeoutError, type TransportErrorKind, type TransportErrorOptions } from "./errors.js";
-export { jsonProblem, type Json } from "./json.js";
+export { jsonProblem, MAX_FRAME_DEPTH, MAX_VALUE_DEPTH, type Json, type JsonProblemOptions } from "./json.js";
 export type { Wire } from "./wire.js";
 export { stdio, streamWire, StreamWire, DEFAULT_MAX_FRAME_BYTES, type StdioOptions } from "./wires/stdio.js";
 export { createLinkedPair, MemoryWire } from "./wires/memory.js";

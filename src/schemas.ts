@@ -10,7 +10,7 @@
  * while `structured: null` stays `null`.
  */
 import { z } from "zod";
-import { jsonProblem, type Json } from "./json.js";
+import { jsonProblem, MAX_FRAME_DEPTH, type Json } from "./json.js";
 import type { Frame } from "./frames.js";
 
 /**
@@ -21,7 +21,8 @@ import type { Frame } from "./frames.js";
 export const jsonValueSchema = z
   .unknown()
   .superRefine((value, ctx) => {
-    const problem = jsonProblem(value);
+    // As deep as a frame may be: the depth of a whole frame is decodeFrame's check, not this schema's.
+    const problem = jsonProblem(value, { maxDepth: MAX_FRAME_DEPTH });
     if (problem !== undefined) ctx.addIssue({ code: "custom", message: `not a faithful JSON value: ${problem}` });
   })
   .meta({ description: "Any JSON value, forwarded unchanged." }) as unknown as z.ZodType<Json, unknown>;

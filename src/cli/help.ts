@@ -64,6 +64,7 @@ Options:
                             --sandbox-write and --env imply --sandbox.
   --record <file>           Write every frame, both directions, to an NDJSON transcript
                             ({"from":"guest"|"host","frame":{...}} a line), for "ears replay".
+                            Created private (mode 0600); a symbolic link there is refused.
   --timeout <seconds>       Deadline for the whole run; past it the guest is stopped (exit 2).
                             Default: none.
   --call-timeout <seconds>  Deadline for each capability call; a late call is answered with a

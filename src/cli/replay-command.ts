@@ -4,7 +4,7 @@ import { describeError } from "../errors.js";
 import { recordingOf, replay, RecordingError, type Recording } from "../testing/replay.js";
 import { readTranscript, TranscriptError } from "../testing/transcript.js";
 import { REPLAY_HELP } from "./help.js";
-import { ExitStatus, guestStderrPrinter, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import { endGuestStderrLine, ExitStatus, guestStderrPrinter, logPrinter, oneLine, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
 import { finishRecording, guestCommand, inFlagTerms, limitsOf, printSandboxNote, sandboxOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
 import { parseCommandLine, UsageError } from "./usage.js";
 
@@ -31,20 +31,21 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   );
   const recorded = await finishRecording(recorder, io);
   const { report } = replayed;
-  if (values.json) io.stdout.write(`${JSON.stringify(replayed)}\n`);
-  else if (replayed.ok && report.outcome !== undefined) printOutcome(report.outcome, io.stdout);
+  const printed = values.json ? printJson(replayed, io.stdout, io.stderr) : true;
+  if (!values.json && replayed.ok && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
+  endGuestStderrLine(io.stderr);
   if (replayed.ok) {
     if (!values.quiet) {
       const requests = replayed.recordedRequests === 1 ? "1 request" : `${replayed.recordedRequests} requests`;
       io.stderr.write(`ears: the guest matched the recording (${requests} and the result)\n`);
     }
   } else {
-    io.stderr.write(`ears: the guest diverged from the recording: ${replayed.divergence}\n`);
+    io.stderr.write(`ears: the guest diverged from the recording: ${oneLine(replayed.divergence ?? "")}\n`);
   }
   printSandboxNote(report, io, values.quiet ?? false);
   // The replay's own stop shows up as an Aborted failure; that is the divergence, already reported.
   printNotes(replayed.stopped ? { ...report, failure: undefined } : inFlagTerms(report), io.stderr, values.quiet ?? false);
-  if (!recorded) return ExitStatus.SessionError;
+  if (!recorded || !printed) return ExitStatus.SessionError;
   if (replayed.ok) return ExitStatus.Success;
   return report.failure !== undefined && !replayed.stopped ? ExitStatus.SessionError : ExitStatus.GuestFailure;
 }

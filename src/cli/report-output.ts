@@ -3,6 +3,8 @@ import type { Writable } from "node:stream";
 import type { LogEntry, RunReport } from "../host/index.js";
 import type { RunReportFields } from "../host/types.js";
 import type { Outcome } from "../outcome.js";
+import { describeError } from "../errors.js";
+import { escapeJsonControls, escapeResultText, escapeTerminalText, PrefixedLines } from "./terminal-text.js";
 
 /** Exit statuses of `ears`. */
 export const ExitStatus = {
@@ -25,27 +27,126 @@ export interface CliIo {
   signal?: AbortSignal;
 }
 
-/** Writes each log to stderr as it arrives: `[level] content`. */
+/** The longest log level or failure code shown; a longer one is cut with a note of its length. */
+const MAX_LABEL_CHARS = 100;
+
+/** Guest text is written in pieces of at most this many characters, so no output string grows huge. */
+const PIECE_CHARS = 1024 * 1024;
+
+/**
+ * Writes each log to stderr as it arrives: `[level] content`, escaped for the terminal
+ * (see `terminal-text.ts`); continuation lines are indented, so no log line can pass for an `ears:` note.
+ */
 export function logPrinter(stderr: Writable): (log: LogEntry) => void {
   return (log) => {
-    stderr.write(`[${log.level}] ${log.content}${log.content.endsWith("\n") ? "" : "\n"}`);
+    endGuestStderrLine(stderr);
+    stderr.write(`[${label(log.level)}] `);
+    const lines = new PrefixedLines("  ", { startsMidLine: true });
+    writeInPieces(stderr, log.content, (piece) => lines.format(piece));
+    if (!lines.lineEnded) stderr.write("\n");
   };
 }
 
 /**
- * Passes the guest's stderr through to ours as it arrives, so a guest's own diagnostics show up live
- * (unprefixed: they are the guest's text, interleaved with the `[level]` log lines in arrival order).
+ * Passes the guest's stderr through to ours as it arrives, so a guest's own diagnostics show up live,
+ * interleaved with the `[level]` log lines in arrival order. Every line starts with `[stderr] ` and is
+ * escaped for the terminal, so the guest cannot imitate `ears:` notes or drive the terminal.
  */
 export function guestStderrPrinter(stderr: Writable): (chunk: string) => void {
+  const lines = new PrefixedLines(STDERR_PREFIX);
+  stderrLines.set(stderr, lines);
   return (chunk) => {
-    stderr.write(chunk);
+    writeInPieces(stderr, chunk, (piece) => lines.format(piece));
   };
 }
 
-/** The result for people: its content, then its structured value as pretty JSON. */
-export function printOutcome(outcome: Outcome, stdout: Writable): void {
-  if (outcome.content !== "") stdout.write(outcome.content.endsWith("\n") ? outcome.content : `${outcome.content}\n`);
-  if (outcome.structured !== undefined) stdout.write(`${JSON.stringify(outcome.structured, null, 2)}\n`);
+const STDERR_PREFIX = "[stderr] ";
+
+/** The guest's stderr printer writing to each stream, so log lines and notes can end its open line. */
+const stderrLines = new WeakMap<Writable, PrefixedLines>();
+
+/**
+ * Ends a line of the guest's stderr left open (no newline yet) before `ears` writes a line of its own,
+ * so a log or note never continues the guest's line and the guest's next chunk starts a new, prefixed
+ * line (otherwise it would follow our newline at column 0, unprefixed).
+ */
+export function endGuestStderrLine(stderr: Writable): void {
+  const lines = stderrLines.get(stderr);
+  if (lines === undefined || lines.lineEnded) return;
+  stderr.write("\n");
+  lines.startNewLine();
+}
+
+/**
+ * The result for people: its content (escaped for the terminal; a line starting `ears:` has its `e`
+ * escaped), then its structured value as pretty JSON (JSON escapes every control character). A value
+ * too large to show as one string is named on stderr instead, with where to find it.
+ */
+export function printOutcome(outcome: Outcome, stdout: Writable, stderr?: Writable): void {
+  if (outcome.content !== "") {
+    writeInPieces(stdout, outcome.content, escapeResultText);
+    if (!outcome.content.endsWith("\n")) stdout.write("\n");
+  }
+  if (outcome.structured === undefined) return;
+  let pretty: string;
+  try {
+    pretty = JSON.stringify(outcome.structured, null, 2);
+  } catch (error) {
+    (stderr ?? stdout).write(`ears: the result's structured value cannot be shown (${describeError(error)}); --json or --record keep it only if they can write it\n`);
+    return;
+  }
+  stdout.write(`${escapeJsonControls(pretty)}\n`);
+}
+
+/**
+ * Writes a report (or a replay's verdict) as one line of JSON. Returns false, after saying why on
+ * stderr, when it cannot be written: too large for one string (V8 caps strings at about 512 MiB).
+ */
+export function printJson(value: unknown, stdout: Writable, stderr: Writable): boolean {
+  let text: string;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    stderr.write(`ears: the report cannot be written as JSON (${describeError(error)}); nothing was written to stdout\n`);
+    return false;
+  }
+  stdout.write(`${escapeJsonControls(text)}\n`);
+  return true;
+}
+
+/** A guest-chosen one-line label (log level, failure code) made safe and short for the terminal. */
+export function label(text: string): string {
+  return oneLine(text, MAX_LABEL_CHARS);
+}
+
+/** Text that may hold guest-controlled parts, shown escaped on one line and cut to `max` characters. */
+export function oneLine(text: string, max = MAX_MESSAGE_CHARS): string {
+  const cut = text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
+  return escapeTerminalText(cut, { singleLine: true });
+}
+
+/** The longest message shown in an `ears:` note (messages quote guest text, which can be huge). */
+const MAX_MESSAGE_CHARS = 4000;
+
+/**
+ * Writes `text` through `format` in pieces of at most {@link PIECE_CHARS}, cut just after a newline
+ * when there is one (so a line start is never split from its line) and never inside a surrogate pair.
+ */
+function writeInPieces(stream: Writable, text: string, format: (piece: string) => string): void {
+  for (let from = 0; from < text.length; ) {
+    let end = Math.min(from + PIECE_CHARS, text.length);
+    if (end < text.length) {
+      const newline = text.lastIndexOf("\n", end - 1);
+      if (newline >= from) end = newline + 1;
+      else if (isHighSurrogate(text.charCodeAt(end - 1))) end--;
+    }
+    stream.write(format(text.slice(from, end)));
+    from = end;
+  }
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /** The exit status a run's report calls for. */
@@ -60,10 +161,12 @@ export function exitStatusOf(report: RunReport): number {
  * not repeated; when quiet, its tail is printed after a session failure only.
  */
 export function printNotes(report: RunReportFields, stderr: Writable, quiet: boolean): void {
+  endGuestStderrLine(stderr);
   if (report.failure !== undefined) {
-    stderr.write(`ears: the session failed: ${report.failure.code}: ${report.failure.message}\n`);
+    // The host's message can quote guest text (a stray line, the guest's sdk name): escaped, on one line.
+    stderr.write(`ears: the session failed: ${report.failure.code}: ${oneLine(report.failure.message)}\n`);
   } else if (report.outcome?.status === "failure" && !quiet) {
-    stderr.write(`ears: the guest's result is a failure (code ${report.outcome.code})\n`);
+    stderr.write(`ears: the guest's result is a failure (code ${label(report.outcome.code)})\n`);
   }
   if (report.exit !== undefined && report.failure !== undefined) {
     const how = report.exit.signal !== null ? `signal ${report.exit.signal}` : `code ${report.exit.code}`;
@@ -72,6 +175,9 @@ export function printNotes(report: RunReportFields, stderr: Writable, quiet: boo
   const tail = report.stderr ?? "";
   if (tail !== "" && quiet && report.failure !== undefined) {
     const dropped = report.droppedStderrBytes ? ` (last ${Buffer.byteLength(tail)} bytes; ${report.droppedStderrBytes} earlier bytes dropped)` : "";
-    stderr.write(`ears: the guest's stderr${dropped}:\n${tail}${tail.endsWith("\n") ? "" : "\n"}`);
+    stderr.write(`ears: the guest's stderr${dropped}:\n`);
+    const lines = new PrefixedLines(STDERR_PREFIX);
+    writeInPieces(stderr, tail, (piece) => lines.format(piece));
+    if (!lines.lineEnded) stderr.write("\n");
   }
 }

@@ -8,7 +8,7 @@ import { describeError } from "../errors.js";
 import { recordTo, type Recorder } from "../testing/transcript.js";
 import { loadCapabilityModule } from "./capability-module.js";
 import { RUN_HELP } from "./help.js";
-import { exitStatusOf, ExitStatus, guestStderrPrinter, logPrinter, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import { endGuestStderrLine, exitStatusOf, ExitStatus, guestStderrPrinter, logPrinter, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
 import { parseCommandLine, parseInput, parseNameList, parseSeconds, UsageError } from "./usage.js";
 
@@ -105,11 +105,12 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Omit
 /** Finishes the transcript, prints the result (or the --json report) and the notes; the exit status. */
 export async function reportRun(report: RunReport, values: HostValues, io: CliIo, recorder: Recorder | undefined): Promise<number> {
   const recorded = await finishRecording(recorder, io);
-  if (values.json) io.stdout.write(`${JSON.stringify(report)}\n`);
-  else if (report.outcome !== undefined) printOutcome(report.outcome, io.stdout);
+  // With --json the report is the output: one that cannot be written fails the command (exit 2).
+  const printed = values.json ? printJson(report, io.stdout, io.stderr) : true;
+  if (!values.json && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
   printSandboxNote(report, io, values.quiet ?? false);
   printNotes(inFlagTerms(report), io.stderr, values.quiet ?? false);
-  return recorded ? exitStatusOf(report) : ExitStatus.SessionError;
+  return recorded && printed ? exitStatusOf(report) : ExitStatus.SessionError;
 }
 
 /**
@@ -147,6 +148,7 @@ export function sandboxOf(
 /** The one-line note that "auto" found no sandbox and the guest ran with the user's rights. */
 export function printSandboxNote(report: RunReport, io: CliIo, quiet: boolean): void {
   if (quiet || report.sandboxFallback === undefined) return;
+  endGuestStderrLine(io.stderr);
   io.stderr.write(`ears: the guest ran without a sandbox: ${report.sandboxFallback} (--sandbox requires one, --no-sandbox silences this note)\n`);
 }
 

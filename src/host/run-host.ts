@@ -165,6 +165,8 @@ class HostSession {
   private unsent = 0;
   /** Wakes the read loop once the guest has taken enough of what was sent, or the run is over. */
   private resumeReading: (() => void) | undefined;
+  /** What the last guest line's onFrame returned when it asked the read loop to wait (back-pressure). */
+  private frameGate: PromiseLike<unknown> | undefined;
   private helloTimer: ReturnType<typeof setTimeout> | undefined;
   private runTimer: ReturnType<typeof setTimeout> | undefined;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
@@ -251,11 +253,34 @@ class HostSession {
         return;
       }
       this.take(line);
+      if (this.frameGate !== undefined) await this.passFrameGate();
     }
   }
 
+  /** Waits until the promise onFrame returned settles, or the run is over (spurious wake-ups re-check). */
+  private async passFrameGate(): Promise<void> {
+    const gate = this.frameGate!;
+    this.frameGate = undefined;
+    let open = false;
+    const opened = () => {
+      open = true;
+      this.wakeReader();
+    };
+    try {
+      gate.then(opened, opened);
+    } catch {
+      return; // a user's thenable whose then() throws holds nothing
+    }
+    while (!open && !this.over()) await new Promise<void>((resolve) => (this.resumeReading = resolve));
+  }
+
   private take(line: string): void {
-    if (this.settings.onFrame !== undefined) this.callbacks.run("onFrame", () => this.settings.onFrame?.("guest", line));
+    if (this.settings.onFrame !== undefined) {
+      this.callbacks.run("onFrame", () => {
+        const gate = this.settings.onFrame?.("guest", line);
+        if (isThenable(gate)) this.frameGate = gate;
+      });
+    }
     if (this.phase === "draining") {
       this.violation(`the guest wrote after its result: ${quote(line)}`);
       return;
@@ -577,6 +602,11 @@ function tooLong(line: string, max: number): boolean {
   if (line.length > max) return true;
   if (line.length * 3 <= max) return false;
   return Buffer.byteLength(line) > max;
+}
+
+/** True for a promise or any object with a `then` method (what onFrame returns to ask for back-pressure). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as PromiseLike<unknown>).then === "function";
 }
 
 /** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */

@@ -32,7 +32,7 @@ export interface HostSettings {
   input: Json;
   capabilities: Capabilities;
   onLog: ((log: LogEntry) => void) | undefined;
-  onFrame: ((direction: "guest" | "host", line: string) => void) | undefined;
+  onFrame: HostOptions["onFrame"];
   limits: Required<HostLimits>;
   signal: AbortSignal | undefined;
 }

@@ -113,8 +113,13 @@ export interface HostOptions {
   /**
    * Called for every line both ways, as it is read or before it is written (for transcripts). Guest lines
    * are passed even when they are not valid frames. A throw is ignored.
+   *
+   * Back-pressure: when it returns a promise (any thenable) for a guest line, e.g. a transcript sink
+   * over its high-water mark, the host reads no further guest frame until the promise settles, so a
+   * slow sink slows the guest instead of growing memory. The run's deadlines still apply while it
+   * waits. Any other return value is ignored (the return type is `unknown` so `push`-style callbacks fit).
    */
-  onFrame?: (direction: "guest" | "host", line: string) => void;
+  onFrame?: (direction: "guest" | "host", line: string) => unknown;
   /** Bounds on the run. */
   limits?: HostLimits;
   /** Aborting it ends the run: failure `Aborted` (runGuest stops the child first). */

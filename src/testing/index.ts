@@ -5,6 +5,7 @@
 export { testGuest, type FrameEntry, type GuestTestReport, type GuestTestDetails } from "./run-in-process.js";
 export {
   recordTo,
+  recordToStream,
   readTranscript,
   formatTranscriptEntry,
   transcriptLine,

@@ -6,7 +6,7 @@
  */
 import { runGuest } from "../host/index.js";
 import type { Capabilities, GuestCommand, HostLimits, HostOptions, LogEntry, RunReport } from "../host/index.js";
-import { validateFrame, type HelloFrame, type InvokeFrame, type RequestFrame } from "../frames.js";
+import { decodeFrame, validateFrame, type HelloFrame, type InvokeFrame, type RequestFrame } from "../frames.js";
 import type { Json } from "../json.js";
 import { Outcome } from "../outcome.js";
 import type { GuestProgram } from "../serve.js";
@@ -126,7 +126,7 @@ export interface ReplayOptions {
   limits?: HostLimits;
   onLog?: (log: LogEntry) => void;
   /** Sees every frame of the replayed run (e.g. `recordTo(path).onFrame`, to record the replay itself). */
-  onFrame?: (direction: Direction, line: string) => void;
+  onFrame?: (direction: Direction, line: string) => unknown;
   /** Aborting it ends the replay (the run's failure is then `Aborted`). */
   signal?: AbortSignal;
 }
@@ -183,14 +183,14 @@ export function replayHost(
 
   const onGuestLine = (line: string) => {
     if (divergence !== undefined) return;
-    let value: unknown;
+    let frame;
     try {
-      value = JSON.parse(line);
+      // The engine's own decoder, so a line the engine refuses (too deep, a number beyond the double
+      // range) is never compared here either; the engine reports it as a protocol violation.
+      frame = decodeFrame(line);
     } catch {
-      return; // not a frame: the engine reports it as a protocol violation
+      return;
     }
-    const frame = validateFrame(value);
-    if (typeof frame === "string") return;
     if (frame.type === "hello" && recording.hello !== undefined && frame.protocol !== recording.hello.protocol) {
       // The engine refuses a protocol it does not speak on its own; the run need not be stopped.
       diverge(`hello: the recorded guest spoke protocol ${recording.hello.protocol}, but this guest speaks protocol ${frame.protocol}`, false);
@@ -242,7 +242,7 @@ export function replayHost(
       signal: options.signal === undefined ? stop.signal : AbortSignal.any([stop.signal, options.signal]),
       onFrame: (direction, line) => {
         if (direction === "guest") onGuestLine(line);
-        options.onFrame?.(direction, line);
+        return options.onFrame?.(direction, line); // its back-pressure passes through
       },
     },
     verdict(report) {

@@ -54,7 +54,7 @@ export async function testGuest(run: GuestProgram, options: HostOptions = {}): P
     ...options,
     onFrame: (from, line) => {
       transcript.push(transcriptEntry(from, line) as FrameEntry);
-      onFrame?.(from, line);
+      return onFrame?.(from, line); // its back-pressure passes through
     },
   });
   // The guest releases its wire before the host's report settles; one turn of the event loop lets a

@@ -7,12 +7,16 @@
  * instead of refusing them), and files are read with the project's linear {@link LineSplitter} (split2
  * rescans pending data on every chunk, which is quadratic on the long lines a big result makes).
  */
-import { closeSync, createReadStream, createWriteStream, openSync } from "node:fs";
+import { closeSync, constants, createReadStream, createWriteStream, fchmodSync, fstatSync, ftruncateSync, openSync } from "node:fs";
+import type { Writable } from "node:stream";
 import { describeError } from "../errors.js";
 import type { Frame } from "../frames.js";
-import { jsonProblem, type Json } from "../json.js";
+import { jsonProblem, MAX_FRAME_DEPTH, type Json } from "../json.js";
 import { LineError, LineSplitter } from "../lines.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../wires/stdio.js";
+
+/** A frame may nest as deep as the protocol allows (the frame object is level 1), no deeper. */
+const FRAME_LIMITS = { maxDepth: MAX_FRAME_DEPTH };
 
 /** Which side wrote a frame. */
 export type Direction = "guest" | "host";
@@ -52,7 +56,7 @@ export function formatTranscriptEntry(entry: EntryToWrite): string {
     return JSON.stringify({ from, text: entry.text });
   }
   const frame = (entry as { frame?: unknown }).frame;
-  const problem = jsonProblem(frame);
+  const problem = jsonProblem(frame, FRAME_LIMITS);
   if (problem !== undefined) throw new TypeError(`entry.frame cannot be written as JSON unchanged: ${problem.replace(/^\$/, "frame")}`);
   return JSON.stringify({ from, frame });
 }
@@ -80,44 +84,83 @@ function faithfulJson(line: string): { json: Json } | undefined {
   } catch {
     return undefined;
   }
-  return jsonProblem(value) === undefined ? { json: value as Json } : undefined;
+  return jsonProblem(value, FRAME_LIMITS) === undefined ? { json: value as Json } : undefined;
 }
 
 /** A transcript being written to a file; see {@link recordTo}. */
 export interface Recorder {
-  /** Pass as `HostOptions.onFrame`: appends the line to the transcript, in call order. */
-  readonly onFrame: (from: Direction, line: string) => void;
+  /**
+   * Pass as `HostOptions.onFrame`: appends the line to the transcript, in call order. Returns a promise
+   * while the sink is over its high-water mark (the host then waits for it before reading the guest's
+   * next frame: back-pressure), undefined otherwise.
+   */
+  readonly onFrame: (from: Direction, line: string) => Promise<void> | undefined;
   /** Appends an entry built from frame objects. Throws a TypeError for values JSON would alter. */
   write(entry: EntryToWrite): void;
   /** Flushes and closes the file. Rejects with a {@link TranscriptError} when any write failed. Idempotent. */
   close(): Promise<void>;
 }
 
+/** How much transcript text may wait for a slow sink before the host is asked to stop reading. */
+const RECORD_HIGH_WATER_BYTES = 1024 * 1024;
+
 /**
- * Starts a transcript file at `path` (created or truncated now, so a bad path fails here, before a run
- * starts). Lines are queued in order and end with `\n` on every platform; `close()` flushes them.
- * Frames written after `close()` are refused with an Error, never silently dropped.
+ * Starts a transcript file at `path`, before a run starts, so a bad path fails here. The transcript
+ * holds everything the guest read and was sent, so the file is private (mode 0600) and opened safely:
+ *
+ * - a symbolic link at `path` is refused, never followed (`O_NOFOLLOW`; links in the directories
+ *   above are the caller's choice and are followed);
+ * - a new file is created with mode 0600; an existing regular file is made 0600 and then truncated
+ *   (refused, untouched, if it has other hard links or cannot be made private);
+ * - a character device (`/dev/null`) or, on Linux, a FIFO with a reader is written as it is; other
+ *   kinds (FIFO without a reader, socket, directory) are refused. Nothing here ever blocks.
+ *
+ * Lines are queued in order and end with `\n` on every platform; `close()` flushes them. Frames
+ * written after `close()` are refused with an Error, never silently dropped.
  */
 export function recordTo(path: string): Recorder {
-  let fd: number;
-  try {
-    fd = openSync(path, "w");
-  } catch (error) {
-    throw new TranscriptError(`cannot create transcript ${path}: ${describeError(error)}`, path, 0, { cause: error });
-  }
-  const stream = createWriteStream(path, { fd, autoClose: true });
+  const fd = openTranscriptFile(path);
+  const stream = createWriteStream(path, { fd, autoClose: true, highWaterMark: RECORD_HIGH_WATER_BYTES });
+  return recorderOver(stream, path);
+}
+
+/**
+ * A transcript written to any writable byte stream (a compressor, a socket), with the same
+ * back-pressure as {@link recordTo}; `name` is used in error messages. `close()` ends the stream.
+ */
+export function recordToStream(stream: Writable, name: string): Recorder {
+  return recorderOver(stream, name);
+}
+
+function recorderOver(stream: Writable, path: string): Recorder {
   let failure: Error | undefined;
   stream.on("error", (error) => {
     failure ??= error;
   });
   let closing: Promise<void> | undefined;
-  const append = (line: string) => {
+  // One shared promise while the sink is full: settles on 'drain', or when the stream closes or fails.
+  let drained: Promise<void> | undefined;
+  const waitForDrain = () =>
+    (drained ??= new Promise<void>((resolve) => {
+      const done = () => {
+        stream.off("drain", done);
+        stream.off("close", done);
+        drained = undefined;
+        resolve();
+      };
+      stream.on("drain", done);
+      stream.on("close", done);
+    }));
+  const append = (line: string): Promise<void> | undefined => {
     if (closing !== undefined) throw new Error(`transcript ${path} is closed; a frame arrived after close()`);
-    if (failure === undefined) stream.write(`${line}\n`);
+    if (failure !== undefined || stream.destroyed) return undefined;
+    return stream.write(`${line}\n`) ? undefined : waitForDrain();
   };
   return {
     onFrame: (from, line) => append(transcriptLine(from, line)),
-    write: (entry) => append(formatTranscriptEntry(entry)),
+    write: (entry) => {
+      append(formatTranscriptEntry(entry));
+    },
     close() {
       closing ??= new Promise<void>((resolve) => {
         // 'close' comes after 'finish' or after 'error', so by then any write failure is known.
@@ -134,6 +177,48 @@ export function recordTo(path: string): Recorder {
       return closing;
     },
   };
+}
+
+/** Opens the transcript path as {@link recordTo} describes; throws a {@link TranscriptError} saying why not. */
+function openTranscriptFile(path: string): number {
+  const refuse = (why: string, cause?: unknown): never => {
+    throw new TranscriptError(`cannot create transcript ${path}: ${why}`, path, 0, { cause });
+  };
+  let fd: number;
+  try {
+    // O_NONBLOCK: opening a FIFO nobody reads fails (ENXIO) instead of blocking the process.
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ELOOP" || code === "EMLINK") refuse("it is a symbolic link, which ears does not follow (give the path of the file itself)", error);
+    if (code === "ENXIO") refuse("it is a FIFO that no process is reading", error);
+    return refuse(describeError(error), error);
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isFile()) {
+      if (stat.nlink > 1) refuse(`it has ${stat.nlink} hard links, so truncating it would change another file too; remove it first`);
+      try {
+        fchmodSync(fd, 0o600);
+      } catch (error) {
+        refuse(`it could not be made private (mode 0600: ${describeError(error)}); it was left unchanged`, error);
+      }
+      ftruncateSync(fd, 0);
+      return fd;
+    }
+    if (stat.isCharacterDevice()) return fd;
+    if (stat.isFIFO() && process.platform === "linux") {
+      // Reopened through /proc (the same FIFO, not the path again) to get a blocking descriptor:
+      // a non-blocking one would fail writes with EAGAIN whenever the reader is behind.
+      const blocking = openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY);
+      closeSync(fd);
+      return blocking;
+    }
+    return refuse(`it is not a regular file (${stat.isDirectory() ? "a directory" : stat.isFIFO() ? "a FIFO" : stat.isSocket() ? "a socket" : "a special file"})`);
+  } catch (error) {
+    closeSync(fd);
+    throw error instanceof TranscriptError ? error : new TranscriptError(`cannot create transcript ${path}: ${describeError(error)}`, path, 0, { cause: error });
+  }
 }
 
 /** Options for {@link readTranscript}. */
@@ -220,7 +305,7 @@ function parseEntry(line: string, path: string, lineNumber: number): TranscriptE
   const entry = value as Record<string, unknown>;
   if (entry.from !== "guest" && entry.from !== "host") throw bad('"from" must be "guest" or "host"');
   if ("frame" in entry) {
-    const problem = jsonProblem(entry.frame);
+    const problem = jsonProblem(entry.frame, FRAME_LIMITS);
     if (problem !== undefined) throw bad(`the frame cannot be read as JSON unchanged: ${problem.replace(/^\$/, "frame")}`);
     return { from: entry.from, frame: entry.frame as Json };
   }

@@ -85,7 +85,7 @@ describe("ears run", () => {
 
   it.each([
     ["a line that is not a frame", ["node", "-e", "console.log('hello there')"], /ProtocolViolation: .*"hello there"/],
-    ["a crash", ["node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"], /^dying\n[\s\S]*GuestCrashed: [\s\S]*exited with code 3\n$/],
+    ["a crash", ["node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"], /^\[stderr\] dying\n[\s\S]*GuestCrashed: [\s\S]*exited with code 3\n$/],
     ["a command that does not exist", ["./no-such-guest"], /SpawnFailed: could not start "\.\/no-such-guest"/],
   ])("exits 2 on %s", async (_name, command, message) => {
     const run = await ears(["run", "--", ...command]);
@@ -100,22 +100,22 @@ describe("ears run", () => {
     expect(run.interrupted).toBe(true);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("ears: the session failed: Aborted");
-    expect(linesEqual(run.stderr, "guest diagnostic é")).toBe(1);
+    expect(linesEqual(run.stderr, "[stderr] guest diagnostic é")).toBe(1);
     expect(run.stderr).not.toContain("ears: the guest's stderr");
   });
 
   it("shows the guest's stderr exactly once after a successful run", async () => {
     const run = await ears(["run", "--", "node", SCRIPT, "--stderr", "guest diagnostic"]);
     expect(run.code).toBe(0);
-    expect(linesEqual(run.stderr, "guest diagnostic")).toBe(1);
+    expect(linesEqual(run.stderr, "[stderr] guest diagnostic")).toBe(1);
     expect(run.stderr).not.toContain("ears: the guest's stderr");
   });
 
   it("with --quiet, shows the guest's stderr only as the tail after a broken run, once", async () => {
     const crash = await ears(["run", "--quiet", "--", "node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"]);
     expect(crash.code).toBe(2);
-    expect(crash.stderr).toMatch(/GuestCrashed: [\s\S]*\nears: the guest's stderr:\ndying\n$/);
-    expect(linesEqual(crash.stderr, "dying")).toBe(1);
+    expect(crash.stderr).toMatch(/GuestCrashed: [\s\S]*\nears: the guest's stderr:\n\[stderr\] dying\n$/);
+    expect(linesEqual(crash.stderr, "[stderr] dying")).toBe(1);
     const success = await ears(["run", "--quiet", "--", "node", SCRIPT, "--stderr", "guest diagnostic"]);
     expect(success.code).toBe(0);
     expect(success.stderr).toBe("");
@@ -342,7 +342,7 @@ describe("ears run --record, then ears replay", () => {
   it("streams the replayed guest's stderr, once", async () => {
     const run = await ears(["replay", transcript, "--", "node", SCRIPT, "--stderr", "replayed diagnostic"]);
     expect(run.code).toBe(0);
-    expect(linesEqual(run.stderr, "replayed diagnostic")).toBe(1);
+    expect(linesEqual(run.stderr, "[stderr] replayed diagnostic")).toBe(1);
     const quiet = await ears(["replay", transcript, "--quiet", "--", "node", SCRIPT, "--stderr", "replayed diagnostic"]);
     expect(quiet.code).toBe(0);
     expect(quiet.stderr).toBe("");

@@ -167,7 +167,9 @@ function recorderOver(stream: Writable, path: string): Recorder {
         if (stream.closed) return resolve();
         stream.once("close", () => resolve());
         stream.end((error?: Error | null) => {
-          if (error) failure ??= error;
+          // After a failed write, end() reports only "Cannot call end after a stream was destroyed"; the
+          // write's own error (ENOSPC, EPIPE) is the one to report, and it may not have been emitted yet.
+          if (error) failure ??= stream.errored ?? error;
         });
       }).then(() => {
         if (failure !== undefined) {

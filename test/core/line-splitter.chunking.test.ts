@@ -118,7 +118,7 @@ function awkwardCuts(bytes: Buffer): fc.Arbitrary<Buffer[]> {
 }
 
 const chunkedStream = stream.chain((bytes) =>
-  fc.oneof(awkwardCuts(bytes), chunking(bytes), fc.constant([bytes])).map((chunks) => ({ bytes, chunks })),
+  fc.oneof(awkwardCuts(bytes), chunking(bytes), fc.constant<Buffer[]>([bytes])).map((chunks) => ({ bytes, chunks })),
 );
 
 describe("LineSplitter: splitting does not depend on chunking", () => {

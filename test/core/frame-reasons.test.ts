@@ -51,7 +51,7 @@ describe("validateFrame: the reason a value is not a frame", () => {
       return undefined;
     })();
     expect(error).toBeInstanceOf(FrameError);
-    expect(error).toMatchObject({ reason, excerpt: line, message: `${reason}: ${line}` });
+    expect(error).toMatchObject({ name: "FrameError", reason, excerpt: line, message: `${reason}: ${line}` });
   });
 
   it("the edges that are accepted: id 1 and 2^53-1, no level, an empty allowlist, no sdk", () => {

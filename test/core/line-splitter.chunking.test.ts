@@ -158,6 +158,19 @@ describe("LineSplitter: splitting does not depend on chunking", () => {
     });
   });
 
+  it("its errors are LineErrors, named so, with a kind and a message that names the limit", () => {
+    const splitter = new LineSplitter(CAP);
+    let error: unknown;
+    try {
+      splitter.push(Buffer.from("d".repeat(CAP + 1)), () => {});
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(LineError);
+    expect(error).toMatchObject({ name: "LineError", kind: "oversized", message: `a frame exceeds the ${CAP}-byte limit` });
+    expect(String(error)).toBe(`LineError: a frame exceeds the ${CAP}-byte limit`);
+  });
+
   it("a stream opening with a BOM look-alike (EF BB BE) keeps it, however it is cut", () => {
     const bytes = Buffer.from("\uFEFE{}\n");
     for (let cut = 1; cut < bytes.length; cut++) {

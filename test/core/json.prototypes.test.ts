@@ -44,3 +44,10 @@ describe("jsonProblem on objects without a usable constructor", () => {
     expect(await hostEnd.receive()).toBeUndefined();
   });
 });
+
+describe("jsonProblem on a BigInt", () => {
+  it("gives the BigInt advice (convert to a string or number), not the generic non-plain-object one", () => {
+    expect(jsonProblem(10n)).toBe("$ is a BigInt, which JSON cannot represent; convert it to a string or number first");
+    expect(jsonProblem({ n: [1, 2n] })).toBe("$.n[1] is a BigInt, which JSON cannot represent; convert it to a string or number first");
+  });
+});

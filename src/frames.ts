@@ -210,12 +210,19 @@ export function validateFrame(value: unknown): Frame | string {
     case undefined:
       return "a frame needs a type";
     default:
-      return `unknown frame type ${JSON.stringify(v.type)}`;
+      return `unknown frame type ${quoteType(v.type)}`;
   }
 }
 
 function isId(id: unknown): id is number {
   return Number.isSafeInteger(id) && (id as number) > 0;
+}
+
+/** An unknown `type` as a reason names it: a hostile one may be megabytes long, or deeply nested. */
+function quoteType(type: unknown): string {
+  if (typeof type === "string") return type.length > 64 ? `${JSON.stringify(type.slice(0, 64))}… (${type.length} characters)` : JSON.stringify(type);
+  if (typeof type === "object" && type !== null) return Array.isArray(type) ? "(an array)" : "(an object)";
+  return JSON.stringify(type);
 }
 
 function excerpt(line: string): string {

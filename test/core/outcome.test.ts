@@ -18,14 +18,8 @@ describe("Outcome", () => {
     );
   });
 
+  // The properties of equal (different => unequal, at any depth, in both orders) are in outcome.equal.test.ts.
   it("equal tells apart outcomes that differ in status, code, content or structured", () => {
-    fc.assert(
-      fc.property(outcome(), outcome(), (a, b) => {
-        const same = JSON.stringify(Outcome.toJson(a)) === JSON.stringify(Outcome.toJson(b));
-        if (same) expect(Outcome.equal(a, b)).toBe(true);
-        if (!Outcome.equal(a, b)) expect(same).toBe(false);
-      }),
-    );
     expect(Outcome.equal(Outcome.success("x"), Outcome.failure("E", "x"))).toBe(false);
     expect(Outcome.equal(Outcome.failure("A", "x"), Outcome.failure("B", "x"))).toBe(false);
     expect(Outcome.equal(Outcome.success("x", { a: 1, b: [2] }), Outcome.success("x", { b: [2], a: 1 }))).toBe(true);

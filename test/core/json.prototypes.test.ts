@@ -1,0 +1,53 @@
+// jsonProblem names the kind of a non-plain object from its constructor; an object whose prototype chain
+// has no usable `constructor` must still get a reason (not a TypeError from reading `.name` of nothing).
+import { describe, expect, it } from "vitest";
+import { jsonProblem } from "../../src/json.js";
+import { Ears } from "../../src/ears.js";
+import { createLinkedPair } from "../../src/wires/memory.js";
+
+/** An instance of a class whose prototype lost its `constructor` (it then inherits Object's). */
+function orphanInstance(): object {
+  class Orphan {
+    readonly x = 1;
+  }
+  delete (Orphan.prototype as { constructor?: unknown }).constructor;
+  return new Orphan();
+}
+
+describe("jsonProblem on objects without a usable constructor", () => {
+  // The article is left loose ("a object" today): the test pins the kind and the advice, not the grammar.
+  it.each<[string, () => unknown, string]>([
+    ["a prototype that is a null-prototype object", () => Object.create(Object.create(null)), "$ is an? object"],
+    ["a prototype whose constructor is undefined", () => Object.create({ constructor: undefined }), "$ is an? object"],
+    ["a prototype whose constructor is null", () => Object.create({ constructor: null }), "$ is an? object"],
+    ["a prototype whose constructor is a number", () => Object.create({ constructor: 42 }), "$ is an? object"],
+    ["a class instance whose prototype lost its constructor", orphanInstance, "$ is an? Object"],
+    ["one nested in an array in an object", () => ({ a: [1, Object.create(Object.create(null))] }), "$.a[1] is an? object"],
+  ])("%s gets a reason, not a TypeError", (_what, make, start) => {
+    const value = make();
+    let reason: string | undefined;
+    expect(() => (reason = jsonProblem(value))).not.toThrow();
+    const escaped = start.replace(/[$.[\]]/g, "\\$&");
+    expect(reason).toMatch(new RegExp(`^${escaped}, which JSON would rewrite; convert it to plain objects, arrays and strings first$`));
+  });
+
+  it("such an object as call arguments is refused locally as InvalidArguments, nothing sent", async () => {
+    const [guestEnd, hostEnd] = createLinkedPair();
+    const ears = new Ears(guestEnd, ["read"]);
+    const outcome = await ears.call("read", { path: Object.create(Object.create(null)) });
+    expect(outcome).toMatchObject({ status: "failure", code: "InvalidArguments" });
+    expect(outcome.content).toMatch(
+      /^arguments for "read" cannot be sent as JSON unchanged: \$\.path is an? object, which JSON would rewrite; convert it to plain objects, arrays and strings first; nothing was sent$/,
+    );
+    ears.close();
+    await guestEnd.end();
+    expect(await hostEnd.receive()).toBeUndefined();
+  });
+});
+
+describe("jsonProblem on a BigInt", () => {
+  it("gives the BigInt advice (convert to a string or number), not the generic non-plain-object one", () => {
+    expect(jsonProblem(10n)).toBe("$ is a BigInt, which JSON cannot represent; convert it to a string or number first");
+    expect(jsonProblem({ n: [1, 2n] })).toBe("$.n[1] is a BigInt, which JSON cannot represent; convert it to a string or number first");
+  });
+});

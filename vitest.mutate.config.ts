@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+
+// The tests Stryker runs against each mutant: the in-process tests of the protocol, wire and guest code
+// (they import src/, which Stryker instruments). Spawned-child and CLI tests load dist/, which a mutant
+// of src/ does not reach, so they would only add time.
+export default defineConfig({
+  test: {
+    include: ["test/core/**/*.test.ts", "test/host/run-host*.test.ts", "test/wire/validators-agree.test.ts"],
+    exclude: ["test/core/spawned.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: "forks",
+  },
+});

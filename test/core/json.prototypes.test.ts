@@ -33,7 +33,7 @@ describe("jsonProblem on objects without a usable constructor", () => {
 
   it("such an object as call arguments is refused locally as InvalidArguments, nothing sent", async () => {
     const [guestEnd, hostEnd] = createLinkedPair();
-    const ears = new Ears(guestEnd, ["read"]);
+    const ears = Ears.open(guestEnd, ["read"]);
     const outcome = await ears.call("read", { path: Object.create(Object.create(null)) });
     expect(outcome).toMatchObject({ status: "failure", code: "InvalidArguments" });
     expect(outcome.content).toMatch(

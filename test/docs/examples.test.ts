@@ -4,7 +4,7 @@
 // is type-checked here against the built package, as a strict nodenext consumer would: .ts blocks as
 // TypeScript, .js blocks as JavaScript with checkJs (strict, except implicit any: plain JavaScript has no
 // annotations to give). test/package/pack.test.ts checks all of them again in a consumer made by `npm pack`.
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { documentationBlocks, typeCheckBlocks } from "./blocks.js";
@@ -23,6 +23,15 @@ describe("documentation examples", () => {
     expect(found.length).toBeGreaterThan(20);
     expect(checked.length).toBeGreaterThan(8);
     expect(typeCheckBlocks(scratch, tsc, checked)).toEqual([]);
+  });
+
+  it("no block names a file the package does not ship (the repository's fixtures, tests, sources or scripts)", () => {
+    const packed = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).files as string[];
+    const outside = documentationBlocks(root).flatMap((block) =>
+      [...block.code.matchAll(/["'`](?:\.\/)?((?:fixtures|test|test-d|src|scripts|bench)\/[^"'`]*)/g)].map((match) => `${block.file}:${block.line}: ${match[1]}`),
+    );
+    expect(packed).not.toContain("fixtures");
+    expect(outside).toEqual([]);
   });
 
   it("names a broken block by its documentation file and line", () => {

@@ -1,6 +1,8 @@
 // Scenario 5: time from spawn() to the child's first line on stdout; and from runGuest() to the
-// guest's hello, unconfined and in the bubblewrap sandbox (issue 9: the sandbox costs at most 1.3x).
+// guest's hello, unconfined and in the bubblewrap sandbox (issue 9: the sandbox costs at most 1.3x);
+// and the guest's hello under each JavaScript runtime, as .mjs and as .ts (issue 10).
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { runGuest } from "@posoco/ears/host";
 import { childScript } from "../lib/children.mjs";
@@ -9,12 +11,52 @@ import { alternate } from "../lib/measure.mjs";
 import { summarize } from "../lib/stats.mjs";
 
 const child = childScript;
+const repository = fileURLToPath(new URL("../../", import.meta.url));
 
-/** Spawns `node script`, resolves with the milliseconds until its first complete line once it has exited. */
-function spawnToFirstLine(script, args, onFirstLine) {
+/** Bun and Deno from the dev dependencies (node_modules/.bin), or at EARS_BUN / EARS_DENO, as the tests find them. */
+function findRuntime(name, variable) {
+  const fromEnv = process.env[variable];
+  if (fromEnv) return fromEnv;
+  const installed = fileURLToPath(new URL(`../../node_modules/.bin/${name}`, import.meta.url));
+  return existsSync(installed) ? installed : undefined;
+}
+
+/**
+ * The guest's hello under each runtime, as .mjs and as .ts (Node runs .ts through tsx); a runtime that
+ * is not installed is left out, with a note on stderr.
+ */
+function runtimeContenders() {
+  const bun = findRuntime("bun", "EARS_BUN");
+  const deno = findRuntime("deno", "EARS_DENO");
+  const tsx = existsSync(fileURLToPath(new URL("../../node_modules/tsx/package.json", import.meta.url)));
+  const missing = [...(bun ? [] : ["bun"]), ...(deno ? [] : ["deno"]), ...(tsx ? [] : ["tsx"])];
+  if (missing.length > 0) process.stderr.write(`cold-start: not installed, rows left out: ${missing.join(", ")}\n`);
+  const runs = [
+    ["node", [process.execPath], "ears-hello.mjs"],
+    ...(tsx ? [["node --import tsx", [process.execPath, "--import", "tsx"], "ears-hello.ts"]] : []),
+    ...(bun ? [["bun", [bun], "ears-hello.mjs"], ["bun", [bun], "ears-hello.ts"]] : []),
+    ...(deno ? [["deno", [deno, "run", "-A"], "ears-hello.mjs"], ["deno", [deno, "run", "-A"], "ears-hello.ts"]] : []),
+  ];
+  return runs.map(([label, runtime, script]) => ({
+    name: `${label}: ears guest ${script.slice(script.lastIndexOf("."))}`,
+    script: child(script),
+    args: [],
+    runtime,
+    onFirstLine: (proc, line) => {
+      if (JSON.parse(line).type !== "hello") throw new Error(`the guest's first line is not hello: ${line}`);
+      proc.stdin.end('{"type":"invoke","protocol":1,"allowed":[],"input":null}\n');
+    },
+  }));
+}
+
+/**
+ * Spawns `node script` (or `runtime... script`), resolves with the milliseconds until its first complete
+ * line once it has exited.
+ */
+function spawnToFirstLine(script, args, onFirstLine, runtime = [process.execPath]) {
   return new Promise((resolve, reject) => {
     const start = performance.now();
-    const proc = spawn(process.execPath, [script, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    const proc = spawn(runtime[0], [...runtime.slice(1), script, ...args], { stdio: ["pipe", "pipe", "pipe"], cwd: repository });
     let ms;
     let text = "";
     let stderr = "";
@@ -36,8 +78,6 @@ function spawnToFirstLine(script, args, onFirstLine) {
     });
   });
 }
-
-const repository = fileURLToPath(new URL("../../", import.meta.url));
 
 /**
  * The unconfined guest gets the sandbox's small environment too, so the ratio is the sandbox's own
@@ -100,6 +140,11 @@ export async function coldStart({ quick }) {
   const hosted = await alternate(hosts, repetitions, (c) => runGuestToHello(c.sandbox), (c) => runGuestToHello(c.sandbox));
   const [unconfined, sandboxed] = hosts.map((c) => ({ contender: c.name, unit: "ms", summary: summarize(hosted.samples[c.name]) }));
   rows.push(unconfined, sandboxed);
+  // The hello under each runtime, alternated among themselves (issue 10: a cold-start row per runtime).
+  const perRuntime = runtimeContenders();
+  const run = (c) => spawnToFirstLine(c.script, c.args, c.onFirstLine, c.runtime);
+  const byRuntime = await alternate(perRuntime, repetitions, run, run);
+  for (const c of perRuntime) rows.push({ contender: c.name, unit: "ms", summary: summarize(byRuntime.samples[c.name]) });
   return {
     id: "cold-start",
     title: "5. Cold start: spawn to first line (hello)",

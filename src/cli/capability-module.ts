@@ -19,7 +19,7 @@ export async function loadCapabilityModule(path: string, cwd: string): Promise<C
   } catch (error) {
     if ((error as { code?: string })?.code === "ERR_UNKNOWN_FILE_EXTENSION" && /\.[cm]?ts$/.test(file)) {
       throw new UsageError(
-        `cannot load --capabilities module ${path}: Node ${process.versions.node} does not load TypeScript modules; compile it to .js or .mjs first (or run ears where .ts loads, e.g. under Bun)`,
+        `cannot load --capabilities module ${path}: Node ${process.versions.node} does not load TypeScript modules; compile it to .js or .mjs first, or run ears where .ts loads: NODE_OPTIONS=--import=tsx with tsx installed, Node 22.6+ with --experimental-strip-types, Bun or Deno (docs/typescript.md)`,
       );
     }
     throw new UsageError(`cannot load --capabilities module ${path}: ${describeError(error)}`);

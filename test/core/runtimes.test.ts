@@ -59,3 +59,29 @@ for (const name of ["node", "bun", "deno"] as const) {
     });
   });
 }
+
+// Node 20 does not load .ts; tsx (a dev dependency) does, through `node --import tsx`, as docs/typescript.md
+// says. Node 22.6+ type stripping cannot be run on this Node 20 machine: the docs say so.
+describe("a .ts guest and a .ts --capabilities module on Node 20 with tsx (node --import tsx)", () => {
+  it("runs the typed-contract sample's guest.ts under the sandbox", async () => {
+    const report = await runGuest({
+      command: process.execPath,
+      args: ["--import", "tsx", "test-d/sample/guest.ts"],
+      cwd: root,
+      input: { path: "README.md" },
+      capabilities: tools.implement({ read: async ({ path }) => `contents of ${path}`, add: ({ a, b }) => ({ sum: a + b }) }),
+    });
+    expect(report.failure, report.stderr).toBeUndefined();
+    expect(report.outcome).toEqual({ status: "success", content: "", structured: { length: "contents of README.md".length, sum: 3 } });
+  });
+
+  it("loads a .ts --capabilities module when the CLI runs with NODE_OPTIONS=--import=tsx, and the guest is .ts too", () => {
+    const cli = [process.execPath, "dist/cli/main.js", "run", "--quiet", "--json", "--allow", "add", "--capabilities", "fixtures/cli/capabilities-add.ts"];
+    const guest = ["--", process.execPath, "--import", "tsx", "fixtures/cli/add-guest.ts"];
+    const env = { ...process.env, NODE_OPTIONS: "--import=tsx" };
+    const run = spawnSync(cli[0]!, [...cli.slice(1), ...guest], { cwd: root, encoding: "utf8", env });
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).outcome).toEqual({ status: "success", content: "", structured: { sum: 3 } });
+  });
+
+});

@@ -1,6 +1,6 @@
-// The README's examples are code users copy: the runnable ones run as written (from the repository root,
-// where the package name resolves to this package's build), and the OpenSeek ones are the very blocks
-// that test/openseek/docs.test.ts runs from docs/openseek.md.
+// The README's examples are code users copy: the runnable ones run as written, in a folder holding only
+// the README's guest.mjs and a README.md, where the package name resolves to this package's build; the
+// OpenSeek ones are the very blocks that test/openseek/docs.test.ts runs from docs/openseek.md.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -23,12 +23,20 @@ describe("README examples", () => {
   const runnable = [...readme.matchAll(/<!-- run -->\n```js\n([\s\S]*?)```/g)].map((match) => match[1]!);
   it("has runnable examples", () => expect(runnable.length).toBeGreaterThanOrEqual(2));
 
+  // The README's own guest, the file the host example runs: the examples need nothing the package lacks.
+  const guest = /```js\n(\/\/ guest\.mjs\n[\s\S]*?)```/.exec(readme)?.[1];
+  it("has the guest the host example runs", () => expect(guest).toBeDefined());
+
   runnable.forEach((code, index) => {
-    it(`runnable example ${index + 1} runs and exits 0`, () => {
+    it(`runnable example ${index + 1} runs and exits 0 in a folder with only the README's guest.mjs and a README.md`, () => {
+      // Inside the repository, so "@posoco/ears" resolves to this package's build through its own "exports".
+      rmSync(scratch, { recursive: true, force: true });
       mkdirSync(scratch, { recursive: true });
+      writeFileSync(join(scratch, "guest.mjs"), guest ?? "");
+      writeFileSync(join(scratch, "README.md"), readme);
       const file = join(scratch, `example-${index + 1}.mjs`);
       writeFileSync(file, code);
-      const out = execFileSync(process.execPath, [file], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+      const out = execFileSync(process.execPath, [file], { cwd: scratch, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
       expect(out.length).toBeGreaterThan(0);
     });
   });

@@ -1,10 +1,12 @@
 // `npm pack` must give a package that installs and works in an empty folder: every entry imports, the
-// guest runs under the packaged CLI, and the guest entry stays free of heavy modules.
+// guest runs under the packaged CLI, the guest entry stays free of heavy modules, and the documentation's
+// examples type-check against it with the project's TypeScript and with a TypeScript 5.x release.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { documentationBlocks, sampleNames, typeCheckBlocks } from "../docs/blocks.js";
 
 const root = resolve(import.meta.dirname, "../..");
 let folder: string;
@@ -67,6 +69,32 @@ describe("npm pack", () => {
       console.log(JSON.stringify(report.outcome ?? report.failure));`;
     expect(JSON.parse(run(process.execPath, ["--input-type=module", "-e", script], folder))).toEqual({ status: "success", content: "", structured: 42 });
   });
+
+  it("type-checks the contract sample, the documentation examples no test runs and the package's declarations in strict nodenext, with TypeScript 7 and 5.9", () => {
+    // TypeScript 5.9.3 is installed here rather than as a dev dependency alias: the alias's bin `tsc`
+    // collides with TypeScript 7's in the project's node_modules/.bin.
+    run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--save-dev", "typescript@5.9.3"], folder);
+    // Ambient types a consumer's project has anyway; they are not what is checked, so they come from here.
+    mkdirSync(join(folder, "node_modules/@types"), { recursive: true });
+    symlinkSync(join(root, "node_modules/@types/node"), join(folder, "node_modules/@types/node"), "dir");
+    symlinkSync(join(root, "node_modules/vitest"), join(folder, "node_modules/vitest"), "dir");
+    // The same blocks as test/docs/examples.test.ts (the others run in tests), and the contract sample.
+    const blocks = documentationBlocks(root).filter((block) => !block.checkedElsewhere);
+    const sample = Object.fromEntries(sampleNames.map((name) => [`sample/${name}.ts`, readFileSync(join(root, "test-d/sample", `${name}.ts`), "utf8")]));
+    const entries = ["", "/host", "/testing", "/openseek", "/schemas"].map((entry, index) => `export type * as entry${index} from "@posoco/ears${entry}";\n`).join("");
+    const compilers = {
+      [run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-v"], folder).trim()]: join(root, "node_modules/typescript/bin/tsc"),
+      [run(process.execPath, [join(folder, "node_modules/typescript/bin/tsc"), "-v"], folder).trim()]: join(folder, "node_modules/typescript/bin/tsc"),
+    };
+    expect(Object.keys(compilers).map((version) => version.replace(/^Version (\d+)\..*$/, "$1")).sort()).toEqual(["5", "7"]);
+    for (const [version, tsc] of Object.entries(compilers)) {
+      // In the consumer, so "@posoco/ears" resolves to the installed tarball, not to this repository.
+      expect(typeCheckBlocks(join(folder, "check"), tsc, blocks, sample), version).toEqual([]);
+      // The published declarations (emitted by TypeScript 7) must hold under 5.9 as well: every entry's,
+      // checked with skipLibCheck off (apart from vitest's, which the examples above need and which are slow).
+      expect(typeCheckBlocks(join(folder, "check"), tsc, [], { "entries.ts": entries }, { skipLibCheck: false }), version).toEqual([]);
+    }
+  }, 120_000);
 
   it("runs a guest under the packaged ears CLI", () => {
     writeFileSync(

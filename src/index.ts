@@ -2,16 +2,17 @@
  * @posoco/ears: the guest runtime. A guest calls `serve` once; through the `Ears` handle it calls host
  * capabilities by name, logs diagnostics, and returns exactly one result.
  */
-export { serve, type GuestProgram, type ServeOptions, type ServeReport, type ReturnCheck } from "./serve.js";
-export { Ears, type CallOptions, type LogLevel } from "./ears.js";
-export { Outcome, FailureCode, type Success, type Failure } from "./outcome.js";
-export { TransportError, TimeoutError, type TransportErrorKind, type TransportErrorOptions } from "./errors.js";
-export { jsonProblem, MAX_FRAME_DEPTH, MAX_VALUE_DEPTH, type Json, type JsonProblemOptions } from "./json.js";
-export type { Wire } from "./wire.js";
-export { stdio, streamWire, StreamWire, DEFAULT_MAX_FRAME_BYTES, type StdioOptions } from "./wires/stdio.js";
+export { serve, type GuestProgram, type ServeOptions, type ServeReport, type ReturnCheck } from "./guest/serve.js";
+export { Ears, type CallOptions, type LogLevel } from "./guest/ears.js";
+export { Outcome, FailureCode, type Success, type Failure } from "./protocol/outcome.js";
+export { TransportError, TimeoutError, type TransportErrorKind, type TransportErrorOptions } from "./protocol/errors.js";
+export { jsonProblem, MAX_FRAME_DEPTH, MAX_VALUE_DEPTH, type Json, type JsonProblemOptions } from "./protocol/json.js";
+export type { Wire } from "./wires/wire.js";
+export { stdio, streamWire, StreamWire, type StdioOptions } from "./wires/stdio.js";
 export { createLinkedPair, MemoryWire } from "./wires/memory.js";
 export {
   PROTOCOL,
+  DEFAULT_MAX_FRAME_BYTES,
   encodeFrame,
   decodeFrame,
   validateFrame,
@@ -25,8 +26,8 @@ export {
   type LogFrame,
   type ResultFrame,
   type ReplyFrame,
-} from "./frames.js";
-export { LineSplitter, LineError, type LineErrorKind } from "./lines.js";
+} from "./protocol/frames.js";
+export { LineSplitter, LineError, type LineErrorKind } from "./wires/line-splitter.js";
 export {
   defineCapabilities,
   type Contract,
@@ -50,5 +51,5 @@ export {
   type StandardIssue,
   type InferInput,
   type InferOutput,
-} from "./contract.js";
-export type { DeclarationOptions } from "./declarations.js";
+} from "./contract/contract.js";
+export type { DeclarationOptions } from "./contract/declarations.js";

@@ -1,7 +1,7 @@
 /** Loads `--capabilities ./module.js`: a user's JavaScript module whose exports are capability handlers. */
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { describeError } from "../errors.js";
+import { describeError } from "../protocol/errors.js";
 import type { Capabilities, Capability } from "../host/index.js";
 import { UsageError } from "./usage.js";
 

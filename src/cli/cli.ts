@@ -1,6 +1,6 @@
 /** The `ears` command: dispatches to `run`, `exec` and `replay`, prints help and version, maps errors to exit statuses. */
-import { describeError } from "../errors.js";
-import { SDK } from "../version.js";
+import { describeError } from "../protocol/errors.js";
+import { SDK } from "../protocol/version.js";
 import { MAIN_HELP } from "./help.js";
 import { execCommand } from "./exec-command.js";
 import { replayCommand } from "./replay-command.js";

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { runCode, type RunReport } from "../host/index.js";
-import { describeError } from "../errors.js";
+import { describeError } from "../protocol/errors.js";
 import { EXEC_HELP } from "./help.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
 import { hostOptionsOf, reportRun, RUN_OPTIONS } from "./run-command.js";

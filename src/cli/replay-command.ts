@@ -1,8 +1,8 @@
 /** `ears replay <transcript.ndjson> [options] -- <command> [args...]`: replay a recording against a guest. */
 import { resolve } from "node:path";
-import { describeError } from "../errors.js";
-import { recordingOf, replay, RecordingError, type Recording } from "../testing/replay.js";
-import { readTranscript, TranscriptError } from "../testing/transcript.js";
+import { describeError } from "../protocol/errors.js";
+import { recordingOf, replayGuestCommand, RecordingError, type Recording } from "../transcripts/replay.js";
+import { readTranscript, TranscriptError } from "../transcripts/transcript.js";
 import { REPLAY_HELP } from "./help.js";
 import { endGuestStderrLine, ExitStatus, guestStderrPrinter, logPrinter, oneLine, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
 import { finishRecording, guestCommand, inFlagTerms, limitsOf, printSandboxNote, sandboxOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
@@ -24,7 +24,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   const sandbox = sandboxOf(values, io.cwd);
   const recording = await loadRecording(resolve(io.cwd, transcript), transcript);
   const recorder = startRecording(values.record, io.cwd);
-  const replayed = await replay(
+  const replayed = await replayGuestCommand(
     recording,
     { command: guest[0]!, args: guest.slice(1), cwd: io.cwd, sandbox, onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr) },
     { limits, onLog: values.quiet ? undefined : logPrinter(io.stderr), onFrame: recorder?.onFrame, signal: io.signal },

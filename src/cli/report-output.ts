@@ -2,8 +2,8 @@
 import type { Writable } from "node:stream";
 import type { LogEntry, RunReport } from "../host/index.js";
 import type { RunReportFields } from "../host/types.js";
-import type { Outcome } from "../outcome.js";
-import { describeError } from "../errors.js";
+import type { Outcome } from "../protocol/outcome.js";
+import { describeError } from "../protocol/errors.js";
 import { escapeJsonControls, escapeResultText, escapeTerminalText, PrefixedLines } from "./terminal-text.js";
 
 /** Exit statuses of `ears`. */

@@ -6,9 +6,9 @@ import { isUtf8 } from "node:buffer";
 import { constants, type Dirent, type Stats } from "node:fs";
 import { lstat, open, readdir, readlink, realpath, stat, type FileHandle } from "node:fs/promises";
 import { isAbsolute, normalize, relative, resolve, sep } from "node:path";
-import { describeError } from "../errors.js";
-import type { Json } from "../json.js";
-import { Outcome } from "../outcome.js";
+import { describeError } from "../protocol/errors.js";
+import type { Json } from "../protocol/json.js";
+import { Outcome } from "../protocol/outcome.js";
 import type { Capabilities } from "../host/index.js";
 import { Permits } from "./permits.js";
 

@@ -5,8 +5,8 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { describeError } from "../errors.js";
-import { jsonProblem, type Json } from "../json.js";
+import { describeError } from "../protocol/errors.js";
+import { jsonProblem, type Json } from "../protocol/json.js";
 
 /** A mistake in how `ears` was called. Printed as `ears: <message>` with exit status 64. */
 export class UsageError extends Error {

@@ -1,6 +1,6 @@
-import { describeError } from "../errors.js";
-import { jsonProblem, type Json } from "../json.js";
-import { isMadeOutcome, Outcome } from "../outcome.js";
+import { describeError } from "../protocol/errors.js";
+import { jsonProblem, type Json } from "../protocol/json.js";
+import { isMadeOutcome, Outcome } from "../protocol/outcome.js";
 import { HostReplyCode } from "./codes.js";
 import type { Capability, CapabilityContext } from "./types.js";
 

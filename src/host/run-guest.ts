@@ -5,7 +5,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { StringDecoder } from "node:string_decoder";
-import { describeError } from "../errors.js";
+import { describeError } from "../protocol/errors.js";
 import { StreamWire } from "../wires/stdio.js";
 import { ByteTail } from "./byte-tail.js";
 import { HostFailureCode } from "./codes.js";

@@ -5,16 +5,16 @@
  * can go wrong ends in a report; the promise never rejects and no timer outlives it.
  */
 import { performance } from "node:perf_hooks";
-import { describeError, TransportError } from "../errors.js";
-import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../frames.js";
-import { Outcome } from "../outcome.js";
-import { frameSender, type Wire } from "../wire.js";
+import { describeError, TransportError } from "../protocol/errors.js";
+import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../protocol/frames.js";
+import { Outcome } from "../protocol/outcome.js";
+import { frameSender, type Wire } from "../wires/wire.js";
 import { answer } from "./answer.js";
 import { HostFailureCode, HostReplyCode } from "./codes.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { LogBook } from "./log-book.js";
 import { hostSettings, type HostSettings } from "./settings.js";
-import type { Json } from "../json.js";
+import type { Json } from "../protocol/json.js";
 import { FrameQueue as FrameQueueOf } from "../wires/frame-queue.js";
 import type { Capability, CallRecord, CapabilityContext, HostFailure, HostOptions, RunReport, RunReportFields } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";

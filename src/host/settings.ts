@@ -3,8 +3,8 @@
  * are a programming error: they throw synchronously (TypeError or RangeError) so a run never starts
  * half-configured; once a run has started its promise never rejects.
  */
-import { jsonProblem, type Json } from "../json.js";
-import { DEFAULT_MAX_FRAME_BYTES } from "../wires/stdio.js";
+import { jsonProblem, type Json } from "../protocol/json.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frames.js";
 import type { Capabilities, HostLimits, HostOptions, LogEntry } from "./types.js";
 
 /** The defaults of every {@link HostLimits} field. */

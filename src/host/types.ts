@@ -3,35 +3,13 @@
  * what it gets back (the run's report). The engine is in `run-host.ts`, the child-process runner in
  * `run-guest.ts`.
  */
-import type { Json } from "../json.js";
-import type { Failure, Outcome, Success } from "../outcome.js";
+import type { Capabilities } from "../contract/contract.js";
+import type { Json } from "../protocol/json.js";
+import type { Failure, Outcome, Success } from "../protocol/outcome.js";
 import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
 
-/** What a capability handler receives besides its arguments. */
-export interface CapabilityContext {
-  /** The capability name the guest called. */
-  name: string;
-  /** The guest's request id (unique in the run). */
-  id: number;
-  /**
-   * Aborted when the answer is no longer wanted: the call's deadline passed (reason: a `TimeoutError`
-   * DOMException), or the run ended (reason: an `AbortError` DOMException). Pass it on to `fetch`, child
-   * processes, etc.; a handler that ignores it keeps running, but its late answer is dropped.
-   */
-  signal: AbortSignal;
-}
-
-/**
- * A capability handler. It returns (or resolves to) an Outcome made with `Outcome.success/failure`, a
- * string (success with that content), `undefined` (success with content ""), or any other JSON value
- * (success, `structured` = the value). A value JSON would alter is refused with a `CapabilityFailed`
- * reply that says why; a throw becomes a `CapabilityFailed` reply whose content is the error message.
- * A plain object shaped like an outcome is JSON like any other: build outcomes with the helpers.
- */
-export type Capability = (args: Json, ctx: CapabilityContext) => unknown;
-
-/** Handlers by capability name. */
-export type Capabilities = Record<string, Capability>;
+// The handler types belong to the capability contract, which the guest side shares; the host API exports them too.
+export type { CapabilityContext, Capability, Capabilities } from "../contract/contract.js";
 
 /** Bounds on one run. Every field is optional; see {@link DEFAULT_HOST_LIMITS} for the defaults. */
 export interface HostLimits {

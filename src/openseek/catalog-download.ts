@@ -3,7 +3,7 @@
  * catalog page by page (`{"version":1,"list":{}}`, then `{"list":{"cursor":...}}` until a reply has no
  * `next_cursor`) and later searches reuse it. A failed download is forgotten, so a later search retries.
  */
-import { TransportError } from "../errors.js";
+import { TransportError } from "../protocol/errors.js";
 import { CatalogBuilder, parseCatalogPage, type Catalog } from "./catalog.js";
 import { decodeResult } from "./envelope.js";
 import { MCP_SERVICE, readHandoff, type Handoff } from "./handoff.js";

@@ -2,7 +2,7 @@
  * The MCP host's catalog of servers and tools, built from the `items` of its list replies. Pure: the
  * download loop (catalog-download.ts) feeds it one reply's `data` at a time.
  */
-import type { Json } from "../json.js";
+import type { Json } from "../protocol/json.js";
 import { SearchError } from "./search-error.js";
 
 /** A tool of an MCP server, with the raw JSON Schemas its server declared. */

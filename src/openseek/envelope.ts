@@ -2,8 +2,8 @@
  * The v1 result envelope both OpenSeek services reply with:
  * `{"version":1,"content":string,"is_error":boolean,"data"?:any}` (extra keys such as `brief` ignored).
  */
-import { TransportError } from "../errors.js";
-import type { Json } from "../json.js";
+import { TransportError } from "../protocol/errors.js";
+import type { Json } from "../protocol/json.js";
 import type { HostService } from "./handoff.js";
 
 /** A decoded result envelope. `data` is absent when the reply had no `data` key, and `null` when it said null. */

@@ -3,7 +3,7 @@
  * `{"version":1,"url":"http://127.0.0.1:<port>/call","token":"...","approval_tools"?:[...]}`.
  * It is read at call time, so a script may set or change it after importing the SDK.
  */
-import { TransportError } from "../errors.js";
+import { TransportError } from "../protocol/errors.js";
 
 /** A validated capability: where to send requests and with which token. */
 export interface Handoff {

@@ -4,7 +4,7 @@
  * (`Connection: close` on a fresh socket). Never retried: a lost reply does not prove the tool did not run.
  */
 import { request as httpRequest, type ClientRequest } from "node:http";
-import { TransportError } from "../errors.js";
+import { TransportError } from "../protocol/errors.js";
 import type { Handoff, HostService } from "./handoff.js";
 
 /** The client deadline for a whole request and reply body: above the host's own 120 s tool deadline. */

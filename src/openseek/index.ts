@@ -4,13 +4,13 @@
  * capabilities in environment variables: `OPENSEEK_PTC` for {@link call}, `OPENSEEK_MCP` for {@link mcp}.
  * Both are read at call time; importing this module sends nothing.
  */
-import type { Json } from "../json.js";
+import type { Json } from "../protocol/json.js";
 import { mcpCallWithSettings, type McpCallResult } from "./mcp-call.js";
 import { callWithSettings, defaultSettings, type CallResult, type OpenSeekCallOptions } from "./ptc.js";
 import { searchWithSettings, type SearchOptions, type SearchPage } from "./search.js";
 
-export { TransportError, type TransportErrorKind } from "../errors.js";
-export type { Json } from "../json.js";
+export { TransportError, type TransportErrorKind } from "../protocol/errors.js";
+export type { Json } from "../protocol/json.js";
 export type { McpTool } from "./catalog.js";
 export type { McpCallResult } from "./mcp-call.js";
 export type { CallResult, OpenSeekCallOptions } from "./ptc.js";

@@ -1,7 +1,7 @@
 /**
  * `mcp.call(server, tool, arguments)`: one tool of one MCP server, through the host's MCP bridge.
  */
-import type { Json } from "../json.js";
+import type { Json } from "../protocol/json.js";
 import { decodeResult, invalidReply } from "./envelope.js";
 import { MCP_SERVICE, readHandoff } from "./handoff.js";
 import { postJson } from "./http.js";

@@ -1,7 +1,7 @@
 /**
  * The PTC client: `call(name, arguments)` for every tool the OpenSeek host enables for a script.
  */
-import type { Json } from "../json.js";
+import type { Json } from "../protocol/json.js";
 import { decodeResult } from "./envelope.js";
 import { PTC_SERVICE, readHandoff } from "./handoff.js";
 import { DEADLINE_MS, postJson } from "./http.js";

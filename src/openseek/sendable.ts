@@ -1,7 +1,7 @@
 /**
  * Refusal of values JSON would alter, before anything is sent (the runtime's policy: refuse, never fix).
  */
-import { jsonProblem, type Json } from "../json.js";
+import { jsonProblem, type Json } from "../protocol/json.js";
 
 /**
  * Returns `value` typed as JSON, or throws a `TypeError` naming `what` and the problem (for example

@@ -7,10 +7,10 @@
  * Test-only: this module imports fast-check and nothing in the guest runtime imports it.
  */
 import fc from "fast-check";
-import { decodeFrame, PROTOCOL, type Frame, type GuestFrame, type HelloFrame, type HostFrame, type InvokeFrame, type LogFrame, type ReplyFrame, type RequestFrame, type ResultFrame } from "../frames.js";
-import type { Json } from "../json.js";
-import { FailureCode, Outcome } from "../outcome.js";
-import { SDK } from "../version.js";
+import { decodeFrame, PROTOCOL, type Frame, type GuestFrame, type HelloFrame, type HostFrame, type InvokeFrame, type LogFrame, type ReplyFrame, type RequestFrame, type ResultFrame } from "../protocol/frames.js";
+import type { Json } from "../protocol/json.js";
+import { FailureCode, Outcome } from "../protocol/outcome.js";
+import { SDK } from "../protocol/version.js";
 
 /** Characters that break naive framing or encoding: line breaks, JS-only line separators, BOM, escapes, astral emoji. */
 const AWKWARD_CHARACTERS = [

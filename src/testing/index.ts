@@ -2,7 +2,7 @@
  * @posoco/ears/testing: run guests in-process against scripted capabilities, record and replay
  * transcripts, fast-check arbitraries for frames and sessions, and OpenSeek host doubles.
  */
-export { testGuest, type GuestTestReport, type GuestTestDetails } from "./run-in-process.js";
+export { testGuest, type GuestTestReport, type GuestTestDetails } from "./test-guest.js";
 export {
   recordTo,
   recordToStream,
@@ -17,9 +17,9 @@ export {
   type Recorder,
   type ReadTranscriptOptions,
   type TranscriptEntry,
-} from "./transcript.js";
+} from "../transcripts/transcript.js";
+export { replay, type ReplayTarget } from "./replay.js";
 export {
-  replay,
   replayHost,
   recordingOf,
   RecordingError,
@@ -31,7 +31,6 @@ export {
   type ReplayMatched,
   type ReplayDiverged,
   type ReplayDetails,
-  type ReplayTarget,
-} from "./replay.js";
+} from "../transcripts/replay.js";
 export * from "./arbitraries.js";
 export * from "./openseek-doubles.js";

@@ -1,5 +1,5 @@
-import { TransportError } from "../errors.js";
-import { framesArrived, framesTaken, type CountsFrames, type Wire } from "../wire.js";
+import { TransportError } from "../protocol/errors.js";
+import { framesArrived, framesTaken, type CountsFrames, type Wire } from "./wire.js";
 import { FrameQueue } from "./frame-queue.js";
 
 /**

@@ -1,14 +1,11 @@
 import type { Readable, Writable } from "node:stream";
-import { captureStdout } from "../capture.js";
-import { TransportError } from "../errors.js";
-import { escapedError, watchEscapes, type WatchesEscapes } from "../escapes.js";
-import { encodeFrame } from "../frames.js";
-import { LineError, LineSplitter } from "../lines.js";
+import { captureStdout } from "./stdout-capture.js";
+import { TransportError } from "../protocol/errors.js";
+import { escapedError, watchEscapes, type WatchesEscapes } from "../guest/escaped-errors.js";
+import { DEFAULT_MAX_FRAME_BYTES, encodeFrame } from "../protocol/frames.js";
+import { LineError, LineSplitter } from "./line-splitter.js";
 import { FrameQueue } from "./frame-queue.js";
-import { framesArrived, framesTaken, sendFrame, type CountsFrames, type SendsFrames, type Wire } from "../wire.js";
-
-/** 64 MiB: the default cap on one frame, in bytes. */
-export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
+import { framesArrived, framesTaken, sendFrame, type CountsFrames, type SendsFrames, type Wire } from "./wire.js";
 
 /** Options for {@link stdio} and {@link streamWire}. */
 export interface StdioOptions {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunReport } from "../../src/host/index.js";
-import { readTranscript } from "../../src/testing/transcript.js";
+import { readTranscript } from "../../src/transcripts/transcript.js";
 import { ears, isRunning } from "./spawn-ears.js";
 
 const SCRIPT = resolve("fixtures/cli/script.mjs");

@@ -4,7 +4,7 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { printJson, printOutcome } from "../../src/cli/report-output.js";
-import type { Outcome } from "../../src/outcome.js";
+import type { Outcome } from "../../src/protocol/outcome.js";
 
 function sink(): { stream: PassThrough; text(): string } {
   const stream = new PassThrough();

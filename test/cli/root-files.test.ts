@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Capabilities } from "../../src/host/index.js";
-import type { Json } from "../../src/json.js";
+import type { Json } from "../../src/protocol/json.js";
 import { rootFiles } from "../../src/cli/root-files.js";
 
 type Answer = { status: string; code?: string; content: string; structured?: Json };

@@ -2,9 +2,9 @@
 // the codec exactly, valid sessions, garbage the codec rejects, chunkings that reassemble.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeFrame, encodeFrame, validateFrame } from "../../src/frames.js";
-import { jsonProblem } from "../../src/json.js";
-import { Outcome } from "../../src/outcome.js";
+import { decodeFrame, encodeFrame, validateFrame } from "../../src/protocol/frames.js";
+import { jsonProblem } from "../../src/protocol/json.js";
+import { Outcome } from "../../src/protocol/outcome.js";
 import * as arb from "../../src/testing/arbitraries.js";
 
 describe("arbitraries", () => {

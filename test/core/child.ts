@@ -4,8 +4,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { decodeFrame, encodeFrame, type Frame, type HostFrame } from "../../src/frames.js";
-import { LineSplitter } from "../../src/lines.js";
+import { decodeFrame, encodeFrame, type Frame, type HostFrame } from "../../src/protocol/frames.js";
+import { LineSplitter } from "../../src/wires/line-splitter.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 

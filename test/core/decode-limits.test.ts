@@ -3,8 +3,8 @@
 // text tests prove the frame cannot be wrong; the property below checks those pre-filters are exact.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeFrame, FrameError } from "../../src/frames.js";
-import { jsonProblem, MAX_FRAME_DEPTH, MAX_VALUE_DEPTH } from "../../src/json.js";
+import { decodeFrame, FrameError } from "../../src/protocol/frames.js";
+import { jsonProblem, MAX_FRAME_DEPTH, MAX_VALUE_DEPTH } from "../../src/protocol/json.js";
 
 /** Reference check, written independently of the decoder: the deepest nesting and any non-finite number. */
 function fullWalk(value: unknown): { depth: number; nonFinite: boolean } {

@@ -2,8 +2,8 @@
 // at most 200 characters (in the waiting call's TransportError and in the error log to the host), and
 // a call under an empty allowlist is denied locally with "allowed: none".
 import { describe, expect, it } from "vitest";
-import type { TransportError } from "../../src/errors.js";
-import { FailureCode, Outcome } from "../../src/outcome.js";
+import type { TransportError } from "../../src/protocol/errors.js";
+import { FailureCode, Outcome } from "../../src/protocol/outcome.js";
 import { runGuest, startGuest } from "./memory-host.js";
 
 const MIB = 1024 * 1024;

@@ -3,15 +3,15 @@
 import { PassThrough } from "node:stream";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { Ears } from "../../src/ears.js";
-import { TimeoutError, TransportError } from "../../src/errors.js";
-import { encodeFrame } from "../../src/frames.js";
-import { FailureCode, Outcome } from "../../src/outcome.js";
-import { serve } from "../../src/serve.js";
-import type { Wire } from "../../src/wire.js";
+import { Ears } from "../../src/guest/ears.js";
+import { TimeoutError, TransportError } from "../../src/protocol/errors.js";
+import { encodeFrame } from "../../src/protocol/frames.js";
+import { FailureCode, Outcome } from "../../src/protocol/outcome.js";
+import { serve } from "../../src/guest/serve.js";
+import type { Wire } from "../../src/wires/wire.js";
 import { createLinkedPair } from "../../src/wires/memory.js";
 import { streamWire } from "../../src/wires/stdio.js";
-import type { Json } from "../../src/json.js";
+import type { Json } from "../../src/protocol/json.js";
 import { resultOf, runGuest, startGuest } from "./memory-host.js";
 
 const ok = (content = "ok") => Outcome.success(content);

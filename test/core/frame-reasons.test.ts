@@ -2,7 +2,7 @@
 // in TransportErrors): each reason of validateFrame is asserted by its wording, and a malformed line of
 // several MiB is quoted in at most 200 characters, never whole.
 import { describe, expect, it } from "vitest";
-import { decodeFrame, FrameError, validateFrame } from "../../src/frames.js";
+import { decodeFrame, FrameError, validateFrame } from "../../src/protocol/frames.js";
 
 describe("validateFrame: the reason a value is not a frame", () => {
   it.each<[string, unknown, string]>([

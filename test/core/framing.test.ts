@@ -2,8 +2,8 @@
 // the splitter's edge cases (cap, BOM, CRLF, blank lines, truncation, invalid UTF-8) behave as documented.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeFrame, encodeFrame, type Frame } from "../../src/frames.js";
-import { LineError, LineSplitter } from "../../src/lines.js";
+import { decodeFrame, encodeFrame, type Frame } from "../../src/protocol/frames.js";
+import { LineError, LineSplitter } from "../../src/wires/line-splitter.js";
 import { chunking, frame } from "../../src/testing/arbitraries.js";
 import { logLineOfBytes } from "./log-line.js";
 

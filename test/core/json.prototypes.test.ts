@@ -1,8 +1,8 @@
 // jsonProblem names the kind of a non-plain object from its constructor; an object whose prototype chain
 // has no usable `constructor` must still get a reason (not a TypeError from reading `.name` of nothing).
 import { describe, expect, it } from "vitest";
-import { jsonProblem } from "../../src/json.js";
-import { Ears } from "../../src/ears.js";
+import { jsonProblem } from "../../src/protocol/json.js";
+import { Ears } from "../../src/guest/ears.js";
 import { createLinkedPair } from "../../src/wires/memory.js";
 
 /** An instance of a class whose prototype lost its `constructor` (it then inherits Object's). */

@@ -1,7 +1,7 @@
 // The faithful-JSON policy: values JSON.stringify would alter are refused with a reason and a path.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { jsonProblem } from "../../src/json.js";
+import { jsonProblem } from "../../src/protocol/json.js";
 import { jsonValue } from "../../src/testing/arbitraries.js";
 
 describe("jsonProblem", () => {

@@ -4,7 +4,7 @@
 // and the bytes held for an unfinished line are exactly those since the last newline.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { LineError, LineSplitter } from "../../src/lines.js";
+import { LineError, LineSplitter } from "../../src/wires/line-splitter.js";
 import { chunking } from "../../src/testing/arbitraries.js";
 
 const SEED = 13_005;

@@ -1,9 +1,9 @@
 // A scripted in-process host for guest tests: drives `serve` over an in-memory linked pair and reads
 // back what the guest wrote, decoded with the one frame codec.
-import { decodeFrame, encodeFrame, type GuestFrame, type HostFrame, type RequestFrame } from "../../src/frames.js";
-import type { Json } from "../../src/json.js";
-import type { Outcome } from "../../src/outcome.js";
-import { serve, type GuestProgram, type ServeReport } from "../../src/serve.js";
+import { decodeFrame, encodeFrame, type GuestFrame, type HostFrame, type RequestFrame } from "../../src/protocol/frames.js";
+import type { Json } from "../../src/protocol/json.js";
+import type { Outcome } from "../../src/protocol/outcome.js";
+import { serve, type GuestProgram, type ServeReport } from "../../src/guest/serve.js";
 import { createLinkedPair, type MemoryWire } from "../../src/wires/memory.js";
 
 /** A guest being served on one end of a memory pair, and the host's end. */

@@ -1,7 +1,7 @@
 // The in-memory linked pair: ordered delivery, half-close (EOF) and close (peer sends fail like EPIPE).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { TransportError } from "../../src/errors.js";
+import { TransportError } from "../../src/protocol/errors.js";
 import { createLinkedPair } from "../../src/wires/memory.js";
 
 describe("createLinkedPair", () => {

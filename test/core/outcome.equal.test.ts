@@ -2,8 +2,8 @@
 // structured at any depth) compare unequal in both orders, and structurally equal ones compare equal.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Json } from "../../src/json.js";
-import { Outcome } from "../../src/outcome.js";
+import type { Json } from "../../src/protocol/json.js";
+import { Outcome } from "../../src/protocol/outcome.js";
 import { failureCode, jsonValue, outcome, text } from "../../src/testing/arbitraries.js";
 
 const SEED = 13_013;

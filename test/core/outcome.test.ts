@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { FailureCode, Outcome } from "../../src/outcome.js";
+import { FailureCode, Outcome } from "../../src/protocol/outcome.js";
 import { jsonValue, outcome } from "../../src/testing/arbitraries.js";
 
 describe("Outcome", () => {

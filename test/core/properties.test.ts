@@ -2,12 +2,12 @@
 import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { TransportError } from "../../src/errors.js";
-import { decodeFrame, encodeFrame, type HostFrame, type InvokeFrame } from "../../src/frames.js";
-import { FailureCode, Outcome } from "../../src/outcome.js";
-import { serve, type GuestProgram } from "../../src/serve.js";
+import { TransportError } from "../../src/protocol/errors.js";
+import { decodeFrame, encodeFrame, type HostFrame, type InvokeFrame } from "../../src/protocol/frames.js";
+import { FailureCode, Outcome } from "../../src/protocol/outcome.js";
+import { serve, type GuestProgram } from "../../src/guest/serve.js";
 import { capabilityName, garbageLine, outcome, session } from "../../src/testing/arbitraries.js";
-import { SDK } from "../../src/version.js";
+import { SDK } from "../../src/protocol/version.js";
 import { StreamWire } from "../../src/wires/stdio.js";
 import { resultOf, runGuest, startGuest } from "./memory-host.js";
 import { watchUnhandledRejections } from "./rejections.js";

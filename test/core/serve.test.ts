@@ -1,11 +1,11 @@
 // serve: hello, one invoke, one run, exactly one result; every way the host or the program can go wrong.
 import { describe, expect, it } from "vitest";
-import { TransportError } from "../../src/errors.js";
-import { decodeFrame, encodeFrame } from "../../src/frames.js";
-import { FailureCode, Outcome } from "../../src/outcome.js";
-import { serve } from "../../src/serve.js";
-import { SDK } from "../../src/version.js";
-import type { Wire } from "../../src/wire.js";
+import { TransportError } from "../../src/protocol/errors.js";
+import { decodeFrame, encodeFrame } from "../../src/protocol/frames.js";
+import { FailureCode, Outcome } from "../../src/protocol/outcome.js";
+import { serve } from "../../src/guest/serve.js";
+import { SDK } from "../../src/protocol/version.js";
+import type { Wire } from "../../src/wires/wire.js";
 import { resultOf, runGuest, startGuest } from "./memory-host.js";
 
 describe("serve: the session", () => {

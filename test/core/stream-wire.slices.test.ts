@@ -4,7 +4,7 @@
 import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeFrame } from "../../src/frames.js";
+import { encodeFrame } from "../../src/protocol/frames.js";
 import { StreamWire } from "../../src/wires/stdio.js";
 
 const SEED = 13_002;

@@ -2,11 +2,12 @@
 // invalid UTF-8, ended input) and what it writes (`\n` only, one frame per line).
 import { PassThrough, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { TransportError } from "../../src/errors.js";
-import { decodeFrame, encodeFrame, type Frame } from "../../src/frames.js";
-import { Outcome } from "../../src/outcome.js";
-import { serve, type GuestProgram } from "../../src/serve.js";
-import { DEFAULT_MAX_FRAME_BYTES, stdio, StreamWire, streamWire } from "../../src/wires/stdio.js";
+import { TransportError } from "../../src/protocol/errors.js";
+import { decodeFrame, encodeFrame, type Frame } from "../../src/protocol/frames.js";
+import { Outcome } from "../../src/protocol/outcome.js";
+import { serve, type GuestProgram } from "../../src/guest/serve.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "../../src/protocol/frames.js";
+import { stdio, StreamWire, streamWire } from "../../src/wires/stdio.js";
 import { logLineOfBytes } from "./log-line.js";
 
 function pipes() {

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Outcome } from "../../src/outcome.js";
+import { Outcome } from "../../src/protocol/outcome.js";
 import { outcome as anyOutcome, jsonValue } from "../../src/testing/arbitraries.js";
-import { testGuest } from "../../src/testing/run-in-process.js";
+import { testGuest } from "../../src/testing/test-guest.js";
 
 describe("testGuest", () => {
   it("runs a program against scripted capabilities and returns the report and the transcript", async () => {

@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { encodeFrame } from "../../src/frames.js";
+import { encodeFrame } from "../../src/protocol/frames.js";
 import { frame } from "../../src/testing/arbitraries.js";
-import { testGuest } from "../../src/testing/run-in-process.js";
-import { formatTranscriptEntry, readTranscript, TranscriptError } from "../../src/testing/transcript.js";
+import { testGuest } from "../../src/testing/test-guest.js";
+import { formatTranscriptEntry, readTranscript, TranscriptError } from "../../src/transcripts/transcript.js";
 
 const dir = mkdtempSync(join(tmpdir(), "ears-transcript-frames-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

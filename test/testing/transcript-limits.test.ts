@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { MAX_FRAME_DEPTH } from "../../src/json.js";
-import { readTranscript, transcriptEntry, transcriptLine, TranscriptError } from "../../src/testing/transcript.js";
+import { MAX_FRAME_DEPTH } from "../../src/protocol/json.js";
+import { readTranscript, transcriptEntry, transcriptLine, TranscriptError } from "../../src/transcripts/transcript.js";
 
 const dir = mkdtempSync(join(tmpdir(), "ears-transcript-limits-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { encodeFrame } from "../../src/frames.js";
+import { encodeFrame } from "../../src/protocol/frames.js";
 import { frame, garbageLine, session } from "../../src/testing/arbitraries.js";
 import {
   formatTranscriptEntry,
@@ -12,7 +12,7 @@ import {
   transcriptEntry,
   TranscriptError,
   type TranscriptEntry,
-} from "../../src/testing/transcript.js";
+} from "../../src/transcripts/transcript.js";
 
 const dir = mkdtempSync(join(tmpdir(), "ears-transcript-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

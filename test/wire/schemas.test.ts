@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
-import type { Frame, GuestFrame, HostFrame } from "../../src/frames.js";
-import type { Outcome } from "../../src/outcome.js";
+import type { Frame, GuestFrame, HostFrame } from "../../src/protocol/frames.js";
+import type { Outcome } from "../../src/protocol/outcome.js";
 import {
   frameSchema,
   guestFrameSchema,
@@ -15,7 +15,7 @@ import {
   type GuestFrameValue,
   type HostFrameValue,
   type OutcomeValue,
-} from "../../src/schemas.js";
+} from "../../src/protocol/schemas.js";
 
 const schemaFolder = fileURLToPath(new URL("../../wire/schemas/", import.meta.url));
 const regenerate = "run `npm run build && node scripts/generate-schemas.mjs` and commit wire/schemas/";

@@ -7,9 +7,9 @@
 import { isDeepStrictEqual } from "node:util";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { validateFrame } from "../../src/frames.js";
-import { Outcome } from "../../src/outcome.js";
-import { frameSchema, guestFrameSchema, hostFrameSchema, outcomeSchema } from "../../src/schemas.js";
+import { validateFrame } from "../../src/protocol/frames.js";
+import { Outcome } from "../../src/protocol/outcome.js";
+import { frameSchema, guestFrameSchema, hostFrameSchema, outcomeSchema } from "../../src/protocol/schemas.js";
 import { frame as validFrame, jsonValue, outcome as validOutcome } from "../../src/testing/arbitraries.js";
 
 const NUM_RUNS = 3000;

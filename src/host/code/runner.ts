@@ -5,9 +5,9 @@
  */
 import { readFileSync } from "node:fs";
 import { Script } from "node:vm";
-import { describeError } from "../../errors.js";
-import { FailureCode, Outcome } from "../../outcome.js";
-import { serve } from "../../serve.js";
+import { describeError } from "../../protocol/errors.js";
+import { FailureCode, Outcome } from "../../protocol/outcome.js";
+import { serve } from "../../guest/serve.js";
 import { stdio } from "../../wires/stdio.js";
 import { CODE_FILENAME, CODE_PREFIX, wrapBody } from "./wrapper.js";
 

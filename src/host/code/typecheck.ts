@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { looseDeclarations } from "../../declarations.js";
-import { isContract, type Contract, type StandardSchemaV1 } from "../../contract.js";
-import { describeError } from "../../errors.js";
+import { looseDeclarations } from "../../contract/declarations.js";
+import { isContract, type Contract, type StandardSchemaV1 } from "../../contract/contract.js";
+import { describeError } from "../../protocol/errors.js";
 import { MissingPeerError } from "./compile.js";
 import { CODE_FILENAME } from "./wrapper.js";
 

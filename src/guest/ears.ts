@@ -1,9 +1,9 @@
-import { check, replyMismatch, specOf, type ArgumentsOf, type CallResult, type JsonArgumentRest, type NamesWithArguments, type NamesWithoutArguments, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1, type TypedSuccess } from "./contract.js";
-import { describeError, TimeoutError, TransportError } from "./errors.js";
-import { decodeFrame, encodeFrame, FrameError } from "./frames.js";
-import { jsonProblem, type Json } from "./json.js";
-import { FailureCode, Outcome } from "./outcome.js";
-import { frameCounter, framesArrived, framesTaken, frameSender, type CountsFrames, type Wire } from "./wire.js";
+import { check, replyMismatch, specOf, type ArgumentsOf, type CallResult, type JsonArgumentRest, type NamesWithArguments, type NamesWithoutArguments, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1, type TypedSuccess } from "../contract/contract.js";
+import { describeError, TimeoutError, TransportError } from "../protocol/errors.js";
+import { decodeFrame, encodeFrame, FrameError } from "../protocol/frames.js";
+import { jsonProblem, type Json } from "../protocol/json.js";
+import { FailureCode, Outcome } from "../protocol/outcome.js";
+import { frameCounter, framesArrived, framesTaken, frameSender, type CountsFrames, type Wire } from "../wires/wire.js";
 
 /** Options for one {@link Ears.call}. */
 export interface CallOptions {

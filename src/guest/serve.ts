@@ -1,12 +1,12 @@
-import { check, isContract, type CapabilitySpecs, type Contract, type JsonSafe, type LooseSpecs, type StandardSchemaV1 } from "./contract.js";
+import { check, isContract, type CapabilitySpecs, type Contract, type JsonSafe, type LooseSpecs, type StandardSchemaV1 } from "../contract/contract.js";
 import { Ears } from "./ears.js";
-import { describeError, TransportError } from "./errors.js";
-import { watchEscapes, type WatchesEscapes } from "./escapes.js";
-import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL } from "./frames.js";
-import { jsonProblem, type Json } from "./json.js";
-import { FailureCode, isMadeOutcome, Outcome } from "./outcome.js";
-import { SDK } from "./version.js";
-import type { Wire } from "./wire.js";
+import { describeError, TransportError } from "../protocol/errors.js";
+import { watchEscapes, type WatchesEscapes } from "./escaped-errors.js";
+import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL } from "../protocol/frames.js";
+import { jsonProblem, type Json } from "../protocol/json.js";
+import { FailureCode, isMadeOutcome, Outcome } from "../protocol/outcome.js";
+import { SDK } from "../protocol/version.js";
+import type { Wire } from "../wires/wire.js";
 
 /** What a guest program is: called once with the handle and the invoke's input. */
 export type GuestProgram<Specs extends CapabilitySpecs = LooseSpecs, Input = Json> = (ears: Ears<Specs>, input: Input) => unknown;

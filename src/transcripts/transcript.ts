@@ -9,11 +9,11 @@
  */
 import { closeSync, constants, createReadStream, createWriteStream, fchmodSync, fstatSync, ftruncateSync, openSync } from "node:fs";
 import type { Writable } from "node:stream";
-import { describeError } from "../errors.js";
-import { validateFrame, type Frame } from "../frames.js";
-import { jsonProblem, MAX_FRAME_DEPTH, type Json } from "../json.js";
-import { LineError, LineSplitter } from "../lines.js";
-import { DEFAULT_MAX_FRAME_BYTES } from "../wires/stdio.js";
+import { describeError } from "../protocol/errors.js";
+import { validateFrame, type Frame } from "../protocol/frames.js";
+import { jsonProblem, MAX_FRAME_DEPTH, type Json } from "../protocol/json.js";
+import { LineError, LineSplitter } from "../wires/line-splitter.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frames.js";
 
 /** A frame may nest as deep as the protocol allows (the frame object is level 1), no deeper. */
 const FRAME_LIMITS = { maxDepth: MAX_FRAME_DEPTH };

@@ -9,6 +9,9 @@ import { fromValid, outcomeProblem, type Outcome } from "./outcome.js";
 /** The protocol version this package speaks. */
 export const PROTOCOL = 1;
 
+/** 64 MiB: the default cap on one frame, in bytes (the wires, the host and transcript reading share it). */
+export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
+
 export interface HelloFrame {
   type: "hello";
   protocol: number;

@@ -1,11 +1,11 @@
 /** Runs a guest program and the host engine in one process, over the in-memory wire pair. */
 import { runHost } from "../host/index.js";
 import type { HostOptions, RunReport } from "../host/index.js";
-import { serve, type GuestProgram, type ServeReport } from "../serve.js";
+import { serve, type GuestProgram, type ServeReport } from "../guest/serve.js";
 import { createLinkedPair } from "../wires/memory.js";
 // In testGuest every entry is a FrameEntry: both ends are this package's own serve and host engine over the
 // in-memory pair, so no line is anything else (test/testing/transcript-frames.test.ts checks it).
-import { transcriptEntry, type FrameEntry } from "./transcript.js";
+import { transcriptEntry, type FrameEntry } from "../transcripts/transcript.js";
 
 
 /** What {@link testGuest} returns: the host's report plus the whole conversation. */

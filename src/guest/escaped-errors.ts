@@ -1,4 +1,4 @@
-import { describeError } from "./errors.js";
+import { describeError } from "../protocol/errors.js";
 
 /**
  * A wire that owns the process (the stdio wire) can watch for errors that escape the program: an

@@ -5,9 +5,34 @@
  * module imports no schema library: a guest that passes no schema loads none.
  */
 import { declarationsOf, type DeclarationOptions } from "./declarations.js";
-import type { CapabilityContext, Capabilities } from "./host/types.js";
-import type { Json } from "./json.js";
-import { FailureCode, isMadeOutcome, Outcome, type Failure } from "./outcome.js";
+import type { Json } from "../protocol/json.js";
+import { FailureCode, isMadeOutcome, Outcome, type Failure } from "../protocol/outcome.js";
+
+/** What a capability handler receives besides its arguments. */
+export interface CapabilityContext {
+  /** The capability name the guest called. */
+  name: string;
+  /** The guest's request id (unique in the run). */
+  id: number;
+  /**
+   * Aborted when the answer is no longer wanted: the call's deadline passed (reason: a `TimeoutError`
+   * DOMException), or the run ended (reason: an `AbortError` DOMException). Pass it on to `fetch`, child
+   * processes, etc.; a handler that ignores it keeps running, but its late answer is dropped.
+   */
+  signal: AbortSignal;
+}
+
+/**
+ * A capability handler. It returns (or resolves to) an Outcome made with `Outcome.success/failure`, a
+ * string (success with that content), `undefined` (success with content ""), or any other JSON value
+ * (success, `structured` = the value). A value JSON would alter is refused with a `CapabilityFailed`
+ * reply that says why; a throw becomes a `CapabilityFailed` reply whose content is the error message.
+ * A plain object shaped like an outcome is JSON like any other: build outcomes with the helpers.
+ */
+export type Capability = (args: Json, ctx: CapabilityContext) => unknown;
+
+/** Handlers by capability name. */
+export type Capabilities = Record<string, Capability>;
 
 /**
  * The Standard Schema v1 interface (https://standardschema.dev), declared here so that the package

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Writes wire/schemas/*.schema.json from the zod schemas of record (src/protocol/schemas.ts, built to dist/schemas.js).
 // Run after `npm run build`: node scripts/generate-schemas.mjs
-// test/wire/schemas.test.ts regenerates them in memory and fails when the committed files drift.
+// test/protocol/schemas.test.ts regenerates them in memory and fails when the committed files drift.
 import { readdirSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";

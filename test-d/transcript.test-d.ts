@@ -1,5 +1,5 @@
 // Transcripts read from files narrow like testGuest's: with { frames: true } every entry holds a protocol 1
-// frame, so entry.frame.type narrows the frame (test/testing/transcript-frames-file.test.ts runs it).
+// frame, so entry.frame.type narrows the frame (test/transcripts/transcript-frames-file.test.ts runs it).
 import { expectTypeOf } from "vitest";
 import type { Frame, Json } from "@posoco/ears";
 import { readTranscript, type FrameEntry, type TranscriptEntry } from "@posoco/ears/testing";

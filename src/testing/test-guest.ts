@@ -4,7 +4,7 @@ import type { HostOptions, RunReport } from "../host/index.js";
 import { serve, type GuestProgram, type ServeReport } from "../guest/serve.js";
 import { createLinkedPair } from "../wires/memory.js";
 // In testGuest every entry is a FrameEntry: both ends are this package's own serve and host engine over the
-// in-memory pair, so no line is anything else (test/testing/transcript-frames.test.ts checks it).
+// in-memory pair, so no line is anything else (test/transcripts/transcript-frames.test.ts checks it).
 import { transcriptEntry, type FrameEntry } from "../transcripts/transcript.js";
 
 

@@ -324,7 +324,7 @@ class ProcessWire extends StreamWire implements WatchesEscapes {
     // stdout cannot be ended; every frame's write callback has already fired, so it is flushed.
     this.input.destroy();
     // Deno keeps a read of fd 0 pending after destroy() once stdin has delivered data, which keeps the
-    // process alive while the host holds stdin open (test/wire/vectors.test.ts, oversized-reply under deno).
+    // process alive while the host holds stdin open (test/protocol/vectors.test.ts, oversized-reply under deno).
     closeDenoStdin();
     if (failure !== undefined) {
       process.stderr.write(`ears: ${failure.message}\n`);

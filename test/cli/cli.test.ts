@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunReport } from "../../src/host/index.js";
 import { readTranscript } from "../../src/transcripts/transcript.js";
-import { ears, isRunning } from "./spawn-ears.js";
+import { ears, isRunning } from "../helpers/spawn-ears.js";
 
 const SCRIPT = resolve("fixtures/cli/script.mjs");
 const CAPABILITIES = resolve("fixtures/cli/capabilities.mjs");

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ears } from "./spawn-ears.js";
+import { ears } from "../helpers/spawn-ears.js";
 
 describe("ears exec", () => {
   let dir: string;

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ears } from "./spawn-ears.js";
+import { ears } from "../helpers/spawn-ears.js";
 
 const GUEST = "fixtures/hostile/guest.mjs";
 const CAPABILITIES = "fixtures/hostile/capabilities.mjs";

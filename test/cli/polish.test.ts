@@ -5,7 +5,7 @@ import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/cli.js";
-import { ears } from "./spawn-ears.js";
+import { ears } from "../helpers/spawn-ears.js";
 
 const version = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 

@@ -6,7 +6,7 @@ import { linkSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, wri
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { EARS, ears, type EarsRun } from "./spawn-ears.js";
+import { EARS, ears, type EarsRun } from "../helpers/spawn-ears.js";
 
 const dir = mkdtempSync(join(tmpdir(), "ears-record-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EARS } from "./spawn-ears.js";
+import { EARS } from "../helpers/spawn-ears.js";
 
 const HOSTILE = resolve("fixtures/hostile");
 const REPORT_MAX_RSS = resolve("fixtures/cli/report-max-rss.mjs");

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunReport } from "../../src/host/index.js";
-import { goneWithin, killAllWith, uniqueMarker } from "../host/processes.js";
-import { EARS, type EarsRun } from "./spawn-ears.js";
+import { goneWithin, killAllWith, uniqueMarker } from "../helpers/processes.js";
+import { EARS, type EarsRun } from "../helpers/spawn-ears.js";
 
 const PROBE = resolve("fixtures/hostile/probe.mjs");
 const GRANDCHILD = resolve("fixtures/hostile/grandchild.mjs");

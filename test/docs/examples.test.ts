@@ -1,6 +1,6 @@
 // Every JavaScript and TypeScript block in README.md and docs/*.md is checked: the ones marked
 // `<!-- run -->` or `<!-- example: name -->` run in test/docs/readme.test.ts and test/openseek/docs.test.ts,
-// `<!-- code-example: name -->` in test/code/docs.test.ts,
+// `<!-- code-example: name -->` in test/host/code/docs.test.ts,
 // the typed-contract example is test-d/sample (test/docs/contract-sample.test.ts), and every other one
 // is type-checked here against the built package, as a strict nodenext consumer would: .ts blocks as
 // TypeScript, .js blocks as JavaScript with checkJs (strict, except implicit any: plain JavaScript has no
@@ -8,7 +8,7 @@
 import { readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { documentationBlocks, typeCheckBlocks } from "./blocks.js";
+import { documentationBlocks, typeCheckBlocks } from "../helpers/doc-blocks.js";
 
 const root = resolve(import.meta.dirname, "../..");
 // Inside the repository, so "@posoco/ears" resolves to this package's build through its own "exports".

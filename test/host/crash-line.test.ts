@@ -2,7 +2,7 @@
 // "Node.js v20…" line Node prints last. Real child processes.
 import { describe, expect, it } from "vitest";
 import { HostFailureCode, runGuest } from "../../src/host/index.js";
-import { failOnUnhandledRejections } from "./helpers.js";
+import { failOnUnhandledRejections } from "../helpers/host.js";
 
 failOnUnhandledRejections();
 

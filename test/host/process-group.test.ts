@@ -7,8 +7,8 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { HostFailureCode, runGuest } from "../../src/host/index.js";
-import { failOnUnhandledRejections } from "./helpers.js";
-import { goneWithin, killAllWith, liveWith, uniqueMarker } from "./processes.js";
+import { failOnUnhandledRejections } from "../helpers/host.js";
+import { goneWithin, killAllWith, liveWith, uniqueMarker } from "../helpers/processes.js";
 
 failOnUnhandledRejections();
 

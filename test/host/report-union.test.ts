@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { createLinkedPair, encodeFrame } from "../../src/index.js";
 import { runHost, type RunReport } from "../../src/host/index.js";
 import { garbageLine, guestFrame, helloFrame } from "../../src/testing/arbitraries.js";
-import { failOnUnhandledRejections } from "./helpers.js";
+import { failOnUnhandledRejections } from "../helpers/host.js";
 
 failOnUnhandledRejections();
 

@@ -5,7 +5,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { Outcome, type Json } from "../../src/index.js";
 import { HostFailureCode, runGuest, type LogEntry } from "../../src/host/index.js";
-import { captureWarnings, expectGone, failOnUnhandledRejections, fixture, runFixture } from "./helpers.js";
+import { captureWarnings, expectGone, failOnUnhandledRejections, fixture, runFixture } from "../helpers/host.js";
 
 failOnUnhandledRejections();
 

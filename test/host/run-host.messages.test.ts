@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { createLinkedPair } from "../../src/index.js";
 import { HostFailureCode, runHost, type HostOptions } from "../../src/host/index.js";
-import { failOnUnhandledRejections } from "./helpers.js";
+import { failOnUnhandledRejections } from "../helpers/host.js";
 
 failOnUnhandledRejections();
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { createLinkedPair, decodeFrame, encodeFrame, Outcome, type MemoryWire } from "../../src/index.js";
 import { HostFailureCode, runHost, type Capabilities, type HostFailureCode as Code } from "../../src/host/index.js";
 import { garbageLine, guestFrame, helloFrame, hostFrame, jsonValue, session } from "../../src/testing/arbitraries.js";
-import { failOnUnhandledRejections } from "./helpers.js";
+import { failOnUnhandledRejections } from "../helpers/host.js";
 
 failOnUnhandledRejections();
 

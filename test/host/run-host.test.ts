@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from "vitest";
 import { createLinkedPair, Outcome, serve, streamWire, type Json, type MemoryWire } from "../../src/index.js";
 import type { GuestProgram } from "../../src/guest/serve.js";
 import { HostFailureCode, HostReplyCode, runHost, type HostOptions, type RunReport } from "../../src/host/index.js";
-import { activeTimers, captureWarnings, failOnUnhandledRejections } from "./helpers.js";
+import { activeTimers, captureWarnings, failOnUnhandledRejections } from "../helpers/host.js";
 
 failOnUnhandledRejections();
 

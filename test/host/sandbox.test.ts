@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Outcome } from "../../src/index.js";
 import { runGuest, type RunReport } from "../../src/host/index.js";
-import { failOnUnhandledRejections } from "./helpers.js";
+import { failOnUnhandledRejections } from "../helpers/host.js";
 
 failOnUnhandledRejections();
 

@@ -6,7 +6,7 @@ import { delimiter, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { hostReplies, startMcpHost, startPtcHost } from "../../src/testing/openseek-doubles.js";
-import { useOpenSeekLifecycle } from "./lifecycle.js";
+import { useOpenSeekLifecycle } from "../helpers/openseek-lifecycle.js";
 
 const track = useOpenSeekLifecycle();
 const root = resolve(fileURLToPath(import.meta.url), "../../..");

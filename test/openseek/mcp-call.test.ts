@@ -5,7 +5,7 @@ import { mcp, TransportError } from "../../src/openseek/index.js";
 import { mcpCallWithSettings } from "../../src/openseek/mcp-call.js";
 import { defaultSettings } from "../../src/openseek/ptc.js";
 import { hostReplies, startMcpHost, startOpenSeekHost } from "../../src/testing/openseek-doubles.js";
-import { rejection, until, useOpenSeekLifecycle } from "./lifecycle.js";
+import { rejection, until, useOpenSeekLifecycle } from "../helpers/openseek-lifecycle.js";
 
 const track = useOpenSeekLifecycle();
 

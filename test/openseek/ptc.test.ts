@@ -6,7 +6,7 @@ import { call, TransportError } from "../../src/openseek/index.js";
 import { callWithSettings, defaultSettings } from "../../src/openseek/ptc.js";
 import * as arb from "../../src/testing/arbitraries.js";
 import { hostReplies, startPtcHost, type RecordedHttpRequest } from "../../src/testing/openseek-doubles.js";
-import { gate, rejection, until, useOpenSeekLifecycle } from "./lifecycle.js";
+import { gate, rejection, until, useOpenSeekLifecycle } from "../helpers/openseek-lifecycle.js";
 
 const track = useOpenSeekLifecycle();
 

@@ -10,7 +10,7 @@ import {
   startMcpHost,
   type McpServerDouble,
 } from "../../src/testing/openseek-doubles.js";
-import { rejection, useOpenSeekLifecycle } from "./lifecycle.js";
+import { rejection, useOpenSeekLifecycle } from "../helpers/openseek-lifecycle.js";
 
 const track = useOpenSeekLifecycle();
 

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { documentationBlocks, sampleNames, typeCheckBlocks } from "../docs/blocks.js";
+import { documentationBlocks, sampleNames, typeCheckBlocks } from "../helpers/doc-blocks.js";
 
 const root = resolve(import.meta.dirname, "../..");
 let folder: string;

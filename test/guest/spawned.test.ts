@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { GuestProcess, killLeftoverChildren, requireBuild } from "./child.js";
+import { SpawnedGuest, killLeftoverChildren, requireBuild } from "../helpers/spawned-guest.js";
 
 let scratch: string;
 beforeAll(() => {
@@ -20,7 +20,7 @@ const invoke = (allowed: string[] = ["read"], protocol = 1) => ({ type: "invoke"
 
 describe("spawned guests", () => {
   it("EOF mid-call: the waiting call fails, the result is GuestFailed naming the transport error, exit 0 by itself", async () => {
-    const guest = new GuestProcess("call-and-return.mjs");
+    const guest = new SpawnedGuest("call-and-return.mjs");
     expect(await guest.nextFrame()).toEqual({ type: "hello", protocol: 1, sdk: "@posoco/ears@0.1.0" });
     guest.send(invoke());
     expect(await guest.nextFrame()).toEqual({ type: "request", id: 1, name: "read", arguments: { path: "README.md" } });
@@ -42,7 +42,7 @@ describe("spawned guests", () => {
 
   it("EPIPE: after the host stops reading stdout, logging and calling neither crash nor spin; exit 1 with one stderr line", async () => {
     const report = join(scratch, "keeps-talking.json");
-    const guest = new GuestProcess("keeps-talking.mjs", { env: { EARS_TEST_REPORT: report } });
+    const guest = new SpawnedGuest("keeps-talking.mjs", { env: { EARS_TEST_REPORT: report } });
     expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
     guest.child.stdout!.destroy();
     guest.send(invoke()); // stdin stays open: the guest must leave by itself
@@ -57,7 +57,7 @@ describe("spawned guests", () => {
 
   it("a 5 MB result read slowly by the host arrives whole before the process exits", async () => {
     const bytes = 5 * 1024 * 1024;
-    const guest = new GuestProcess("big-result.mjs", { env: { EARS_TEST_BYTES: String(bytes) }, paused: true });
+    const guest = new SpawnedGuest("../guests/big-result.mjs", { env: { EARS_TEST_BYTES: String(bytes) }, paused: true });
     guest.send(invoke([]));
     guest.startReading(2);
     const frames = await guest.restFrames();
@@ -73,7 +73,7 @@ describe("spawned guests", () => {
   });
 
   it("stdout stays pure: console.* and process.stdout.write, before serve and during the run, arrive as log frames with levels", async () => {
-    const guest = new GuestProcess("pollutes-stdout.mjs");
+    const guest = new SpawnedGuest("pollutes-stdout.mjs");
     expect(await guest.nextFrame()).toMatchObject({ type: "hello", protocol: 1 });
     guest.send(invoke([]));
     const rest = await guest.restFrames();
@@ -106,7 +106,7 @@ describe("spawned guests", () => {
   });
 
   it("an invoke for protocol 2 is refused: the program never runs, no result, exit 1 with one line naming 2 and 1", async () => {
-    const guest = new GuestProcess("call-and-return.mjs");
+    const guest = new SpawnedGuest("call-and-return.mjs");
     expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
     guest.send(invoke(["read"], 2));
     expect(await guest.restFrames()).toEqual([]);
@@ -115,14 +115,14 @@ describe("spawned guests", () => {
   });
 
   it("stdin already ended at start (</dev/null): hello, then exit 1 with one clear line, no hang", async () => {
-    const guest = new GuestProcess("call-and-return.mjs", { stdin: "ignore" });
+    const guest = new SpawnedGuest("call-and-return.mjs", { stdin: "ignore" });
     expect(await guest.restFrames()).toEqual([{ type: "hello", protocol: 1, sdk: "@posoco/ears@0.1.0" }]);
     expect(await guest.exited()).toEqual({ code: 1, signal: null });
     expect(guest.stderrLines()).toEqual(["ears: the host closed the connection before sending invoke; the program did not run"]);
   });
 
   it("a stray line while no call waits: the guest reports the break as an error log at once, then completes normally, exit 0", async () => {
-    const guest = new GuestProcess("waits-for-signal.mjs");
+    const guest = new SpawnedGuest("waits-for-signal.mjs");
     expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
     guest.send(invoke());
     guest.child.stdin!.write('{"type":"ping"}\n');
@@ -144,7 +144,7 @@ describe("spawned guests", () => {
     ["reject", "a promise rejection nobody handled escaped the program: lost rejection"],
   ] as const) {
     it(`an error that escapes the program (${mode}) ends the run as GuestFailed instead of crashing: exit 0`, async () => {
-      const guest = new GuestProcess("escapes.mjs", { env: { EARS_ESCAPE: mode } });
+      const guest = new SpawnedGuest("escapes.mjs", { env: { EARS_ESCAPE: mode } });
       expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
       guest.send(invoke([]));
       const rest = await guest.restFrames();
@@ -157,7 +157,7 @@ describe("spawned guests", () => {
   }
 
   it("only the first escaped error ends the run; later ones reach the host as error logs, and after the result stderr", async () => {
-    const guest = new GuestProcess("escapes.mjs", { env: { EARS_ESCAPE: "several" } });
+    const guest = new SpawnedGuest("escapes.mjs", { env: { EARS_ESCAPE: "several" } });
     expect(await guest.nextFrame()).toMatchObject({ type: "hello" });
     guest.send(invoke([]));
     const rest = await guest.restFrames();

@@ -8,7 +8,7 @@ import { Outcome } from "../../src/protocol/outcome.js";
 import { serve, type GuestProgram } from "../../src/guest/serve.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../../src/protocol/frames.js";
 import { stdio, StreamWire, streamWire } from "../../src/wires/stdio.js";
-import { logLineOfBytes } from "./log-line.js";
+import { logLineOfBytes } from "../helpers/log-line.js";
 
 function pipes() {
   const input = new PassThrough();

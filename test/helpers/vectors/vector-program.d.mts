@@ -1,4 +1,4 @@
-import type { Ears, Json, Outcome } from "../../src/index.js";
+import type { Ears, Json, Outcome } from "../../../src/index.js";
 
 /** Turns a vector's `program` steps into a guest program (see wire/vectors/README.md). */
 export function vectorProgram(

@@ -4,7 +4,7 @@
  * silently testing less.
  */
 import { z } from "zod";
-import { jsonValueSchema } from "../../src/protocol/schemas.js";
+import { jsonValueSchema } from "../../../src/protocol/schemas.js";
 
 const bindName = z.string().min(1);
 

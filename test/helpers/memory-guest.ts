@@ -71,7 +71,7 @@ export function startGuest(run: GuestProgram): MemoryGuest {
  * Runs a guest to the end under a host that answers every request with `answer(request)` (no reply when
  * it returns undefined). Returns every frame after hello, and the serve report.
  */
-export async function runGuest(
+export async function runScriptedGuest(
   run: GuestProgram,
   options: { allowed?: string[]; input?: Json; answer?: (request: RequestFrame) => Outcome | undefined } = {},
 ): Promise<{ frames: GuestFrame[]; report: ServeReport; requests: RequestFrame[]; guest: MemoryGuest }> {

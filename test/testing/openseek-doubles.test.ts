@@ -8,7 +8,7 @@ import { MCP_SERVICE, PTC_SERVICE, readHandoff } from "../../src/openseek/handof
 import { postJson } from "../../src/openseek/http.js";
 import * as testing from "../../src/testing/index.js";
 import { hostReplies, startMcpHost, startOpenSeekHost, startPtcHost } from "../../src/testing/openseek-doubles.js";
-import { until, useOpenSeekLifecycle } from "./lifecycle.js";
+import { until, useOpenSeekLifecycle } from "../helpers/openseek-lifecycle.js";
 
 const track = useOpenSeekLifecycle();
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { decodeFrame, encodeFrame, type Frame } from "../../src/protocol/frames.js";
 import { LineError, LineSplitter } from "../../src/wires/line-splitter.js";
 import { chunking, frame } from "../../src/testing/arbitraries.js";
-import { logLineOfBytes } from "./log-line.js";
+import { logLineOfBytes } from "../helpers/log-line.js";
 
 /** Frames written as lines with `\n` or `\r\n` endings, blank or whitespace-only lines mixed in, maybe a BOM first. */
 const framedStream = fc

@@ -1,11 +1,11 @@
 // Guests under Bun and Deno as real children: their console writes to stdout past process.stdout.write,
 // so the runtime must capture it there too (src/capture.ts), or the session breaks with a
-// ProtocolViolation. A runtime that is not installed shows as skipped: see test/runtimes.ts.
+// ProtocolViolation. A runtime that is not installed shows as skipped: see test/helpers/runtimes.ts.
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { runGuest } from "../../src/host/index.js";
-import { ears } from "../cli/spawn-ears.js";
-import { runtimes } from "../runtimes.js";
+import { ears } from "../helpers/spawn-ears.js";
+import { runtimes } from "../helpers/runtimes.js";
 import { tools } from "../../test-d/sample/contract.js";
 
 const root = new URL("../../", import.meta.url).pathname;

@@ -9,8 +9,8 @@ import { serve, type GuestProgram } from "../../src/guest/serve.js";
 import { capabilityName, garbageLine, outcome, session } from "../../src/testing/arbitraries.js";
 import { SDK } from "../../src/protocol/version.js";
 import { StreamWire } from "../../src/wires/stdio.js";
-import { resultOf, runGuest, startGuest } from "./memory-host.js";
-import { watchUnhandledRejections } from "./rejections.js";
+import { resultOf, runScriptedGuest, startGuest } from "../helpers/memory-guest.js";
+import { watchUnhandledRejections } from "../helpers/rejections.js";
 
 let rejections: ReturnType<typeof watchUnhandledRejections>;
 beforeEach(() => {
@@ -66,7 +66,7 @@ describe("allowlist", () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ allowed, names, concurrent }) => {
         const outcomes: Outcome[] = [];
-        const { frames, requests } = await runGuest(
+        const { frames, requests } = await runScriptedGuest(
           async (ears) => {
             if (concurrent) outcomes.push(...(await Promise.all(names.map((name, i) => ears.call(name, i)))));
             else for (const [i, name] of names.entries()) outcomes.push(await ears.call(name, i));

@@ -1,4 +1,4 @@
-// A real stdio guest for conformance vectors: `node test/wire/vector-guest.mjs wire/vectors/<name>.json`
+// A real stdio guest for conformance vectors: `node test/helpers/vectors/vector-guest.mjs wire/vectors/<name>.json`
 // runs the vector's program with serve() over stdio(), exactly as a host in any language would start a guest.
 // It imports the built package (dist/), so run `npm run build` first.
 import { readFileSync } from "node:fs";

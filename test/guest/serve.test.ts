@@ -6,7 +6,7 @@ import { FailureCode, Outcome } from "../../src/protocol/outcome.js";
 import { serve } from "../../src/guest/serve.js";
 import { SDK } from "../../src/protocol/version.js";
 import type { Wire } from "../../src/wires/wire.js";
-import { resultOf, runGuest, startGuest } from "./memory-host.js";
+import { resultOf, runScriptedGuest, startGuest } from "../helpers/memory-guest.js";
 
 describe("serve: the session", () => {
   it("writes hello first, passes the invoke's input and allowlist, and ends with one result", async () => {
@@ -27,35 +27,35 @@ describe("serve: the session", () => {
 
 describe("serve: what the program returns", () => {
   it("undefined becomes a success with no structured at all", async () => {
-    const { frames, guest } = await runGuest(() => undefined);
+    const { frames, guest } = await runScriptedGuest(() => undefined);
     expect(resultOf(frames)).toEqual(Outcome.success());
     expect(guest.lines.at(-1)).toBe('{"type":"result","outcome":{"status":"success","content":""}}');
   });
 
   it("null is kept as structured: null, distinct from absent", async () => {
-    const { frames, guest } = await runGuest(() => null);
+    const { frames, guest } = await runScriptedGuest(() => null);
     expect(resultOf(frames)).toEqual(Outcome.success("", null));
     expect(guest.lines.at(-1)).toBe('{"type":"result","outcome":{"status":"success","content":"","structured":null}}');
   });
 
   it("an Outcome made by the helpers is sent as it is, failure included", async () => {
     const made = Outcome.failure("NotFound", "missing", { path: "a" });
-    const { frames, report } = await runGuest(() => made);
+    const { frames, report } = await runScriptedGuest(() => made);
     expect(resultOf(frames)).toEqual(made);
     expect(report).toEqual({ status: "completed", outcome: made });
-    const { frames: nullStructured } = await runGuest(async () => Outcome.success("x", null));
+    const { frames: nullStructured } = await runScriptedGuest(async () => Outcome.success("x", null));
     expect(resultOf(nullStructured)).toEqual({ status: "success", content: "x", structured: null });
   });
 
   it("the outcome of an ears.call can be returned as the result", async () => {
     const hostOutcome = Outcome.failure("Busy", "try later");
-    const { frames } = await runGuest((ears) => ears.call("read"), { allowed: ["read"], answer: () => hostOutcome });
+    const { frames } = await runScriptedGuest((ears) => ears.call("read"), { allowed: ["read"], answer: () => hostOutcome });
     expect(resultOf(frames)).toEqual(hostOutcome);
   });
 
   it("a plain object shaped like an outcome is data, not an outcome", async () => {
     const lookalike = { status: "failure", code: "X", content: "" };
-    const { frames } = await runGuest(() => lookalike);
+    const { frames } = await runScriptedGuest(() => lookalike);
     expect(resultOf(frames)).toEqual(Outcome.success("", lookalike));
   });
 
@@ -66,7 +66,7 @@ describe("serve: what the program returns", () => {
     ["an object", () => { throw { code: 7 }; }, /^\{"code":7\}$/],
     ["an Error without a message", () => { throw new RangeError(); }, /^RangeError$/],
   ])("a program that throws %s becomes GuestFailed with the message, not a crash", async (_name, run, message) => {
-    const { frames, report } = await runGuest(run);
+    const { frames, report } = await runScriptedGuest(run);
     const outcome = resultOf(frames);
     expect(outcome).toMatchObject({ status: "failure", code: FailureCode.GuestFailed });
     expect(outcome.content).toMatch(message);
@@ -74,7 +74,7 @@ describe("serve: what the program returns", () => {
   });
 
   it("a thrown Error's stack is logged at level error before the result", async () => {
-    const { frames } = await runGuest(() => {
+    const { frames } = await runScriptedGuest(() => {
       throw new Error("boom");
     });
     expect(frames.map((f) => f.type)).toEqual(["log", "result"]);
@@ -97,7 +97,7 @@ describe("serve: what the program returns", () => {
     ["a Date", { at: new Date(0) }, /\$\.at is a Date/],
     ["a class instance", new Money(5), /\$ is a Money/],
   ])("returning %s becomes GuestFailed with a clear reason, never an altered value", async (_name, value, reason) => {
-    const { frames } = await runGuest(() => value);
+    const { frames } = await runScriptedGuest(() => value);
     const outcome = resultOf(frames);
     expect(outcome).toMatchObject({ status: "failure", code: FailureCode.GuestFailed });
     expect(outcome.content).toMatch(/^the program's return value cannot be sent as JSON unchanged: /);
@@ -106,7 +106,7 @@ describe("serve: what the program returns", () => {
   });
 
   it("an Outcome whose structured JSON would alter becomes GuestFailed", async () => {
-    const { frames } = await runGuest(() => Outcome.success("x", { n: 1n } as never));
+    const { frames } = await runScriptedGuest(() => Outcome.success("x", { n: 1n } as never));
     const outcome = resultOf(frames);
     expect(outcome).toMatchObject({ code: FailureCode.GuestFailed });
     expect(outcome.content).toMatch(/result outcome cannot be sent as JSON unchanged: structured\.n is a BigInt/);

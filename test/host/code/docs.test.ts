@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
+const root = fileURLToPath(new URL("../../..", import.meta.url));
 // Inside the repository, where the package name resolves to this package's build and zod is installed.
 const scratch = join(root, ".code-docs-example");
 const docs = readFileSync(join(root, "docs/code.md"), "utf8");

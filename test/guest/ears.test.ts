@@ -12,7 +12,7 @@ import type { Wire } from "../../src/wires/wire.js";
 import { createLinkedPair } from "../../src/wires/memory.js";
 import { streamWire } from "../../src/wires/stdio.js";
 import type { Json } from "../../src/protocol/json.js";
-import { resultOf, runGuest, startGuest } from "./memory-host.js";
+import { resultOf, runScriptedGuest, startGuest } from "../helpers/memory-guest.js";
 
 const ok = (content = "ok") => Outcome.success(content);
 
@@ -21,7 +21,7 @@ const brokenLog = (reason: string) => ({ type: "log", level: "error", content: `
 
 describe("Ears.call refused locally", () => {
   it("a name outside the allowlist returns CapabilityDenied and writes nothing", async () => {
-    const { frames } = await runGuest(async (ears) => ears.call("write", { path: "x" }), { allowed: ["read"] });
+    const { frames } = await runScriptedGuest(async (ears) => ears.call("write", { path: "x" }), { allowed: ["read"] });
     const outcome = resultOf(frames);
     expect(outcome).toMatchObject({ status: "failure", code: FailureCode.CapabilityDenied });
     expect(outcome.content).toMatch(/"write" is not allowed by the host \(allowed: "read"\); nothing was sent/);
@@ -29,7 +29,7 @@ describe("Ears.call refused locally", () => {
   });
 
   it("after close(), call returns ScopeClosed without touching the wire and log is ignored", async () => {
-    const { frames } = await runGuest(
+    const { frames } = await runScriptedGuest(
       async (ears) => {
         ears.close();
         await ears.log("dropped");
@@ -43,7 +43,7 @@ describe("Ears.call refused locally", () => {
 
   it("after the run ended, a kept handle returns ScopeClosed and its logs are ignored", async () => {
     let kept: Ears | undefined;
-    const { frames, report } = await runGuest(
+    const { frames, report } = await runScriptedGuest(
       (ears) => {
         kept = ears;
       },
@@ -64,7 +64,7 @@ describe("Ears.call refused locally", () => {
     ["a function", [() => 1], /\$\[0\] is a function/],
     ["undefined in an array", [1, undefined], /\$\[1\] is undefined/],
   ])("arguments holding %s return InvalidArguments without touching the wire", async (_name, args, reason) => {
-    const { frames } = await runGuest(async (ears) => ears.call("read", args), { allowed: ["read"], answer: () => ok() });
+    const { frames } = await runScriptedGuest(async (ears) => ears.call("read", args), { allowed: ["read"], answer: () => ok() });
     const outcome = resultOf(frames);
     expect(outcome).toMatchObject({ status: "failure", code: FailureCode.InvalidArguments });
     expect(outcome.content).toMatch(reason);
@@ -73,7 +73,7 @@ describe("Ears.call refused locally", () => {
   });
 
   it.each([0, -1, Number.NaN, "5"])("timeoutMs %s is a RangeError and nothing is sent", async (timeoutMs) => {
-    const { frames } = await runGuest(
+    const { frames } = await runScriptedGuest(
       async (ears) => {
         await expect(ears.call("read", null, { timeoutMs: timeoutMs as number })).rejects.toThrow(RangeError);
       },
@@ -86,7 +86,7 @@ describe("Ears.call refused locally", () => {
 describe("Ears.call on the wire", () => {
   it("sends a request with sequential ids, undefined arguments as null, and resolves with the host's outcome as a value", async () => {
     const failure = Outcome.failure("NotFound", "no such file", { path: "x" });
-    const { frames, requests } = await runGuest(
+    const { frames, requests } = await runScriptedGuest(
       async (ears) => {
         expect(await ears.call("read")).toEqual(failure);
         expect(await ears.call("read", { path: "y" })).toEqual(ok("y"));
@@ -155,7 +155,7 @@ describe("Ears.call on the wire", () => {
   });
 
   it("an already aborted signal rejects with its reason and sends nothing", async () => {
-    const { frames } = await runGuest(
+    const { frames } = await runScriptedGuest(
       async (ears) => {
         await expect(ears.call("read", null, { signal: AbortSignal.abort("stop") })).rejects.toBe("stop");
       },
@@ -434,7 +434,7 @@ describe("end of stream and write failures", () => {
 
   it("calls the program never awaited resolve to ScopeClosed, with a warning logged before the result", async () => {
     let forgotten: Promise<Outcome> | undefined;
-    const { frames } = await runGuest(
+    const { frames } = await runScriptedGuest(
       (ears) => {
         forgotten = ears.call("read");
         return "returned early";
@@ -449,7 +449,7 @@ describe("end of stream and write failures", () => {
 
 describe("Ears.log and allowed", () => {
   it("log defaults to info, keeps any level, and goes out in call order with requests", async () => {
-    const { frames } = await runGuest(
+    const { frames } = await runScriptedGuest(
       async (ears) => {
         void ears.log("a");
         const call = ears.call("read");
@@ -468,7 +468,7 @@ describe("Ears.log and allowed", () => {
   });
 
   it("allowed is the host's list, in its order, read-only", async () => {
-    const { frames } = await runGuest(
+    const { frames } = await runScriptedGuest(
       (ears) => {
         expect(ears.allowed).toEqual(["write", "read"]);
         expect(Object.isFrozen(ears.allowed)).toBe(true);

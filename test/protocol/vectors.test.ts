@@ -17,13 +17,13 @@ import { serve, type ServeReport } from "../../src/guest/serve.js";
 import { createLinkedPair } from "../../src/wires/memory.js";
 import { planSandbox, sandboxRequest } from "../../src/host/sandbox/index.js";
 import { streamWire } from "../../src/wires/stdio.js";
-import { vectorProgram } from "./vector-program.mjs";
-import { needsBytes, vectorSchema, type ExpectedFrame, type Vector } from "./vector-format.js";
-import { runtimes } from "../runtimes.js";
+import { vectorProgram } from "../helpers/vectors/vector-program.mjs";
+import { needsBytes, vectorSchema, type ExpectedFrame, type Vector } from "../helpers/vectors/vector-format.js";
+import { runtimes } from "../helpers/runtimes.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const vectorFolder = `${root}wire/vectors/`;
-const guestScript = fileURLToPath(new URL("./vector-guest.mjs", import.meta.url));
+const guestScript = fileURLToPath(new URL("../helpers/vectors/vector-guest.mjs", import.meta.url));
 /** A guard against hangs only (a failing vector should fail, not time out the suite); never a speed check. */
 const HANG_GUARD_MS = 10_000;
 
@@ -282,7 +282,7 @@ describe("conformance vectors (wire/vectors)", () => {
       it("over streams (streamWire)", () => run(vector, overStreams(vector)));
       it("in a child process on stdio", () => run(vector, inChild(file)));
       it.runIf(process.platform === "linux")("in a child process on stdio, in runGuest's sandbox", async () => run(vector, inChild(file, undefined, await sandboxed(file))));
-      // Bun and Deno when installed (test/runtimes.ts); test/core/runtimes.test.ts shows them as skipped otherwise.
+      // Bun and Deno when installed (test/helpers/runtimes.ts); test/guest/runtimes.test.ts shows them as skipped otherwise.
       for (const runtime of runtimes) it(`in a child process on stdio under ${runtime.name}`, () => run(vector, inChild(file, runtime.command)));
     });
   }

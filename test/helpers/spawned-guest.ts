@@ -12,7 +12,7 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** Generous bound for anything a child should do "by itself"; only a hang ever reaches it. */
 export const SAFETY_MS = 20_000;
 
-const live = new Set<GuestProcess>();
+const live = new Set<SpawnedGuest>();
 
 /** Kills every child still running (call from afterEach). */
 export function killLeftoverChildren(): void {
@@ -48,7 +48,7 @@ export interface SpawnOptions {
 }
 
 /** A fixture guest running as a child process. */
-export class GuestProcess {
+export class SpawnedGuest {
   readonly child: ChildProcess;
   /** Every complete stdout line, raw. */
   readonly lines: string[] = [];
@@ -67,7 +67,7 @@ export class GuestProcess {
   constructor(fixture: string, options: SpawnOptions = {}) {
     const env = { ...process.env, ...options.env };
     delete env.NODE_OPTIONS; // the test runner's loader flags are not the guest's business
-    this.child = spawn(process.execPath, [`${ROOT}fixtures/core/${fixture}`], {
+    this.child = spawn(process.execPath, [`${ROOT}fixtures/spawned/${fixture}`], {
       cwd: ROOT,
       env,
       stdio: [options.stdin ?? "pipe", "pipe", "pipe"],

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { TransportError } from "../../src/protocol/errors.js";
 import { FailureCode, Outcome } from "../../src/protocol/outcome.js";
-import { runGuest, startGuest } from "./memory-host.js";
+import { runScriptedGuest, startGuest } from "../helpers/memory-guest.js";
 
 const MIB = 1024 * 1024;
 
@@ -37,7 +37,7 @@ describe("a host's several-MiB malformed line, as the guest reports it", () => {
 
 describe("Ears.call under an empty allowlist", () => {
   it('is denied locally with "allowed: none"; nothing is sent', async () => {
-    const { frames, requests } = await runGuest(async (ears) => ears.call("read", { path: "a" }), { allowed: [] });
+    const { frames, requests } = await runScriptedGuest(async (ears) => ears.call("read", { path: "a" }), { allowed: [] });
     expect(requests).toEqual([]);
     expect(frames).toEqual([
       {
@@ -48,7 +48,7 @@ describe("Ears.call under an empty allowlist", () => {
   });
 
   it("lists the allowed names, quoted, when there are some", async () => {
-    const { frames } = await runGuest(async (ears) => ears.call("write"), { allowed: ["read", "list"] });
+    const { frames } = await runScriptedGuest(async (ears) => ears.call("write"), { allowed: ["read", "list"] });
     expect(frames).toEqual([
       {
         type: "result",

@@ -13,7 +13,7 @@ export interface Runtime {
 function find(name: "bun" | "deno", variable: string): string | undefined {
   const fromEnv = process.env[variable];
   if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
-  const installed = resolve(import.meta.dirname, "../node_modules/.bin", name);
+  const installed = resolve(import.meta.dirname, "../../node_modules/.bin", name);
   return existsSync(installed) ? installed : undefined;
 }
 

@@ -8,9 +8,9 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineCapabilities, Outcome } from "../../src/index.js";
-import { HostFailureCode, runCode, type LogEntry } from "../../src/host/index.js";
-import { failOnUnhandledRejections } from "../host/helpers.js";
+import { defineCapabilities, Outcome } from "../../../src/index.js";
+import { HostFailureCode, runCode, type LogEntry } from "../../../src/host/index.js";
+import { failOnUnhandledRejections } from "../../helpers/host.js";
 
 failOnUnhandledRejections();
 

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { createLinkedPair, defineCapabilities, FailureCode, Outcome, serve, type Contract, type StandardSchemaV1 } from "../../src/index.js";
 import { HostReplyCode, runHost, type Capabilities, type HostOptions } from "../../src/host/index.js";
 import { jsonValue } from "../../src/testing/index.js";
-import { failOnUnhandledRejections } from "../host/helpers.js";
+import { failOnUnhandledRejections } from "../helpers/host.js";
 
 failOnUnhandledRejections();
 

@@ -27,3 +27,18 @@ expectTypeOf(host.runGuest).returns.toEqualTypeOf<Promise<RunReport>>();
 void testing.testGuest;
 void openseek;
 void schemas;
+
+// The core's transport error kinds are the protocol's; OpenSeek adds its own to the same class (issue 11).
+{
+  type CoreKind = import("@posoco/ears").TransportErrorKind;
+  expectTypeOf<"closed">().toExtend<CoreKind>();
+  expectTypeOf<"http">().not.toExtend<CoreKind>();
+  expectTypeOf<"handoff">().not.toExtend<CoreKind>();
+  expectTypeOf<"http" | "handoff" | CoreKind>().toEqualTypeOf<openseek.TransportErrorKind>();
+  expectTypeOf(openseek.TransportError).toEqualTypeOf<typeof import("@posoco/ears").TransportError>();
+  const error: unknown = undefined;
+  // instanceof narrows to every kind, so a catch can test OpenSeek's kinds on the one class.
+  if (error instanceof openseek.TransportError && error.kind === "http") expectTypeOf(error.mayHaveExecuted).toEqualTypeOf<boolean>();
+  // @ts-expect-error: the protocol layer's constructor takes only the protocol's kinds
+  new openseek.TransportError("x", { kind: "http" });
+}

@@ -1,12 +1,12 @@
 import { check, isContract, type CapabilitySpecs, type Contract, type JsonSafe, type LooseSpecs, type StandardSchemaV1 } from "../contract/contract.js";
 import { Ears } from "./ears.js";
 import { describeError, TransportError } from "../protocol/errors.js";
-import { watchEscapes, type WatchesEscapes } from "./escaped-errors.js";
+import { escapedError } from "./escaped-errors.js";
 import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL } from "../protocol/frames.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
 import { FailureCode, isMadeOutcome, Outcome } from "../protocol/outcome.js";
 import { SDK } from "../protocol/version.js";
-import type { Wire } from "../wires/wire.js";
+import { watchEscapes, type WatchesEscapes, type Wire } from "../wires/wire.js";
 
 /** What a guest program is: called once with the handle and the invoke's input. */
 export type GuestProgram<Specs extends CapabilitySpecs = LooseSpecs, Input = Json> = (ears: Ears<Specs>, input: Input) => unknown;
@@ -137,7 +137,7 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
                 ? run(ears, checked.value as Input)
                 : Outcome.failure(FailureCode.InvalidInput, `the host's input does not match the program's input schema: ${checked.problem}; the program did not run`),
             );
-    const escapes = (wire as Partial<WatchesEscapes>)[watchEscapes]?.call(wire);
+    const escapes = (wire as Partial<WatchesEscapes>)[watchEscapes]?.call(wire, escapedError);
     outcome = resultOf(await (escapes === undefined ? running : Promise.race([running, escapes])));
   } catch (error) {
     if (error instanceof Error && error.stack) void ears.log(error.stack, "error");

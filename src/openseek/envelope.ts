@@ -2,7 +2,8 @@
  * The v1 result envelope both OpenSeek services reply with:
  * `{"version":1,"content":string,"is_error":boolean,"data"?:any}` (extra keys such as `brief` ignored).
  */
-import { TransportError } from "../protocol/errors.js";
+import type { TransportError } from "../protocol/errors.js";
+import { openSeekTransportError, type OpenSeekTransportErrorKind } from "./transport-error.js";
 import type { Json } from "../protocol/json.js";
 import type { HostService } from "./handoff.js";
 
@@ -39,6 +40,6 @@ export function decodeResult(service: HostService, reply: unknown): ResultEnvelo
 }
 
 /** A reply that reached the client but is outside the protocol: the tool may well have run. */
-export function invalidReply(what: string): TransportError {
-  return new TransportError(`${what}; execution outcome may be unknown`, { kind: "http", mayHaveExecuted: true });
+export function invalidReply(what: string): TransportError<OpenSeekTransportErrorKind> {
+  return openSeekTransportError(`${what}; execution outcome may be unknown`, { kind: "http", mayHaveExecuted: true });
 }

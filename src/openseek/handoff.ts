@@ -3,7 +3,7 @@
  * `{"version":1,"url":"http://127.0.0.1:<port>/call","token":"...","approval_tools"?:[...]}`.
  * It is read at call time, so a script may set or change it after importing the SDK.
  */
-import { TransportError } from "../protocol/errors.js";
+import { openSeekTransportError } from "./transport-error.js";
 
 /** A validated capability: where to send requests and with which token. */
 export interface Handoff {
@@ -44,14 +44,14 @@ export const MCP_SERVICE: HostService = {
 };
 
 /**
- * Reads and checks `service`'s variable. Throws {@link TransportError} (kind "handoff") when it is missing
+ * Reads and checks `service`'s variable. Throws `TransportError` (kind "handoff") when it is missing
  * or invalid; nothing has been sent then.
  */
 export function readHandoff(service: HostService, env: NodeJS.ProcessEnv = process.env): Handoff {
   const capability = env[service.variable];
-  if (capability === undefined) throw new TransportError(service.absent, { kind: "handoff" });
+  if (capability === undefined) throw openSeekTransportError(service.absent, { kind: "handoff" });
   const invalid = (reason: string) =>
-    new TransportError(`Invalid ${service.label} host handoff: ${service.variable} ${reason}; nothing was sent.`, {
+    openSeekTransportError(`Invalid ${service.label} host handoff: ${service.variable} ${reason}; nothing was sent.`, {
       kind: "handoff",
     });
   let value: unknown;

@@ -4,7 +4,7 @@
  * (`Connection: close` on a fresh socket). Never retried: a lost reply does not prove the tool did not run.
  */
 import { request as httpRequest, type ClientRequest } from "node:http";
-import { TransportError } from "../protocol/errors.js";
+import { openSeekTransportError } from "./transport-error.js";
 import type { Handoff, HostService } from "./handoff.js";
 
 /** The client deadline for a whole request and reply body: above the host's own 120 s tool deadline. */
@@ -27,7 +27,7 @@ const OUTCOME_UNKNOWN = "execution outcome may be unknown";
 
 /**
  * Sends `body` (JSON text) to the handoff's URL and resolves with the parsed reply of an HTTP 200.
- * Rejects with {@link TransportError} (kind "http") for any other status, a connection failure, the
+ * Rejects with `TransportError` (kind "http") for any other status, a connection failure, the
  * deadline, an oversized reply, or a body that is not UTF-8 JSON; each message says the execution
  * outcome may be unknown. `mayHaveExecuted` is true once the connection was made.
  */
@@ -53,7 +53,7 @@ export function postJson(service: HostService, handoff: Handoff, body: string, o
     };
     const fail = (what: string, cause?: unknown) =>
       settle(
-        new TransportError(`${service.label} ${what}; ${OUTCOME_UNKNOWN}`, {
+        openSeekTransportError(`${service.label} ${what}; ${OUTCOME_UNKNOWN}`, {
           kind: "http",
           mayHaveExecuted: connected,
           cause,

@@ -9,7 +9,8 @@ import { mcpCallWithSettings, type McpCallResult } from "./mcp-call.js";
 import { callWithSettings, defaultSettings, type CallResult, type OpenSeekCallOptions } from "./ptc.js";
 import { searchWithSettings, type SearchOptions, type SearchPage } from "./search.js";
 
-export { TransportError, type TransportErrorKind } from "../protocol/errors.js";
+export { TransportError } from "../protocol/errors.js";
+export type { TransportErrorKind, OpenSeekTransportErrorKind } from "./transport-error.js";
 export type { Json } from "../protocol/json.js";
 export type { McpTool } from "./catalog.js";
 export type { McpCallResult } from "./mcp-call.js";

@@ -16,15 +16,11 @@ export type TransportErrorKind =
   /** Writing to the host failed (EPIPE, destroyed stream). */
   | "write-failed"
   /** The host broke the protocol sequence (a second invoke, an unknown frame type, ...). */
-  | "protocol"
-  /** An HTTP host (OpenSeek) could not be reached, refused the request, or answered outside the protocol. */
-  | "http"
-  /** An HTTP host's capability handoff (environment variable) is missing or invalid. */
-  | "handoff";
+  | "protocol";
 
-/** Options for {@link TransportError}. */
-export interface TransportErrorOptions {
-  kind: TransportErrorKind;
+/** Options for {@link TransportError}. `Kind` is widened by clients with kinds of their own (OpenSeek's `http`, `handoff`). */
+export interface TransportErrorOptions<Kind extends string = TransportErrorKind> {
+  kind: Kind;
   /** True when a request was already written, so its effects on the host are unknown. */
   mayHaveExecuted?: boolean;
   cause?: unknown;
@@ -35,12 +31,13 @@ export interface TransportErrorOptions {
  * {@link Outcome} values, never this. When {@link TransportError.mayHaveExecuted} is true the request
  * reached the host and a mutation may already have happened, so the runtime never retries.
  */
-export class TransportError extends Error {
+export class TransportError<Kind extends string = TransportErrorKind> extends Error {
   override name = "TransportError";
-  readonly kind: TransportErrorKind;
+  readonly kind: Kind;
   readonly mayHaveExecuted: boolean;
 
-  constructor(message: string, options: TransportErrorOptions) {
+  // NoInfer: the kind is checked against `Kind` (the protocol's kinds unless a client names its own).
+  constructor(message: string, options: TransportErrorOptions<NoInfer<Kind>>) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = options.kind;
     this.mayHaveExecuted = options.mayHaveExecuted ?? false;

@@ -1,11 +1,10 @@
 import type { Readable, Writable } from "node:stream";
 import { captureStdout } from "./stdout-capture.js";
 import { TransportError } from "../protocol/errors.js";
-import { escapedError, watchEscapes, type WatchesEscapes } from "../guest/escaped-errors.js";
 import { DEFAULT_MAX_FRAME_BYTES, encodeFrame } from "../protocol/frames.js";
 import { LineError, LineSplitter } from "./line-splitter.js";
 import { FrameQueue } from "./frame-queue.js";
-import { framesArrived, framesTaken, sendFrame, type CountsFrames, type SendsFrames, type Wire } from "./wire.js";
+import { framesArrived, framesTaken, sendFrame, watchEscapes, type CountsFrames, type EscapeOrigin, type SendsFrames, type WatchesEscapes, type Wire } from "./wire.js";
 
 /** Options for {@link stdio} and {@link streamWire}. */
 export interface StdioOptions {
@@ -292,11 +291,11 @@ class ProcessWire extends StreamWire implements WatchesEscapes {
    * the returned promise (serve turns it into a GuestFailed result); later ones go to the host as
    * `error` logs, and after the result to stderr. The process keeps Node's exit-status rules otherwise.
    */
-  [watchEscapes](): Promise<never> {
+  [watchEscapes](describe: (error: unknown, origin: EscapeOrigin) => Error): Promise<never> {
     this.escapes ??= new Promise<never>((_, reject) => {
       let first = true;
-      const escaped = (error: unknown, origin: "uncaughtException" | "unhandledRejection") => {
-        const failure = escapedError(error, origin);
+      const escaped = (error: unknown, origin: EscapeOrigin) => {
+        const failure = describe(error, origin);
         if (first && !this.done) {
           first = false;
           reject(failure);

@@ -59,3 +59,19 @@ export function frameSender(wire: Wire): ((frame: string, done: (error?: Error) 
   const send = (wire as Partial<SendsFrames>)[sendFrame];
   return typeof send === "function" ? send.bind(wire) : undefined;
 }
+
+/**
+ * A wire that owns the process (the stdio wire) can watch for errors that escape the program: an
+ * exception thrown from a timer or event callback, or a rejected promise nobody handled. Node would
+ * crash with no result frame; `serve` instead ends the run with a `GuestFailed` result. The session
+ * says how an escaped error is described (`describe`), so the wire knows nothing of the session's text.
+ */
+export const watchEscapes = Symbol("ears.watchEscapes");
+
+/** How an error escaped: thrown from a callback, or a rejection nobody handled. */
+export type EscapeOrigin = "uncaughtException" | "unhandledRejection";
+
+/** Implemented by wires that can report escaped errors; the promise rejects with the first one, described. */
+export interface WatchesEscapes {
+  [watchEscapes](describe: (error: unknown, origin: EscapeOrigin) => Error): Promise<never>;
+}

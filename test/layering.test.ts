@@ -1,0 +1,119 @@
+// The layers of src/ (README "Layout"): protocol ← wires ← guest ← host, transcripts, testing, openseek ← cli.
+// Every import of every src file is parsed and checked against the layers its folder may use, in the spirit
+// of the MCP SDK's layering test: a lower layer importing a higher one fails here, naming the file and line.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const src = resolve(import.meta.dirname, "../src");
+
+/** What each layer may import besides itself. The root files are the package's entry points. */
+const allowed: Record<string, readonly string[]> = {
+  protocol: [],
+  wires: ["protocol"],
+  contract: ["protocol"],
+  guest: ["protocol", "wires", "contract"],
+  host: ["protocol", "wires", "contract", "guest"],
+  transcripts: ["protocol", "wires", "contract", "guest", "host"],
+  openseek: ["protocol"],
+  testing: ["protocol", "wires", "contract", "guest", "host", "transcripts", "openseek"],
+  cli: ["protocol", "wires", "contract", "guest", "host", "transcripts"],
+  "index.ts": ["protocol", "wires", "contract", "guest"],
+  "schemas.ts": ["protocol"],
+};
+
+/** The layer of a path inside src/: its first folder, or the file name for a root file. */
+function layerOf(path: string): string {
+  return path.split(sep)[0]!;
+}
+
+/** Relative module specifiers in `text` with their line numbers: static imports and re-exports, and import(). */
+export function importsOf(text: string): { specifier: string; line: number }[] {
+  const found: { specifier: string; line: number }[] = [];
+  const pattern = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s*)(["'])(\.{1,2}\/[^"']+)\1/gm;
+  for (const match of text.matchAll(pattern)) {
+    found.push({ specifier: match[2]!, line: text.slice(0, match.index).split("\n").length });
+  }
+  return found;
+}
+
+/** Every import in `files` (paths relative to src/ and their text) that crosses the layers the wrong way. */
+export function layerViolations(files: ReadonlyMap<string, string>): string[] {
+  const violations: string[] = [];
+  for (const [file, text] of files) {
+    const from = layerOf(file);
+    const may = allowed[from];
+    if (may === undefined) {
+      violations.push(`${file}: folder ${from} has no place in the layers (add it to this test and the README layout)`);
+      continue;
+    }
+    for (const { specifier, line } of importsOf(text)) {
+      const target = relative(src, resolve(src, dirname(file), specifier));
+      if (target.startsWith("..")) {
+        violations.push(`${file}:${line}: imports ${specifier}, outside src/`);
+        continue;
+      }
+      const to = layerOf(target);
+      if (to !== from && !may.includes(to)) violations.push(`${file}:${line}: ${from} imports ${to} (${specifier})`);
+    }
+  }
+  return violations;
+}
+
+function sourceFiles(): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const file of readdirSync(src, { recursive: true, encoding: "utf8" })) {
+    if (file.endsWith(".ts")) files.set(file, readFileSync(join(src, file), "utf8"));
+  }
+  return files;
+}
+
+describe("layering of src/", () => {
+  it("no layer imports a higher one", () => {
+    const files = sourceFiles();
+    expect(files.size).toBeGreaterThan(50);
+    expect(layerViolations(files)).toEqual([]);
+  });
+
+  it("finds the imports of a file: named, type-only, side-effect, re-exports and import()", () => {
+    const text = [
+      'import { a } from "./a.js";',
+      'import type { B } from "../b.js";',
+      'import "./side.js";',
+      'export { c } from "./c.js";',
+      "export * from './d.js';",
+      'const e = await import("../e.js");',
+      'import { readFileSync } from "node:fs";',
+    ].join("\n");
+    expect(importsOf(text)).toEqual([
+      { specifier: "./a.js", line: 1 },
+      { specifier: "../b.js", line: 2 },
+      { specifier: "./side.js", line: 3 },
+      { specifier: "./c.js", line: 4 },
+      { specifier: "./d.js", line: 5 },
+      { specifier: "../e.js", line: 6 },
+    ]);
+  });
+
+  it("fails when a lower layer imports a higher one, naming the file, line and layers", () => {
+    const files = sourceFiles();
+    const json = join("protocol", "json.ts");
+    files.set(json, `${files.get(json)}\nimport type { RunReport } from "../host/types.js";\n`);
+    const line = files.get(json)!.split("\n").length - 1;
+    expect(layerViolations(files)).toEqual([`${json}:${line}: protocol imports host (../host/types.js)`]);
+  });
+
+  it("fails when the CLI imports the test kit, or a file sits in a folder with no layer", () => {
+    const files = new Map([
+      [join("cli", "replay-command.ts"), 'import { replay } from "../testing/replay.js";'],
+      [join("misc", "helper.ts"), ""],
+      [join("wires", "stdio.ts"), 'import { serve } from "../guest/serve.js";\nimport { x } from "../../test/x.js";'],
+    ]);
+    expect(layerViolations(files)).toEqual([
+      `${join("cli", "replay-command.ts")}:1: cli imports testing (../testing/replay.js)`,
+      `${join("misc", "helper.ts")}: folder misc has no place in the layers (add it to this test and the README layout)`,
+      `${join("wires", "stdio.ts")}:1: wires imports guest (../guest/serve.js)`,
+      `${join("wires", "stdio.ts")}:2: imports ../../test/x.js, outside src/`,
+    ]);
+  });
+});

@@ -75,6 +75,19 @@ describe("layering of src/", () => {
     expect(layerViolations(files)).toEqual([]);
   });
 
+  it("the wires neither build nor read frames: from the frame module they take only the size cap", () => {
+    const codecUse: string[] = [];
+    for (const [file, text] of sourceFiles()) {
+      if (layerOf(file) !== "wires") continue;
+      for (const match of text.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*["']\.\.\/protocol\/frames\.js["']/g)) {
+        const names = match[1]!.split(",").map((name) => name.trim()).filter((name) => name !== "" && name !== "DEFAULT_MAX_FRAME_BYTES");
+        if (names.length > 0) codecUse.push(`${file}: ${names.join(", ")}`);
+      }
+      if (/["']\{"type":/.test(text)) codecUse.push(`${file}: looks at frame text`);
+    }
+    expect(codecUse).toEqual([]);
+  });
+
   it("finds the imports of a file: named, type-only, side-effect, re-exports and import()", () => {
     const text = [
       'import { a } from "./a.js";',

@@ -6,7 +6,7 @@ import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL } from "../
 import { jsonProblem, type Json } from "../protocol/json.js";
 import { FailureCode, isMadeOutcome, Outcome } from "../protocol/outcome.js";
 import { SDK } from "../protocol/version.js";
-import { watchEscapes, type WatchesEscapes, type Wire } from "../wires/wire.js";
+import { routeOutput, watchEscapes, type RoutesOutput, type WatchesEscapes, type Wire } from "../wires/wire.js";
 
 /** What a guest program is: called once with the handle and the invoke's input. */
 export type GuestProgram<Specs extends CapabilitySpecs = LooseSpecs, Input = Json> = (ears: Ears<Specs>, input: Input) => unknown;
@@ -76,8 +76,14 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
     return report;
   };
 
+  const helloSent = wire.send(encodeFrame({ type: "hello", protocol: PROTOCOL, sdk: SDK }));
+  // The session owns capture-to-log: what a capturing wire (stdio) caught on stdout becomes log frames,
+  // from right after hello (what came earlier first) until just before the result.
+  const stopRouting = (wire as Partial<RoutesOutput>)[routeOutput]?.call(wire, (level, content) => {
+    wire.send(encodeFrame({ type: "log", level, content })).catch(() => {});
+  });
   try {
-    await wire.send(encodeFrame({ type: "hello", protocol: PROTOCOL, sdk: SDK }));
+    await helloSent;
   } catch (error) {
     return end({ status: "broken", error: asTransport(error, "could not write hello") });
   }
@@ -150,6 +156,7 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
     wire.send(encodeFrame({ type: "log", level: "warn", content: `${calls} still waiting for a reply when the program returned; await every call` })).catch(() => {});
   }
 
+  stopRouting?.(); // output captured from now on must not follow the result as a frame
   try {
     await wire.send(encodeFrame({ type: "result", outcome: outcomeWire(outcome) }));
   } catch (error) {

@@ -1,10 +1,10 @@
 import type { Readable, Writable } from "node:stream";
 import { captureStdout } from "./stdout-capture.js";
 import { TransportError } from "../protocol/errors.js";
-import { DEFAULT_MAX_FRAME_BYTES, encodeFrame } from "../protocol/frames.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frames.js";
 import { LineError, LineSplitter } from "./line-splitter.js";
 import { FrameQueue } from "./frame-queue.js";
-import { framesArrived, framesTaken, sendFrame, watchEscapes, type CountsFrames, type EscapeOrigin, type SendsFrames, type WatchesEscapes, type Wire } from "./wire.js";
+import { framesArrived, framesTaken, routeOutput, sendFrame, watchEscapes, type CountsFrames, type EscapeOrigin, type RoutesOutput, type SendsFrames, type WatchesEscapes, type Wire } from "./wire.js";
 
 /** Options for {@link stdio} and {@link streamWire}. */
 export interface StdioOptions {
@@ -238,9 +238,6 @@ export class StreamWire implements Wire, SendsFrames, CountsFrames {
   }
 }
 
-/** For frames whose failure is reported elsewhere (the session's own frames fail the same way). */
-const ignore = () => {};
-
 function lineFailure(error: unknown): TransportError {
   if (error instanceof LineError) {
     const kind = error.kind === "oversized" ? "oversized" : error.kind === "truncated" ? "truncated" : "malformed";
@@ -256,15 +253,19 @@ export function streamWire(options: Required<Pick<StdioOptions, "input" | "outpu
 
 /**
  * The guest's wire on the process's own stdin and stdout. While it lives, everything the program
- * writes to stdout (`console.*`, `process.stdout.write`) becomes `log` frames, queued until the
- * `hello` frame is out; after the session ends it goes to stderr. Closing it releases stdin so the
+ * writes to stdout (`console.*`, `process.stdout.write`) is captured and handed to the session, which
+ * sends it as `log` frames (held until the session asks for it, after its `hello`); after the session
+ * ends it goes to stderr. Closing it releases stdin so the
  * process exits on its own; when the session broke, it writes one `ears: …` line to stderr and sets
  * `process.exitCode = 1`. It never calls `process.exit`, so nothing written is lost.
  */
-class ProcessWire extends StreamWire implements WatchesEscapes {
-  private helloSent = false;
+class ProcessWire extends StreamWire implements WatchesEscapes, RoutesOutput {
+  /** Where captured output goes while a session routes it; undefined before and after. */
+  private sink: ((level: string, content: string) => void) | undefined;
+  /** True once the session stopped routing or the wire was released: captured output goes to stderr. */
   private done = false;
-  private readonly early: string[] = [];
+  /** Output captured before a session asked for it, handed over first. */
+  private readonly early: { level: string; content: string }[] = [];
   private escapes: Promise<never> | undefined;
 
   constructor(maxFrameBytes: number | undefined) {
@@ -276,20 +277,21 @@ class ProcessWire extends StreamWire implements WatchesEscapes {
     self = this;
   }
 
-  override [sendFrame](frame: string, done: (error?: Error) => void): void {
-    super[sendFrame](frame, done);
-    if (!this.helloSent) {
-      this.helloSent = true;
-      for (const line of this.early.splice(0)) super[sendFrame](line, ignore);
+  [routeOutput](sink: (level: string, content: string) => void): () => void {
+    if (!this.done) {
+      this.sink = sink;
+      for (const { level, content } of this.early.splice(0)) sink(level, content);
     }
-    // Output captured from now on must not follow the result as a frame (encodeFrame puts type first).
-    if (frame.startsWith('{"type":"result"')) this.done = true;
+    return () => {
+      this.done = true;
+      this.sink = undefined;
+    };
   }
 
   /**
    * Watches the process for errors that escape the program while it is served. The first one rejects
-   * the returned promise (serve turns it into a GuestFailed result); later ones go to the host as
-   * `error` logs, and after the result to stderr. The process keeps Node's exit-status rules otherwise.
+   * the returned promise (serve turns it into a GuestFailed result); later ones go where captured output
+   * goes (the session's `error` logs, after the result stderr). The process keeps Node's exit-status rules otherwise.
    */
   [watchEscapes](describe: (error: unknown, origin: EscapeOrigin) => Error): Promise<never> {
     this.escapes ??= new Promise<never>((_, reject) => {
@@ -309,13 +311,9 @@ class ProcessWire extends StreamWire implements WatchesEscapes {
   }
 
   private captured(level: string, content: string): void {
-    if (this.done) {
-      process.stderr.write(`${content}\n`);
-      return;
-    }
-    const line = encodeFrame({ type: "log", level, content });
-    if (this.helloSent) super[sendFrame](line, ignore);
-    else this.early.push(line);
+    if (this.done) process.stderr.write(`${content}\n`);
+    else if (this.sink !== undefined) this.sink(level, content);
+    else this.early.push({ level, content });
   }
 
   protected override async release(failure?: Error): Promise<void> {

@@ -75,3 +75,17 @@ export type EscapeOrigin = "uncaughtException" | "unhandledRejection";
 export interface WatchesEscapes {
   [watchEscapes](describe: (error: unknown, origin: EscapeOrigin) => Error): Promise<never>;
 }
+
+/**
+ * A wire that owns the process's stdout (the stdio wire) captures what the program writes there, so the
+ * stream stays pure frames. The wire neither reads nor builds frames: it hands each captured piece to the
+ * session's `sink` (the session turns it into a `log` frame), what was captured before the session
+ * started first, in order. Calling the returned function ends the routing (the session is about to send its
+ * result): from then on captured output goes to stderr, as it does when the session never started.
+ */
+export const routeOutput = Symbol("ears.routeOutput");
+
+/** Implemented by wires that capture the process's stdout; see {@link routeOutput}. */
+export interface RoutesOutput {
+  [routeOutput](sink: (level: string, content: string) => void): () => void;
+}

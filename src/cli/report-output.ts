@@ -1,4 +1,5 @@
 /** How `ears` shows a run: live logs, the result, notes and errors, and the exit status. */
+import { excerpt } from "../protocol/text.js";
 import type { Writable } from "node:stream";
 import type { LogEntry, RunReport } from "../host/index.js";
 import type { RunReportFields } from "../host/types.js";
@@ -121,8 +122,7 @@ export function label(text: string): string {
 
 /** Text that may hold guest-controlled parts, shown escaped on one line and cut to `max` characters. */
 export function oneLine(text: string, max = MAX_MESSAGE_CHARS): string {
-  const cut = text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
-  return escapeTerminalText(cut, { singleLine: true });
+  return escapeTerminalText(excerpt(text, max), { singleLine: true });
 }
 
 /** The longest message shown in an `ears:` note (messages quote guest text, which can be huge). */

@@ -4,6 +4,7 @@
  * only ever calls `schema["~standard"].validate` (and `~standard.jsonSchema` in `describe()`), so this
  * module imports no schema library: a guest that passes no schema loads none.
  */
+import { clip } from "../protocol/text.js";
 import { declarationsOf, type DeclarationOptions } from "./declarations.js";
 import type { Json } from "../protocol/json.js";
 import { FailureCode, isMadeOutcome, Outcome, type Failure } from "../protocol/outcome.js";
@@ -280,7 +281,7 @@ function refused(issues: readonly StandardIssue[]): Checked {
   if (issues.length > MAX_ISSUES) shown.push(`and ${issues.length - MAX_ISSUES} more`);
   let problem = shown.join("; ");
   // Keys in a path come from the other side, which may be hostile: the sentence stays bounded.
-  if (problem.length > MAX_PROBLEM_CHARS) problem = `${problem.slice(0, MAX_PROBLEM_CHARS)}…`;
+  problem = clip(problem, MAX_PROBLEM_CHARS);
   return { ok: false, problem: problem === "" ? "the schema rejected it" : problem };
 }
 
@@ -299,7 +300,7 @@ function issuePath(issue: StandardIssue): string {
 
 /** Cuts a part of a problem sentence that came from the other side (a key, a schema's message). */
 function bounded(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  return clip(text, max);
 }
 
 function implement(specs: Record<string, CapabilitySpec>, handlers: Record<string, unknown>): Capabilities {

@@ -1,8 +1,9 @@
+import { MAX_TIMER_MS } from "../protocol/timers.js";
 import { check, replyMismatch, specOf, type ArgumentsOf, type CallResult, type JsonArgumentRest, type NamesWithArguments, type NamesWithoutArguments, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1, type TypedSuccess } from "../contract/contract.js";
 import { describeError, TimeoutError, TransportError } from "../protocol/errors.js";
 import { decodeFrame, encodeFrame, FrameError } from "../protocol/frames.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
-import { FailureCode, Outcome } from "../protocol/outcome.js";
+import { FailureCode, notAllowedMessage, Outcome } from "../protocol/outcome.js";
 import { frameCounter, framesArrived, framesTaken, frameSender, type CountsFrames, type Wire } from "../wires/wire.js";
 
 /** Options for one {@link Ears.call}. */
@@ -52,8 +53,6 @@ class PendingCall {
   }
 }
 
-/** The longest delay setTimeout honours. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The guest's handle on the host, made by `serve` from the `invoke` frame. Calls outside the host's
@@ -69,8 +68,13 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   /** Ids whose caller gave up (signal, timeout, end of run): their late replies are dropped quietly. */
   private readonly abandoned = new Set<number>();
   private nextId = 1;
-  private closed = false;
-  private finished = false;
+  /**
+   * Where the handle is in its life: "open" takes calls and logs; "closed" (the program called `close`)
+   * refuses new ones while calls already sent complete; "finished" (the program returned) also stops
+   * reading replies. A broken session is told by `broken`, which can happen in any phase.
+   */
+  private phase: "open" | "closed" | "finished" = "open";
+  /** Why the session with the host broke, once it has. */
   private broken: TransportError | undefined;
   /** The wire's promise-free send, when it has one. */
   private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
@@ -116,19 +120,13 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
     ...rest: NoInfer<JsonArgumentRest<Args, CallOptions>>
   ): Promise<CallResult<Specs[Name]>>;
   call(name: string, args?: unknown, options: CallOptions = {}): Promise<Outcome | TypedSuccess<unknown>> {
-    if (this.closed) {
+    if (this.phase !== "open") {
       return Promise.resolve(
         Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`),
       );
     }
     if (!this.allowedSet.has(name)) {
-      const allowed = this.allowed.length === 0 ? "none" : this.allowed.map((n) => JSON.stringify(n)).join(", ");
-      return Promise.resolve(
-        Outcome.failure(
-          FailureCode.CapabilityDenied,
-          `capability ${JSON.stringify(name)} is not allowed by the host (allowed: ${allowed}); nothing was sent`,
-        ),
-      );
+      return Promise.resolve(Outcome.failure(FailureCode.CapabilityDenied, `${notAllowedMessage(name, this.allowed)}; nothing was sent`));
     }
     const value = args === undefined ? null : args;
     const problem = jsonProblem(value);
@@ -172,7 +170,7 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
 
   /** Sends a checked request; the wire's arguments are the program's own value, never the schema's output. */
   private send(name: string, value: Json, options: CallOptions, structured: StandardSchemaV1 | undefined): Promise<Outcome | TypedSuccess<unknown>> {
-    if (this.closed) {
+    if (this.phase !== "open") {
       // Only reachable after an asynchronous schema check: the handle closed while it ran.
       return Promise.resolve(Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`));
     }
@@ -227,14 +225,14 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
    * when the frame is handed to the transport, for callers that want back-pressure; it never rejects.
    */
   log(content: string, level: LogLevel = "info"): Promise<void> {
-    if (this.closed || this.broken?.kind === "write-failed") return Promise.resolve();
+    if (this.phase !== "open" || this.broken?.kind === "write-failed") return Promise.resolve();
     const line = encodeFrame({ type: "log", level: String(level), content: String(content) });
     return this.wire.send(line).then(noop, (error: unknown) => this.disconnect(writeFailure(error)));
   }
 
   /** Closes the handle: later calls resolve to `ScopeClosed` and logs are ignored. Calls already sent still complete. */
   close(): void {
-    this.closed = true;
+    if (this.phase === "open") this.phase = "closed";
   }
 
   /**
@@ -242,8 +240,7 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
    * program never awaited with `ScopeClosed`, and stops reading. Returns how many calls were left.
    */
   finish(): number {
-    this.close();
-    this.finished = true;
+    this.phase = "finished";
     const left = this.pending.size;
     for (const [id, call] of this.pending) {
       this.abandoned.add(id);
@@ -267,7 +264,7 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
         this.disconnect(error instanceof TransportError ? error : new TransportError(`reading from the host failed: ${describeError(error)}`, { kind: "closed", cause: error }));
         return;
       }
-      if (this.finished) return;
+      if (this.phase === "finished") return;
       if (line === undefined) {
         this.disconnect(new TransportError("the host closed the connection", { kind: "closed" }));
         return;
@@ -330,7 +327,7 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
       call.fail(new TransportError(message, { kind: error.kind, mayHaveExecuted: true, cause: error }));
     }
     this.pending.clear();
-    if (error.kind !== "closed" && error.kind !== "write-failed" && !this.finished) {
+    if (error.kind !== "closed" && error.kind !== "write-failed" && this.phase !== "finished") {
       const line = encodeFrame({ type: "log", level: "error", content: `ears: the session with the host is broken: ${error.message}` });
       this.wire.send(line).catch(noop);
     }

@@ -3,8 +3,8 @@ import { Ears } from "./ears.js";
 import { describeError, TransportError } from "../protocol/errors.js";
 import { escapedError } from "./escaped-errors.js";
 import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL } from "../protocol/frames.js";
-import { jsonProblem, type Json } from "../protocol/json.js";
-import { FailureCode, isMadeOutcome, Outcome } from "../protocol/outcome.js";
+import type { Json } from "../protocol/json.js";
+import { FailureCode, Outcome, returnedOutcome } from "../protocol/outcome.js";
 import { SDK } from "../protocol/version.js";
 import { routeOutput, watchEscapes, type RoutesOutput, type WatchesEscapes, type Wire } from "../wires/wire.js";
 
@@ -168,18 +168,10 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
 
 /** Turns the program's return value into the result outcome, refusing what JSON would alter. */
 function resultOf(value: unknown): Outcome {
-  if (value === undefined) return Outcome.success();
-  if (isMadeOutcome(value)) {
-    const problem = value.structured === undefined ? undefined : jsonProblem(value.structured);
-    return problem === undefined
-      ? value
-      : Outcome.failure(FailureCode.GuestFailed, `the program's result outcome cannot be sent as JSON unchanged: structured${problem.slice(1)}`);
-  }
-  const problem = jsonProblem(value);
-  if (problem !== undefined) {
-    return Outcome.failure(FailureCode.GuestFailed, `the program's return value cannot be sent as JSON unchanged: ${problem}`);
-  }
-  return Outcome.success("", value as Json);
+  const result = returnedOutcome(value);
+  if (!("problem" in result)) return result;
+  const what = result.inOutcome ? "result outcome" : "return value";
+  return Outcome.failure(FailureCode.GuestFailed, `the program's ${what} cannot be sent as JSON unchanged: ${result.problem}`);
 }
 
 async function closeWire(wire: Wire, failure: Error | undefined): Promise<void> {

@@ -1,6 +1,6 @@
 import { describeError } from "../protocol/errors.js";
-import { jsonProblem, type Json } from "../protocol/json.js";
-import { isMadeOutcome, Outcome } from "../protocol/outcome.js";
+import type { Json } from "../protocol/json.js";
+import { Outcome, returnedOutcome } from "../protocol/outcome.js";
 import { HostReplyCode } from "./codes.js";
 import type { Capability, CapabilityContext } from "./types.js";
 
@@ -21,22 +21,12 @@ export async function answer(handler: Capability, args: Json, ctx: CapabilityCon
 
 /** The reply for a handler's return value (see {@link Capability}). */
 export function outcomeOf(value: unknown, name: string): Outcome {
-  if (value === undefined) return Outcome.success();
   if (typeof value === "string") return Outcome.success(value);
-  if (isMadeOutcome(value)) {
-    const problem = value.structured === undefined ? undefined : jsonProblem(value.structured);
-    if (problem === undefined) return value;
-    return Outcome.failure(
-      HostReplyCode.CapabilityFailed,
-      `the host's handler for ${JSON.stringify(name)} answered with an outcome whose structured value cannot be sent as JSON unchanged: structured${problem.slice(1)}`,
-    );
-  }
-  const problem = jsonProblem(value);
-  if (problem !== undefined) {
-    return Outcome.failure(
-      HostReplyCode.CapabilityFailed,
-      `the host's handler for ${JSON.stringify(name)} answered with a value that cannot be sent as JSON unchanged: ${problem}`,
-    );
-  }
-  return Outcome.success("", value as Json);
+  const reply = returnedOutcome(value);
+  if (!("problem" in reply)) return reply;
+  const what = reply.inOutcome ? "an outcome whose structured value" : "a value that";
+  return Outcome.failure(
+    HostReplyCode.CapabilityFailed,
+    `the host's handler for ${JSON.stringify(name)} answered with ${what} cannot be sent as JSON unchanged: ${reply.problem}`,
+  );
 }

@@ -2,6 +2,7 @@
  * Runs a guest as a child process over its stdio, with the host engine on a StreamWire over the
  * child's stdout and stdin. The child is always gone (its exit observed) when the promise settles.
  */
+import { clip } from "../protocol/text.js";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { StringDecoder } from "node:string_decoder";
@@ -317,7 +318,7 @@ function stderrHint(text: string): string {
 }
 
 function quoted(line: string): string {
-  return JSON.stringify(line.length > 300 ? `${line.slice(0, 300)}…` : line);
+  return JSON.stringify(clip(line, 300));
 }
 
 function spawnMessage(command: string, error: unknown): string {

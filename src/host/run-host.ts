@@ -4,10 +4,11 @@
  * replies go out in completion order), forwards `log` frames, and ends at `result`. Every way a session
  * can go wrong ends in a report; the promise never rejects and no timer outlives it.
  */
+import { quotedExcerpt } from "../protocol/text.js";
 import { performance } from "node:perf_hooks";
 import { describeError, TransportError } from "../protocol/errors.js";
 import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../protocol/frames.js";
-import { Outcome } from "../protocol/outcome.js";
+import { notAllowedMessage, Outcome } from "../protocol/outcome.js";
 import { frameSender, type Wire } from "../wires/wire.js";
 import { answer } from "./answer.js";
 import { HostFailureCode, HostReplyCode } from "./codes.js";
@@ -355,8 +356,7 @@ class HostSession {
     const startedAt = this.now();
     if (!this.allowed.has(name)) {
       record.denied = true;
-      const allowed = this.settings.allowed.length === 0 ? "none" : this.settings.allowed.map((n) => JSON.stringify(n)).join(", ");
-      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityDenied, `capability ${JSON.stringify(name)} is not allowed by the host (allowed: ${allowed}); it did not run`));
+      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityDenied, `${notAllowedMessage(name, this.settings.allowed)}; it did not run`));
       return;
     }
     const handler = Object.hasOwn(this.settings.capabilities, name) ? this.settings.capabilities[name] : undefined;
@@ -611,5 +611,5 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 /** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */
 function quote(line: string): string {
-  return line.length > 200 ? `${JSON.stringify(line.slice(0, 200))}… (${line.length} characters)` : JSON.stringify(line);
+  return quotedExcerpt(line, 200);
 }

@@ -3,6 +3,7 @@
  * are a programming error: they throw synchronously (TypeError or RangeError) so a run never starts
  * half-configured; once a run has started its promise never rejects.
  */
+import { MAX_TIMER_MS } from "../protocol/timers.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frames.js";
 import type { Capabilities, HostLimits, HostOptions, LogEntry } from "./types.js";
@@ -41,8 +42,6 @@ export interface HostSettings {
 const UNBOUNDED_OK = new Set<keyof HostLimits>(["callTimeoutMs", "runTimeoutMs", "helloTimeoutMs", "closeGraceMs"]);
 // Limits that are counts or byte sizes: positive integers.
 const INTEGER = new Set<keyof HostLimits>(["maxFrameBytes", "maxInFlight", "maxStderrBytes", "maxLogs", "maxLogBytes", "maxLogEntryBytes", "maxReplyBytes", "maxCallRecords", "maxCallPayloadChars", "maxUnreadChars", "maxScatteredIds"]);
-// Node clamps larger delays to 1 ms with a warning; treat anything longer as "no deadline" instead.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Checks `options` and fills in the defaults. Throws TypeError or RangeError naming the bad option. */
 export function hostSettings(options: HostOptions | undefined, caller: string): HostSettings {
@@ -97,6 +96,7 @@ function hostLimits(limits: HostLimits | undefined, caller: string): Required<Ho
       const expected = INTEGER.has(key) ? "a positive integer" : "a positive number of milliseconds (or Infinity)";
       throw new RangeError(`${caller}: limits.${key} must be ${expected}, got ${String(value)}`);
     }
+    // Node clamps longer delays to 1 ms with a warning; anything longer means "no deadline" instead.
     resolved[key] = value > MAX_TIMER_MS && UNBOUNDED_OK.has(key) ? Infinity : value;
   }
   return resolved;

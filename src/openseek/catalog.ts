@@ -134,7 +134,8 @@ function malformed(reason: string): SearchError {
   return new SearchError(`MCP catalog could not be downloaded: the host's listing is malformed: ${reason}`);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+/** A plain JSON object (not null, not an array). */
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 

@@ -5,6 +5,7 @@
  */
 import { MAX_FRAME_DEPTH, type Json } from "./json.js";
 import { fromValid, outcomeProblem, type Outcome } from "./outcome.js";
+import { excerpt, quotedExcerpt } from "./text.js";
 
 /** The protocol version this package speaks. */
 export const PROTOCOL = 1;
@@ -90,16 +91,16 @@ export function decodeFrame(line: string): Frame {
   try {
     value = JSON.parse(line);
   } catch (error) {
-    throw new FrameError(`not JSON (${(error as Error).message})`, excerpt(line));
+    throw new FrameError(`not JSON (${(error as Error).message})`, excerptOf(line));
   }
   // Depth and range (wire/PROTOCOL.md section 1). A line of at most SHORT_LINE characters cannot nest
   // past the limit (N levels take 2N brackets), so only its numbers need a look: a short recursive
   // check (its depth is bounded by the line's length), which costs per value, not per character.
   // Longer lines get the full walk, without recursion.
   const problem = line.length <= SHORT_LINE ? (holdsInfinity(value) ? OUT_OF_RANGE : undefined) : depthOrRangeProblem(value);
-  if (problem !== undefined) throw new FrameError(problem, excerpt(line));
+  if (problem !== undefined) throw new FrameError(problem, excerptOf(line));
   const frame = validateFrame(value);
-  if (typeof frame === "string") throw new FrameError(frame, excerpt(line));
+  if (typeof frame === "string") throw new FrameError(frame, excerptOf(line));
   return frame;
 }
 
@@ -223,11 +224,11 @@ function isId(id: unknown): id is number {
 
 /** An unknown `type` as a reason names it: a hostile one may be megabytes long, or deeply nested. */
 function quoteType(type: unknown): string {
-  if (typeof type === "string") return type.length > 64 ? `${JSON.stringify(type.slice(0, 64))}… (${type.length} characters)` : JSON.stringify(type);
+  if (typeof type === "string") return quotedExcerpt(type, 64);
   if (typeof type === "object" && type !== null) return Array.isArray(type) ? "(an array)" : "(an object)";
   return JSON.stringify(type);
 }
 
-function excerpt(line: string): string {
-  return line.length > 200 ? `${line.slice(0, 200)}… (${line.length} characters)` : line;
+function excerptOf(line: string): string {
+  return excerpt(line, 200);
 }

@@ -152,3 +152,35 @@ export function isMadeOutcome(value: unknown): value is Outcome {
 
 /** Helpers for the {@link Outcome} type: constructors, predicates, JSON conversion and equality. */
 export const Outcome = { success, failure, isError, toJson, fromJson, equal } as const;
+
+/**
+ * The start of a `CapabilityDenied` message, the same on both sides: the guest refuses locally ("nothing
+ * was sent"), the host refuses a request ("it did not run").
+ */
+export function notAllowedMessage(name: string, allowed: readonly string[]): string {
+  const list = allowed.length === 0 ? "none" : allowed.map((n) => JSON.stringify(n)).join(", ");
+  return `capability ${JSON.stringify(name)} is not allowed by the host (allowed: ${list})`;
+}
+
+/** A value JSON would alter, found by {@link returnedOutcome}: the problem, and whether it was an outcome's `structured`. */
+export interface UnsendableValue {
+  problem: string;
+  inOutcome: boolean;
+}
+
+/**
+ * A value a program or handler returned, as the outcome to send: `undefined` is an empty success, a made
+ * {@link Outcome} is itself, any other JSON value is a success with it as `structured`. A value JSON would
+ * alter is never sent altered: the problem is returned (its path starting at `structured` for an outcome's
+ * structured value) for the caller to word as its failure.
+ */
+export function returnedOutcome(value: unknown): Outcome | UnsendableValue {
+  if (value === undefined) return Outcome.success();
+  if (isMadeOutcome(value)) {
+    const problem = value.structured === undefined ? undefined : jsonProblem(value.structured);
+    return problem === undefined ? value : { problem: `structured${problem.slice(1)}`, inOutcome: true };
+  }
+  const problem = jsonProblem(value);
+  return problem === undefined ? Outcome.success("", value as Json) : { problem, inOutcome: false };
+}
+

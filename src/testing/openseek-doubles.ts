@@ -15,6 +15,7 @@
  * }
  * ```
  */
+import { isObject } from "../openseek/catalog.js";
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
@@ -450,8 +451,4 @@ function toHostReply(reply: OpenSeekToolReply): OpenSeekReply {
   if ("data" in reply) options.data = reply.data;
   if (reply.images !== undefined) options.images = reply.images;
   return hostReplies.result(reply.content, options);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

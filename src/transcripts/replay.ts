@@ -9,6 +9,7 @@ import type { Capabilities, GuestCommand, HostLimits, HostOptions, LogEntry, Run
 import { decodeFrame, validateFrame, type HelloFrame, type InvokeFrame, type RequestFrame } from "../protocol/frames.js";
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
+import { excerpt } from "../protocol/text.js";
 import { readTranscript, type Direction, type TranscriptEntry } from "./transcript.js";
 
 /** One recorded request and the reply the host gave it (absent when the session ended first). */
@@ -312,5 +313,5 @@ function describeOutcome(outcome: Outcome): string {
 }
 
 function cut(text: string, max = 200): string {
-  return text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
+  return excerpt(text, max);
 }

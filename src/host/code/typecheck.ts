@@ -5,6 +5,7 @@
  * 5.x (a JavaScript compiler) and 7 (a native one with no in-process API), and keeps the host's memory
  * out of it.
  */
+import { clip } from "../../protocol/text.js";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -81,7 +82,7 @@ export async function typecheckBody(body: string, declarations: string, signal: 
     const errors = [...output.matchAll(/^code\.ts\((\d+),(\d+)\): error (TS\d+): (.*)((?:\n[ \t]+.*)*)/gm)].map(([, line, column, id, message, details]) => {
       const l = Number(line);
       const explained = [message, ...details!.split("\n").map((part) => part.trim()).filter((part) => part !== "")].join(" ");
-      const text = explained.length > MAX_ERROR_CHARS ? `${explained.slice(0, MAX_ERROR_CHARS)}…` : explained;
+      const text = clip(explained, MAX_ERROR_CHARS);
       return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${text} (${id})`;
     });
     if (errors.length === 0) return `typecheck: tsc failed: ${output.trim().slice(0, 1000) || `exit code ${code}`}`;

@@ -1,4 +1,4 @@
-// Scenario 3, one contender per process: `node round-trip.mjs <ears|mcp|echo> <calls> <warmup>`.
+// Scenario 3, one contender per process: `node round-trip.mjs <ears|mcp|jsonrpc|echo> <calls> <warmup>`.
 // Prints {"ms", "hostCpuUs", "childCpuUs"} for the timed calls (warm-up calls, spawn and handshake
 // excluded). "host" is this process (the side that answers for ears, the side that calls for the
 // peers); "child" is the other process.
@@ -49,6 +49,22 @@ async function mcp() {
   return timedLoop(call, transport.pid, () => client.close());
 }
 
+async function jsonrpc() {
+  const { default: rpc } = await import("vscode-jsonrpc/node.js");
+  const child = spawn(process.execPath, childArgs("jsonrpc-server.mjs"), { stdio: ["pipe", "pipe", "ignore"] });
+  const connection = rpc.createMessageConnection(new rpc.StreamMessageReader(child.stdout), new rpc.StreamMessageWriter(child.stdin));
+  connection.listen();
+  const call = async (i) => {
+    const reply = await connection.sendRequest("echo", callArguments(i));
+    if (reply?.i !== i) throw new Error(`call ${i} got a wrong reply`);
+  };
+  return timedLoop(call, child.pid, async () => {
+    connection.dispose();
+    child.stdin.end();
+    await new Promise((resolve) => child.on("close", resolve));
+  });
+}
+
 async function echo() {
   const child = spawn(process.execPath, childArgs("echo.mjs"), { stdio: ["pipe", "pipe", "ignore"] });
   let pending = "";
@@ -90,6 +106,6 @@ async function timedLoop(call, childPid, close) {
   return { ms, hostCpuUs, childCpuUs: childBefore === undefined ? undefined : childAfter - childBefore };
 }
 
-const run = { ears, mcp, echo }[contender];
-if (run === undefined) throw new Error(`unknown contender ${contender}; use ears, mcp or echo`);
+const run = { ears, mcp, jsonrpc, echo }[contender];
+if (run === undefined) throw new Error(`unknown contender ${contender}; use ears, mcp, jsonrpc or echo`);
 console.log(JSON.stringify(await run()));

@@ -13,6 +13,8 @@ export async function roundTrip({ quick }) {
     { name: "ears guest child, runGuest host", key: "ears", parent: "host", child: "guest" },
     { name: "MCP SDK Client -> McpServer stdio child", key: "mcp", parent: "client", child: "server" },
     { name: "bare NDJSON echo child", key: "echo", parent: "caller", child: "echo child" },
+    // The LSP stack as a second protocol peer (issue 11); after the others so the targets' rows keep their places.
+    { name: "vscode-jsonrpc client -> stdio server child", key: "jsonrpc", parent: "client", child: "server" },
   ];
   const { samples } = await alternate(contenders, repetitions, (c) => runNode(hostScript("round-trip.mjs"), [c.key, calls, warmup]));
   const rows = contenders.map((c) => ({

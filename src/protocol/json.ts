@@ -93,7 +93,7 @@ export function jsonProblem(value: unknown, options: JsonProblemOptions = {}): s
   const steps = stack.map((level) => {
     const index = level.next - 1;
     const key = level.keys === undefined ? index : level.keys[index]!;
-    return typeof key === "number" ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+    return pathStep(key);
   });
   // A path hundreds of levels long says no more than its ends and how many levels lie between.
   const path = steps.length <= 24 ? steps.join("") : `${steps.slice(0, 12).join("")}…(${steps.length - 20} levels)…${steps.slice(-8).join("")}`;
@@ -124,4 +124,39 @@ function scalarProblem(value: unknown): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** One step of a JSON path as messages show it: `[3]`, `.name`, or `["odd key"]`. */
+export function pathStep(key: string | number): string {
+  return typeof key === "number" ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+/** Where two JSON values first differ: the path (`""` for the values themselves) and both values there. */
+export interface JsonDifference {
+  path: string;
+  a: Json | undefined;
+  b: Json | undefined;
+}
+
+/**
+ * The first place where two JSON values differ, or `undefined` when they are equal (object keys compare
+ * as sets, in any order; an absent key differs from any value). Used for `Outcome.equal` and by replay.
+ */
+export function jsonDifference(a: Json | undefined, b: Json | undefined, path = ""): JsonDifference | undefined {
+  if (a === b) return undefined;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return { path, a, b };
+  if (Array.isArray(a) && Array.isArray(b)) {
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+      const found = jsonDifference(a[i], b[i], path + pathStep(i));
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  const x = a as { [key: string]: Json };
+  const y = b as { [key: string]: Json };
+  for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) {
+    const found = jsonDifference(Object.hasOwn(x, key) ? x[key] : undefined, Object.hasOwn(y, key) ? y[key] : undefined, path + pathStep(key));
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

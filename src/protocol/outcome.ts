@@ -1,4 +1,4 @@
-import { jsonProblem, type Json } from "./json.js";
+import { jsonDifference, jsonProblem, type Json } from "./json.js";
 
 /** A capability's answer that worked. `structured` absent and `structured: null` are different. */
 export interface Success {
@@ -129,20 +129,7 @@ export function outcomeProblem(value: unknown): string | undefined {
 function equal(a: Outcome, b: Outcome): boolean {
   if (a.status !== b.status || a.content !== b.content) return false;
   if (a.status === "failure" && a.code !== (b as Failure).code) return false;
-  return jsonEqual(a.structured, b.structured);
-}
-
-function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item, i) => jsonEqual(item, b[i]));
-  }
-  if (Array.isArray(b)) return false;
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  return keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key]));
+  return jsonDifference(a.structured, b.structured) === undefined;
 }
 
 /** True for outcomes made by the {@link Outcome} helpers or parsed from the wire. */

@@ -7,7 +7,7 @@
 import { runGuest } from "../host/index.js";
 import type { Capabilities, GuestCommand, HostLimits, HostOptions, LogEntry, RunReport } from "../host/index.js";
 import { decodeFrame, validateFrame, type HelloFrame, type InvokeFrame, type RequestFrame } from "../protocol/frames.js";
-import type { Json } from "../protocol/json.js";
+import { jsonDifference, type Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
 import { excerpt } from "../protocol/text.js";
 import { readTranscript, type Direction, type TranscriptEntry } from "./transcript.js";
@@ -274,26 +274,11 @@ function endDivergence(recording: Recording, matched: number, report: RunReport)
 
 /** Where two JSON values first differ (object key order ignored), or undefined when they are equal. */
 function firstDifference(expected: Json | undefined, actual: Json | undefined, path = ""): string | undefined {
-  if (expected === actual) return undefined;
+  const found = jsonDifference(expected, actual, path);
+  if (found === undefined) return undefined;
   const show = (value: Json | undefined) => (value === undefined ? "absent" : cut(JSON.stringify(value), 80));
-  const here = () => `${path === "" ? "the value" : path}: recorded ${show(expected)}, now ${show(actual)}`;
-  if (typeof expected !== "object" || typeof actual !== "object" || expected === null || actual === null) return here();
-  if (Array.isArray(expected) !== Array.isArray(actual)) return here();
-  if (Array.isArray(expected) && Array.isArray(actual)) {
-    for (let i = 0; i < Math.max(expected.length, actual.length); i++) {
-      const found = firstDifference(expected[i], actual[i], `${path}[${i}]`);
-      if (found !== undefined) return found;
-    }
-    return undefined;
-  }
-  const a = expected as { [key: string]: Json };
-  const b = actual as { [key: string]: Json };
-  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
-    const step = /^[A-Za-z_$][\w$]*$/.test(key) ? `${path === "" ? "" : path}.${key}` : `${path}[${JSON.stringify(key)}]`;
-    const found = firstDifference(Object.hasOwn(a, key) ? a[key] : undefined, Object.hasOwn(b, key) ? b[key] : undefined, step.replace(/^\./, ""));
-    if (found !== undefined) return found;
-  }
-  return undefined;
+  const where = found.path.replace(/^\./, "");
+  return `${where === "" ? "the value" : where}: recorded ${show(found.a)}, now ${show(found.b)}`;
 }
 
 /** Both versions, plus where they differ when a version had to be cut short to stay readable. */

@@ -1,4 +1,4 @@
-import { isUtf8 } from "node:buffer";
+import { isAscii, isUtf8, transcode } from "node:buffer";
 
 /** What a {@link LineSplitter} found wrong with its input. */
 export type LineErrorKind = "oversized" | "not-utf8" | "truncated";
@@ -17,18 +17,22 @@ export class LineError extends Error {
 /**
  * Cuts a byte stream into lines, in time linear in the input: each chunk is scanned once for `\n`. A
  * line inside one chunk is decoded straight from it. The bytes of a line spread over several chunks
- * are copied, as they arrive, into one buffer that the splitter keeps and reuses (grown by doubling,
- * never past the cap), and decoded from it once at the newline (split2 and the MCP SDK's ReadBuffer
- * rescan or re-copy the pending data on every chunk, which is quadratic on long lines). Copying, not
- * holding the stream's chunks, is what keeps a long line's memory flat: held chunks live long enough
- * to reach V8's old generation, and then they, and the copy that joins them, stay allocated until a
- * full collection, so a 64 MiB line cost about three times its size in buffers (test/memory/). Lines are
- * decoded from whole bytes, so a UTF-8 character split across chunks is safe; a trailing `\r` is
+ * are copied, as they arrive, into one buffer (grown by doubling, never past the cap) and decoded from
+ * it once at the newline (split2 and the MCP SDK's ReadBuffer rescan or re-copy the pending data on
+ * every chunk, which is quadratic on long lines). Lines are decoded from whole bytes, so a UTF-8
+ * character split across chunks is safe; invalid UTF-8 is an error, never replaced; a trailing `\r` is
  * dropped; blank and whitespace-only lines are skipped; a UTF-8 byte order mark at the very start is
  * skipped. The byte cap is enforced before anything beyond it is buffered.
+ *
+ * Memory of long lines (a 64 MiB frame, test/memory/host-memory.test.ts): the stream's chunks are
+ * copied rather than held, because held chunks live long enough to reach V8's old generation and then
+ * stay allocated, with the copy that joins them, until a full collection. A line of 1 MiB or more
+ * becomes an external string (see {@link externalString}) and its buffer is dropped, so that V8 counts
+ * both as external memory and collects the previous long frame before more than 64 MB of them pile up;
+ * a shorter line's buffer is kept for the next one.
  */
 export class LineSplitter {
-  /** The unfinished line's bytes are `held[0, heldBytes)`; the buffer is kept for the next line. */
+  /** The unfinished line's bytes are `held[0, heldBytes)`; the buffer is reused unless the line was long. */
   private held: Buffer = EMPTY;
   private heldBytes = 0;
   private atStart = true;
@@ -73,7 +77,7 @@ export class LineSplitter {
         this.hold(chunk, start, newline);
         const length = this.heldBytes;
         this.heldBytes = 0;
-        this.emitLine(this.held, 0, length, emit);
+        this.emitHeld(length, emit);
       }
       start = newline + 1;
     }
@@ -103,7 +107,27 @@ export class LineSplitter {
     this.heldBytes += chunk.copy(this.held, this.heldBytes, start, end);
   }
 
-  /** Drops the held buffer (at the end of the input or after an error: nothing more will be read). */
+  /**
+   * Emits the held line `held[0, length)` (a trailing `\r` dropped, blank lines skipped). A long line
+   * becomes an external string and its buffer is dropped; a short one is decoded as a line within a
+   * chunk is, and the buffer is kept.
+   */
+  private emitHeld(length: number, emit: (line: string) => void): void {
+    if (length < EXTERNAL_LINE_BYTES) {
+      this.emitLine(this.held, 0, length, emit);
+      return;
+    }
+    let end = length;
+    if (this.held[end - 1] === 13) end--;
+    const bytes = this.held.subarray(0, end);
+    this.release();
+    if (!isUtf8(bytes)) throw new LineError("not-utf8", "a frame is not valid UTF-8");
+    const line = externalString(bytes);
+    if (bytes[0] !== 0x7b && line.trim() === "") return;
+    emit(line);
+  }
+
+  /** Drops the held buffer (after a long line, at the end of the input, after an error). */
   private release(): void {
     this.held = EMPTY;
     this.heldBytes = 0;
@@ -137,3 +161,19 @@ const BOM = [0xef, 0xbb, 0xbf];
 const EMPTY = Buffer.alloc(0);
 /** The held buffer's first size: one pipe read (a line cut by a chunk's end is usually short). */
 const MIN_HELD_BYTES = 64 * 1024;
+
+/** Lines from this many bytes up are decoded into external strings (Node makes strings external from about 1 MB). */
+const EXTERNAL_LINE_BYTES = 1024 * 1024;
+
+/**
+ * Decodes valid UTF-8 `bytes` into a string whose characters live outside V8's heap: Node makes a
+ * string of more than about 1 MB decoded as latin1 or UTF-16 external and reports its size to V8 as
+ * external memory. V8 starts a collection each time external memory has grown by 64 MB, so the line
+ * of the previous long frame is collected before the next one is decoded; the same line in the heap
+ * lets garbage grow to several times the live heap first (a 64 MiB log flood peaked at 850 MiB that
+ * way). ASCII is copied as latin1; other text is converted to UTF-16 (UTF-8 decoding is equally linear).
+ */
+function externalString(bytes: Buffer): string {
+  if (isAscii(bytes)) return bytes.toString("latin1");
+  return transcode(bytes, "utf8", "ucs2").toString("ucs2");
+}

@@ -246,6 +246,7 @@ describe("LineSplitter: lines of 1 MiB and more", () => {
     const third = `{${"读🎉".repeat(MiB / 4)}`;
     const bytes = Buffer.from(`${first}\n${second}\n${third}\n`);
     const at = bytes.indexOf("🎉") + 2; // cuts the short line's emoji
-    expect(split([bytes.subarray(0, 65_536), bytes.subarray(65_536, at), bytes.subarray(at, at + 3), bytes.subarray(at + 3)], 64 * MiB)).toEqual([first, second, third]);
+    const chunks = [bytes.subarray(0, 65_536), bytes.subarray(65_536, at), bytes.subarray(at, at + 3), bytes.subarray(at + 3, at + 100_001), bytes.subarray(at + 100_001)];
+    expect(split(chunks, 64 * MiB)).toEqual([first, second, third]);
   });
 });

@@ -1,4 +1,4 @@
-import { isAscii, isUtf8, transcode } from "node:buffer";
+import { isUtf8 } from "node:buffer";
 
 /** What a {@link LineSplitter} found wrong with its input. */
 export type LineErrorKind = "oversized" | "not-utf8" | "truncated";
@@ -24,15 +24,16 @@ export class LineError extends Error {
  * dropped; blank and whitespace-only lines are skipped; a UTF-8 byte order mark at the very start is
  * skipped. The byte cap is enforced before anything beyond it is buffered.
  *
- * Memory of long lines (a 64 MiB frame, test/memory/host-memory.test.ts): the stream's chunks are
- * copied rather than held, because held chunks live long enough to reach V8's old generation and then
- * stay allocated, with the copy that joins them, until a full collection. A line of 1 MiB or more
- * becomes an external string (see {@link externalString}) and its buffer is dropped, so that V8 counts
- * both as external memory and collects the previous long frame before more than 64 MB of them pile up;
- * a shorter line's buffer is kept for the next one.
+ * Memory of long lines (a 64 MiB frame, test/memory/host-memory.test.ts). The stream's chunks are
+ * copied, not held: held chunks live long enough to reach V8's old generation, and then stay allocated,
+ * with the copy that joins them, until a full collection (20 frames of 64 MiB peaked at 553 MiB that way,
+ * 370 MiB copied). The buffer of a line over {@link KEPT_BUFFER_BYTES} is dropped after the line rather
+ * than kept for the next one: a kept 64 MiB buffer means no new external memory per frame, and external
+ * memory growth is what makes V8 collect the previous frame's large strings early (kept, the same flood
+ * peaked at 850 MiB).
  */
 export class LineSplitter {
-  /** The unfinished line's bytes are `held[0, heldBytes)`; the buffer is reused unless the line was long. */
+  /** The unfinished line's bytes are `held[0, heldBytes)`; the buffer is reused unless it grew past {@link KEPT_BUFFER_BYTES}. */
   private held: Buffer = EMPTY;
   private heldBytes = 0;
   private atStart = true;
@@ -99,7 +100,7 @@ export class LineSplitter {
     if (needed > this.held.length) {
       let size = Math.max(this.held.length * 2, MIN_HELD_BYTES);
       while (size < needed) size *= 2;
-      // allocUnsafe: every byte read is written first (only `[0, heldBytes)` is ever read).
+      // Uninitialised memory is fine: only `[0, heldBytes)` is ever read, and it is written first.
       const grown = Buffer.allocUnsafeSlow(Math.min(size, Math.max(needed, this.maxLineBytes)));
       this.held.copy(grown, 0, 0, this.heldBytes);
       this.held = grown;
@@ -107,24 +108,11 @@ export class LineSplitter {
     this.heldBytes += chunk.copy(this.held, this.heldBytes, start, end);
   }
 
-  /**
-   * Emits the held line `held[0, length)` (a trailing `\r` dropped, blank lines skipped). A long line
-   * becomes an external string and its buffer is dropped; a short one is decoded as a line within a
-   * chunk is, and the buffer is kept.
-   */
+  /** Emits the held line `held[0, length)`, then drops the buffer if it is large (see the class notes). */
   private emitHeld(length: number, emit: (line: string) => void): void {
-    if (length < EXTERNAL_LINE_BYTES) {
-      this.emitLine(this.held, 0, length, emit);
-      return;
-    }
-    let end = length;
-    if (this.held[end - 1] === 13) end--;
-    const bytes = this.held.subarray(0, end);
-    this.release();
-    if (!isUtf8(bytes)) throw new LineError("not-utf8", "a frame is not valid UTF-8");
-    const line = externalString(bytes);
-    if (bytes[0] !== 0x7b && line.trim() === "") return;
-    emit(line);
+    const held = this.held;
+    if (held.length > KEPT_BUFFER_BYTES) this.release();
+    this.emitLine(held, 0, length, emit);
   }
 
   /** Drops the held buffer (after a long line, at the end of the input, after an error). */
@@ -162,18 +150,5 @@ const EMPTY = Buffer.alloc(0);
 /** The held buffer's first size: one pipe read (a line cut by a chunk's end is usually short). */
 const MIN_HELD_BYTES = 64 * 1024;
 
-/** Lines from this many bytes up are decoded into external strings (Node makes strings external from about 1 MB). */
-const EXTERNAL_LINE_BYTES = 1024 * 1024;
-
-/**
- * Decodes valid UTF-8 `bytes` into a string whose characters live outside V8's heap: Node makes a
- * string of more than about 1 MB decoded as latin1 or UTF-16 external and reports its size to V8 as
- * external memory. V8 starts a collection each time external memory has grown by 64 MB, so the line
- * of the previous long frame is collected before the next one is decoded; the same line in the heap
- * lets garbage grow to several times the live heap first (a 64 MiB log flood peaked at 850 MiB that
- * way). ASCII is copied as latin1; other text is converted to UTF-16 (UTF-8 decoding is equally linear).
- */
-function externalString(bytes: Buffer): string {
-  if (isAscii(bytes)) return bytes.toString("latin1");
-  return transcode(bytes, "utf8", "ucs2").toString("ucs2");
-}
+/** The largest held buffer kept for the next line (a larger one is dropped after its line). */
+const KEPT_BUFFER_BYTES = 1024 * 1024;

@@ -164,8 +164,8 @@ describe("LineSplitter", () => {
 });
 
 /**
- * Lines of 1 MiB and more take their own path (copied into one buffer, decoded into an external string,
- * the buffer dropped; see LineSplitter). These hold that path to exactly the rules of short lines.
+ * Lines of 1 MiB and more spread over chunks take their own path (copied into a buffer that is dropped
+ * after the line; see LineSplitter). These hold that path to exactly the rules of short lines.
  */
 describe("LineSplitter: lines of 1 MiB and more", () => {
   const MiB = 1024 * 1024;

@@ -94,7 +94,11 @@ export class LineSplitter {
     throw new LineError("truncated", `the stream ended in the middle of a frame (${bytes} bytes without a final newline)`);
   }
 
-  /** Copies `chunk[start, end)` after the held bytes, growing the buffer (fourfold: fewer copies and fresh pages than doubling, for the same few MiB of address space; never past the cap) when it is full. */
+  /**
+   * Copies `chunk[start, end)` after the held bytes, growing the buffer when it is full: fourfold (fewer
+   * copies and freshly touched pages than doubling; the untouched rest of a large buffer is address
+   * space, not resident memory), never past the cap.
+   */
   private hold(chunk: Buffer, start: number, end: number): void {
     const needed = this.heldBytes + end - start;
     if (needed > this.held.length) {

@@ -27,7 +27,7 @@ export class LineError extends Error {
  * Memory of long lines (a 64 MiB frame, test/memory/host-memory.test.ts). The stream's chunks are
  * copied, not held: held chunks live long enough to reach V8's old generation, and then stay allocated,
  * with the copy that joins them, until a full collection (20 frames of 64 MiB peaked at 553 MiB that way,
- * 330-380 MiB copied). The buffer of a line over {@link KEPT_BUFFER_BYTES} is dropped after the line rather
+ * 330-340 MiB copied). The buffer of a line over {@link KEPT_BUFFER_BYTES} is dropped after the line rather
  * than kept for the next one: a kept 64 MiB buffer means no new external memory per frame, and external
  * memory growth is what makes V8 collect the previous frame's large strings early (kept, the same flood
  * peaked at 850 MiB).

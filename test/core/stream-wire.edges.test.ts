@@ -84,6 +84,6 @@ describe("StreamWire edges", () => {
     const onlyInput = stdio({ input: new PassThrough() });
     expect(onlyInput).toBeInstanceOf(StreamWire);
     expect(process.stdout.write).toBe(before); // no stdout capture: that is the process wire's job
-    await wire.close();
+    await wire.close?.();
   });
 });

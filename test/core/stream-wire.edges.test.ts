@@ -73,6 +73,25 @@ describe("StreamWire edges", () => {
     expect(await wire.receive()).toBe('{"b":2}');
   });
 
+  it("a flood nobody asked for is held in the input stream, not the wire's queue, until the reader drains half of it", async () => {
+    const { input, output } = pipes();
+    const wire = new StreamWire(input, output);
+    input.write('{"n":-1}\n');
+    expect(await wire.receive()).toBe('{"n":-1}');
+    for (let chunk = 0; chunk < 5; chunk++) input.write([...Array(1000).keys()].map((i) => `{"n":${chunk * 1000 + i}}\n`).join(""));
+    await new Promise((resolve) => setImmediate(resolve));
+    // The input is still open: it is paused because the wire's queue is full, and keeps the rest itself.
+    expect(input.isPaused()).toBe(true);
+    expect(input.readableLength).toBeGreaterThan(0);
+    // Taking one line does not resume it yet (the queue is far above half full).
+    expect(await wire.receive()).toBe('{"n":0}');
+    expect(input.isPaused()).toBe(true);
+    input.end();
+    const received: string[] = ['{"n":0}'];
+    for (let line = await wire.receive(); line !== undefined; line = await wire.receive()) received.push(line);
+    expect(received).toEqual([...Array(5000).keys()].map((n) => `{"n":${n}}`));
+  });
+
   it("stdio() given streams reads from the given input and writes to the given output, even when given only one", async () => {
     const before = process.stdout.write;
     const { input, output, text } = pipes();

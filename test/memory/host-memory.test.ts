@@ -78,6 +78,14 @@ describe("host peak RSS under 512 MiB with the default limits", () => {
     expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
   });
 
+  it("20 log frames of 64 MiB of two-byte characters (Ω): the same bound when the long lines are not ASCII", async () => {
+    const run = await hostScenario("huge-logs-utf8");
+    expect(run.outcome).toEqual({ status: "success", content: "logged 20" });
+    expect(run.logs.length + run.droppedLogs).toBe(20);
+    expect(run.logs.every((log) => log.content <= MiB && log.cutBytes! > 62 * MiB)).toBe(true);
+    expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
+  });
+
   it("10 logs with a 60 MiB level: the level counts against maxLogBytes and is cut", async () => {
     const run = await hostScenario("huge-levels");
     expect(run.outcome).toEqual({ status: "success", content: "logged 10" });

@@ -162,3 +162,91 @@ describe("LineSplitter", () => {
     expect(split(chunks)).toEqual(['{"e":"🎉"}']);
   });
 });
+
+/**
+ * Lines of 1 MiB and more spread over chunks take their own path (copied into a buffer that is dropped
+ * after the line; see LineSplitter). These hold that path to exactly the rules of short lines.
+ */
+describe("LineSplitter: lines of 1 MiB and more", () => {
+  const MiB = 1024 * 1024;
+  /** Text repeated past `bytes` UTF-8 bytes: any code point but \n, so characters of 1 to 4 bytes, real U+FFFD and \r. */
+  const longText = (bytes: number) =>
+    fc
+      .tuple(fc.string({ unit: "binary", minLength: 1, maxLength: 24 }).filter((unit) => !unit.includes("\n")), fc.nat({ max: 70_000 }))
+      .map(([unit, extra]) => {
+        const text = unit.repeat(Math.ceil((bytes + extra) / Buffer.byteLength(unit)));
+        return `{${text}`;
+      });
+  const INVALID = [[0xff], [0xc3, 0x28], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf0, 0x9f, 0x8e], [0xc0, 0xaf], [0x80]];
+
+  it("gives back the same string as a short line would, in any chunking, with \\n or \\r\\n", () => {
+    fc.assert(
+      fc.property(
+        fc
+          .tuple(longText(MiB), fc.constantFrom("\n", "\r\n"))
+          .chain(([text, ending]) => chunking(Buffer.from(`${text}${ending}{"after":1}\n`)).map((chunks) => ({ text, chunks }))),
+        ({ text, chunks }) => {
+          expect(split(chunks, 64 * MiB)).toEqual([text, '{"after":1}']);
+        },
+      ),
+      { seed: 0x1e1, numRuns: 10 },
+    );
+  });
+
+  it("refuses invalid UTF-8 anywhere in a long line, in any chunking, and only at its newline", () => {
+    fc.assert(
+      fc.property(
+        fc
+          .tuple(longText(MiB), fc.constantFrom(...INVALID), fc.double({ min: 0, max: 1, noNaN: true }))
+          .map(([text, invalid, where]) => {
+            const at = Math.floor(text.length * where);
+            // Cut between whole characters (never inside a surrogate pair), so the only invalid bytes are the inserted ones.
+            const cut = at > 0 && text.charCodeAt(at - 1) >= 0xd800 && text.charCodeAt(at - 1) <= 0xdbff ? at - 1 : at;
+            return Buffer.concat([Buffer.from('{"before":1}\n'), Buffer.from(text.slice(0, cut)), Buffer.from(invalid), Buffer.from(`${text.slice(cut)}\n`)]);
+          })
+          .chain((bytes) => chunking(bytes)),
+        (chunks) => {
+          const emitted: string[] = [];
+          const splitter = new LineSplitter(64 * MiB);
+          let error: unknown;
+          try {
+            for (const chunk of chunks) splitter.push(chunk, (line) => emitted.push(line));
+          } catch (e) {
+            error = e;
+          }
+          expect(error).toBeInstanceOf(LineError);
+          expect((error as LineError).kind).toBe("not-utf8");
+          expect(emitted).toEqual(['{"before":1}']);
+        },
+      ),
+      { seed: 0x1e2, numRuns: 10 },
+    );
+  });
+
+  it("refuses a long line whose last character is cut by its newline", () => {
+    const text = Buffer.from(`{${"a".repeat(MiB)}`);
+    const cutEmoji = Buffer.from("🎉").subarray(0, 3);
+    expect(() => split([text, cutEmoji, Buffer.from("\n")])).toThrow(expect.objectContaining({ kind: "not-utf8" }));
+    expect(() => split([Buffer.concat([text, cutEmoji]), Buffer.from("\r\n")])).toThrow(expect.objectContaining({ kind: "not-utf8" }));
+  });
+
+  it("skips a long whitespace-only line, reports a long line without a newline as truncated, and counts it against the cap", () => {
+    const blank = Buffer.from(`${" \t\u3000".repeat(MiB / 4)}\r\n{"a":1}\n`);
+    expect(split([blank.subarray(0, 70_000), blank.subarray(70_000)])).toEqual(['{"a":1}']);
+    const long = Buffer.from(`{${"é".repeat(MiB)}`);
+    expect(() => split([long.subarray(0, 65_536), long.subarray(65_536)])).toThrow(expect.objectContaining({ kind: "truncated" }));
+    // Invalid bytes in an unfinished line are still reported as truncated at the end, as for a short line.
+    expect(() => split([long, Buffer.from([0xff])])).toThrow(expect.objectContaining({ kind: "truncated" }));
+    expect(() => split([long.subarray(0, 65_536), long.subarray(65_536)], 2 * MiB)).toThrow(expect.objectContaining({ kind: "oversized" }));
+  });
+
+  it("keeps splitting after a long line: a short line cut by chunks and another long line come out whole", () => {
+    const first = `{${"x".repeat(2 * MiB)}`;
+    const second = `{"e":"🎉"}`;
+    const third = `{${"读🎉".repeat(MiB / 4)}`;
+    const bytes = Buffer.from(`${first}\n${second}\n${third}\n`);
+    const at = bytes.indexOf("🎉") + 2; // cuts the short line's emoji
+    const chunks = [bytes.subarray(0, 65_536), bytes.subarray(65_536, at), bytes.subarray(at, at + 3), bytes.subarray(at + 3, at + 100_001), bytes.subarray(at + 100_001)];
+    expect(split(chunks, 64 * MiB)).toEqual([first, second, third]);
+  });
+});

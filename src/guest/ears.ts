@@ -1,7 +1,7 @@
 import { MAX_TIMER_MS } from "../protocol/timers.js";
 import { check, replyMismatch, specOf, type ArgumentsOf, type CallResult, type JsonArgumentRest, type NamesWithArguments, type NamesWithoutArguments, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1, type TypedSuccess } from "../contract/contract.js";
 import { describeError, TimeoutError, TransportError } from "../protocol/errors.js";
-import { decodeFrame, encodeFrame, FrameError } from "../protocol/frames.js";
+import { decodeLine, encodeFrame } from "../protocol/frames.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
 import { FailureCode, notAllowedMessage, Outcome } from "../protocol/outcome.js";
 import { frameCounter, framesArrived, framesTaken, frameSender, type CountsFrames, type Wire } from "../wires/wire.js";
@@ -269,14 +269,12 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
         this.disconnect(new TransportError("the host closed the connection", { kind: "closed" }));
         return;
       }
-      let frame;
-      try {
-        frame = decodeFrame(line);
-      } catch (error) {
-        const reason = error instanceof FrameError ? error.message : describeError(error);
-        this.disconnect(new TransportError(`the host sent a malformed frame (${reason})`, { kind: "malformed", cause: error }));
+      const decoded = decodeLine(line);
+      if (!("frame" in decoded)) {
+        this.disconnect(new TransportError(`the host sent a malformed frame (${decoded.message})`, { kind: "malformed", cause: decoded.error }));
         return;
       }
+      const { frame } = decoded;
       if (frame.type !== "reply") {
         this.disconnect(
           new TransportError(`the host sent a ${JSON.stringify(frame.type)} frame during the run; only replies are expected`, {

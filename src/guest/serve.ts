@@ -2,7 +2,7 @@ import { check, isContract, type CapabilitySpecs, type Contract, type JsonSafe, 
 import { Ears } from "./ears.js";
 import { describeError, TransportError } from "../protocol/errors.js";
 import { escapedError } from "./escaped-errors.js";
-import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL } from "../protocol/frames.js";
+import { decodeLine, encodeFrame, outcomeWire, PROTOCOL } from "../protocol/frames.js";
 import type { Json } from "../protocol/json.js";
 import { FailureCode, Outcome, returnedOutcome } from "../protocol/outcome.js";
 import { SDK } from "../protocol/version.js";
@@ -100,18 +100,16 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
       error: new TransportError("the host closed the connection before sending invoke; the program did not run", { kind: "closed" }),
     });
   }
-  let invoke;
-  try {
-    invoke = decodeFrame(invokeLine);
-  } catch (error) {
-    const reason = error instanceof FrameError ? error.message : describeError(error);
+  const decoded = decodeLine(invokeLine);
+  if (!("frame" in decoded)) {
     return end({
       status: "broken",
-      error: new TransportError(`the host sent a malformed frame instead of invoke (${reason}); the program did not run`, {
+      error: new TransportError(`the host sent a malformed frame instead of invoke (${decoded.message}); the program did not run`, {
         kind: "malformed",
       }),
     });
   }
+  const invoke = decoded.frame;
   if (invoke.type !== "invoke") {
     return end({
       status: "broken",

@@ -7,7 +7,7 @@
 import { quotedExcerpt } from "../protocol/text.js";
 import { performance } from "node:perf_hooks";
 import { describeError, TransportError } from "../protocol/errors.js";
-import { decodeFrame, encodeFrame, FrameError, outcomeWire, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../protocol/frames.js";
+import { decodeLine, encodeFrame, outcomeWire, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../protocol/frames.js";
 import { notAllowedMessage, Outcome } from "../protocol/outcome.js";
 import { frameSender, type Wire } from "../wires/wire.js";
 import { answer } from "./answer.js";
@@ -286,14 +286,12 @@ class HostSession {
       this.violation(`the guest wrote after its result: ${quote(line)}`);
       return;
     }
-    let frame;
-    try {
-      frame = decodeFrame(line);
-    } catch (error) {
-      const reason = error instanceof FrameError ? error.reason : describeError(error);
-      this.violation(`the guest wrote a line that is not a protocol 1 frame (${reason}): ${quote(line)}`);
+    const decoded = decodeLine(line);
+    if (!("frame" in decoded)) {
+      this.violation(`the guest wrote a line that is not a protocol 1 frame (${decoded.reason}): ${quote(line)}`);
       return;
     }
+    const { frame } = decoded;
     if (this.phase === "hello") {
       if (frame.type === "hello") this.takeHello(frame);
       else this.violation(`the guest's first frame must be hello, but it sent a ${JSON.stringify(frame.type)} frame: ${quote(line)}`);

@@ -6,6 +6,7 @@
 import { MAX_FRAME_DEPTH, type Json } from "./json.js";
 import { fromValid, outcomeProblem, type Outcome } from "./outcome.js";
 import { excerpt, quotedExcerpt } from "./text.js";
+import { describeError } from "./errors.js";
 
 /** The protocol version this package speaks. */
 export const PROTOCOL = 1;
@@ -232,3 +233,25 @@ function quoteType(type: unknown): string {
 function excerptOf(line: string): string {
   return excerpt(line, 200);
 }
+
+/** Why a line is not a frame: the reason alone, the reason with an excerpt of the line, and the error thrown. */
+export interface UndecodableLine {
+  reason: string;
+  message: string;
+  error: unknown;
+}
+
+/**
+ * {@link decodeFrame} for the sessions (guest, handle, host), which each turn a bad line into their own
+ * failure: the frame, or why the line is not one, never a throw.
+ */
+export function decodeLine(line: string): { frame: Frame } | UndecodableLine {
+  try {
+    return { frame: decodeFrame(line) };
+  } catch (error) {
+    if (error instanceof FrameError) return { reason: error.reason, message: error.message, error };
+    const text = describeError(error);
+    return { reason: text, message: text, error };
+  }
+}
+

@@ -14,6 +14,7 @@ import { hostSession, type SessionResult } from "./run-host.js";
 import { graceMs, hostSettings } from "./settings.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
 import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
+import { notStartedReport } from "./report.js";
 import type { GuestCommand, HostFailure, RunReport, RunReportFields } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
@@ -65,16 +66,7 @@ export function launchGuest(options: GuestCommand, caller: string, readable: rea
   const cwd = options.cwd ?? process.cwd();
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;
-  const blank = (failure: HostFailure, fallback?: string): RunReport => ({
-    ok: false,
-    failure,
-    logs: [],
-    droppedLogs: 0,
-    calls: [],
-    durationMs: elapsed(),
-    sandbox: null,
-    ...(fallback === undefined ? {} : { sandboxFallback: fallback }),
-  });
+  const blank = (failure: HostFailure, fallback?: string): RunReport => notStartedReport(failure, elapsed(), fallback);
   const aborted = () => blank({ code: HostFailureCode.Aborted, message: `the host aborted the run before the guest was started (${describeError(settings.signal?.reason)})` });
 
   if (settings.signal?.aborted) return Promise.resolve(aborted());

@@ -14,6 +14,7 @@ import { HostFailureCode } from "../codes.js";
 import { DEFAULT_KILL_GRACE_MS, launchGuest } from "../run-guest.js";
 import { graceMs, hostSettings } from "../settings.js";
 import { sandboxRequest } from "../sandbox/index.js";
+import { notStartedReport } from "../report.js";
 import type { GuestCommand, HostFailure, RunReport } from "../types.js";
 import { compileBody } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
@@ -82,15 +83,7 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const declarations = typecheck ? checkDeclarations(contract, inputSchema) : undefined;
   const script = runner();
   const startedAt = performance.now();
-  const notRun = (failure: HostFailure): RunReport => ({
-    ok: false,
-    failure,
-    logs: [],
-    droppedLogs: 0,
-    calls: [],
-    durationMs: performance.now() - startedAt,
-    sandbox: null,
-  });
+  const notRun = (failure: HostFailure): RunReport => notStartedReport(failure, performance.now() - startedAt);
 
   const refused = (message: string) => notRun({ code: HostFailureCode.CompileError, message: `the code was not run: ${message}` });
   const compiled = compileBody(code);

@@ -2,11 +2,10 @@
  * `mcp.call(server, tool, arguments)`: one tool of one MCP server, through the host's MCP bridge.
  */
 import type { Json } from "../protocol/json.js";
-import { decodeResult, invalidReply } from "./envelope.js";
-import { MCP_SERVICE, readHandoff } from "./handoff.js";
-import { postJson } from "./http.js";
-import { readSignal, type ClientSettings, type OpenSeekCallOptions } from "./ptc.js";
-import { requireString, sendable } from "./sendable.js";
+import { invalidReply } from "./envelope.js";
+import { MCP_SERVICE } from "./handoff.js";
+import { postCall, type ClientSettings, type OpenSeekCallOptions } from "./ptc.js";
+import { requireString } from "./sendable.js";
 
 /** An MCP tool's result. A tool failure is a result with `isError: true`, not an exception. */
 export interface McpCallResult {
@@ -36,13 +35,11 @@ export async function mcpCallWithSettings(
 ): Promise<McpCallResult> {
   requireString(server, "The MCP server name");
   requireString(tool, "The MCP tool name");
-  const value = sendable(args, `The arguments of MCP tool ${JSON.stringify(tool)} on server ${JSON.stringify(server)}`);
-  const signal = readSignal(options);
-  if (signal?.aborted) throw signal.reason;
-  const handoff = readHandoff(MCP_SERVICE, settings.env);
-  const body = JSON.stringify({ version: 1, call: { server, tool, arguments: value } });
-  const reply = await postJson(MCP_SERVICE, handoff, body, { signal, deadlineMs: settings.deadlineMs });
-  const envelope = decodeResult(MCP_SERVICE, reply);
+  const label = `The arguments of MCP tool ${JSON.stringify(tool)} on server ${JSON.stringify(server)}`;
+  const envelope = await postCall(MCP_SERVICE, args, label, options, settings, (value) => ({
+    body: JSON.stringify({ version: 1, call: { server, tool, arguments: value } }),
+    waitsForApproval: false,
+  }));
   const images = envelope.fields["images"];
   if (images !== undefined && !(Array.isArray(images) && images.every((path) => typeof path === "string"))) {
     throw invalidReply(`Invalid MCP response ("images" is not an array of file paths)`);

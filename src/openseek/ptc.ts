@@ -2,8 +2,8 @@
  * The PTC client: `call(name, arguments)` for every tool the OpenSeek host enables for a script.
  */
 import type { Json } from "../protocol/json.js";
-import { decodeResult } from "./envelope.js";
-import { PTC_SERVICE, readHandoff } from "./handoff.js";
+import { decodeResult, type ResultEnvelope } from "./envelope.js";
+import { PTC_SERVICE, readHandoff, type Handoff, type HostService } from "./handoff.js";
 import { DEADLINE_MS, postJson } from "./http.js";
 import { requireString, sendable } from "./sendable.js";
 
@@ -72,18 +72,36 @@ export async function callWithSettings(
   settings: ClientSettings,
 ): Promise<CallResult> {
   requireString(name, "The PTC tool name");
-  const value = sendable(args, `The arguments of PTC tool ${JSON.stringify(name)}`);
-  const signal = readSignal(options);
-  if (signal?.aborted) throw signal.reason;
-  const handoff = readHandoff(PTC_SERVICE, settings.env);
-  const body = JSON.stringify({ version: 1, name, arguments: value });
-  const waitsForApproval = handoff.approvalTools.includes(name);
-  const reply = await postJson(PTC_SERVICE, handoff, body, {
-    signal,
-    deadlineMs: waitsForApproval ? undefined : settings.deadlineMs,
-  });
-  const envelope = decodeResult(PTC_SERVICE, reply);
+  const envelope = await postCall(PTC_SERVICE, args, `The arguments of PTC tool ${JSON.stringify(name)}`, options, settings, (value, handoff) => ({
+    body: JSON.stringify({ version: 1, name, arguments: value }),
+    waitsForApproval: handoff.approvalTools.includes(name),
+  }));
   const result: CallResult = { content: envelope.content, isError: envelope.isError };
   if ("data" in envelope) result.data = envelope.data!;
   return result;
 }
+
+/**
+ * The steps both OpenSeek calls share once their names are checked, in this order and all before any
+ * I/O: the arguments survive JSON unchanged (else `TypeError`, naming them by `argumentsLabel`), the
+ * signal is not already aborted, the service's handoff is valid (else `TransportError` kind "handoff").
+ * Then one POST of the body `request` builds (without the deadline when the call waits for an
+ * approval), and the reply decoded as a v1 result envelope.
+ */
+export async function postCall(
+  service: HostService,
+  args: unknown,
+  argumentsLabel: string,
+  options: OpenSeekCallOptions,
+  settings: ClientSettings,
+  request: (value: Json, handoff: Handoff) => { body: string; waitsForApproval: boolean },
+): Promise<ResultEnvelope> {
+  const value = sendable(args, argumentsLabel);
+  const signal = readSignal(options);
+  if (signal?.aborted) throw signal.reason;
+  const handoff = readHandoff(service, settings.env);
+  const { body, waitsForApproval } = request(value, handoff);
+  const reply = await postJson(service, handoff, body, { signal, deadlineMs: waitsForApproval ? undefined : settings.deadlineMs });
+  return decodeResult(service, reply);
+}
+

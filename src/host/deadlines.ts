@@ -1,3 +1,5 @@
+import { FrameQueue } from "../wires/frame-queue.js";
+
 /** Something with a deadline that may be settled (answered, dropped) before the deadline passes. */
 export interface Deadline {
   /** When it expires, on the queue's clock. */
@@ -14,8 +16,7 @@ export interface Deadline {
  * is armed, which is what makes a call cheap when it is answered in microseconds.
  */
 export class DeadlineQueue<T extends Deadline> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
+  private readonly items = new FrameQueue<T>();
   private timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
@@ -36,16 +37,14 @@ export class DeadlineQueue<T extends Deadline> {
    * its calls in order keeps the queue near empty instead of holding every call until its deadline.
    */
   trim(): void {
-    while (this.head < this.items.length && this.items[this.head]!.settled) this.items[this.head++] = undefined;
-    this.compact();
+    while (this.items.peek()?.settled) this.items.take();
   }
 
   /** Forgets every item and stops the timer. */
   clear(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.items = [];
-    this.head = 0;
+    this.items.clear();
   }
 
   private arm(due: number): void {
@@ -55,26 +54,14 @@ export class DeadlineQueue<T extends Deadline> {
   private readonly fire = (): void => {
     this.timer = undefined;
     const now = this.now();
-    while (this.head < this.items.length) {
-      const item = this.items[this.head]!;
+    for (let item = this.items.peek(); item !== undefined; item = this.items.peek()) {
       if (!item.settled && item.due > now) break;
-      this.items[this.head++] = undefined;
+      this.items.take();
       if (!item.settled) this.expire(item);
     }
-    this.compact();
     // The armed timer may have been for an item settled long ago (it is not cleared on settling); the
     // head now is the earliest deadline still open.
-    const next = this.items[this.head];
+    const next = this.items.peek();
     if (next !== undefined && this.timer === undefined) this.arm(next.due);
   };
-
-  private compact(): void {
-    if (this.head === this.items.length) {
-      this.items.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-  }
 }

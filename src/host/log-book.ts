@@ -1,3 +1,4 @@
+import { FrameQueue } from "../wires/frame-queue.js";
 import type { LogEntry } from "./types.js";
 
 /** Longest level kept whole when an entry must be cut (levels are short words; a long one is an attack or a bug). */
@@ -7,13 +8,10 @@ const CUT_LEVEL_BYTES = 1024;
  * The newest log entries, bounded by count and by total bytes (level and content both count: both are
  * guest-controlled), so a guest that floods logs costs a fixed amount of memory. An entry larger than
  * the per-entry limit is cut to it, with a marker, instead of being kept whole. Dropping from the
- * front is O(1) amortised (an index, compacted now and then) rather than `Array.shift`, which is linear
- * per call; a dropped slot is cleared at once so its strings can be collected before the next compaction.
+ * front is O(1) amortised (a {@link FrameQueue}), and a dropped entry's strings can be collected at once.
  */
 export class LogBook {
-  private entries: (LogEntry | undefined)[] = [];
-  private sizes: number[] = [];
-  private head = 0;
+  private readonly kept = new FrameQueue<{ entry: LogEntry; size: number }>();
   private bytes = 0;
   /** Entries dropped so far. */
   dropped = 0;
@@ -40,26 +38,19 @@ export class LogBook {
       entry = kept.entry;
       size = kept.size;
     }
-    this.entries.push(entry);
-    this.sizes.push(size);
+    this.kept.push({ entry, size });
     this.bytes += size;
-    while (this.entries.length - this.head > this.maxEntries || this.bytes > this.maxBytes) {
-      this.bytes -= this.sizes[this.head]!;
-      this.droppedBytes += this.sizes[this.head]!;
-      this.entries[this.head] = undefined;
-      this.head++;
+    while (this.kept.size > this.maxEntries || this.bytes > this.maxBytes) {
+      const oldest = this.kept.take()!;
+      this.bytes -= oldest.size;
+      this.droppedBytes += oldest.size;
       this.dropped++;
-    }
-    if (this.head > 1024 && this.head * 2 > this.entries.length) {
-      this.entries = this.entries.slice(this.head);
-      this.sizes = this.sizes.slice(this.head);
-      this.head = 0;
     }
   }
 
   /** The kept entries, oldest first. */
   list(): LogEntry[] {
-    return this.entries.slice(this.head) as LogEntry[];
+    return this.kept.toArray().map((kept) => kept.entry);
   }
 }
 

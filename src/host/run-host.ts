@@ -7,7 +7,7 @@
 import { quotedExcerpt } from "../protocol/text.js";
 import { performance } from "node:perf_hooks";
 import { describeError, TransportError } from "../protocol/errors.js";
-import { decodeLine, encodeFrame, outcomeWire, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../protocol/frames.js";
+import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../protocol/frames.js";
 import { notAllowedMessage, Outcome } from "../protocol/outcome.js";
 import { frameSender, type Wire } from "../wires/wire.js";
 import { answer } from "./answer.js";
@@ -15,10 +15,10 @@ import { HostFailureCode, HostReplyCode } from "./codes.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { LogBook } from "./log-book.js";
 import { hostSettings, type HostSettings } from "./settings.js";
-import type { Json } from "../protocol/json.js";
 import { FrameQueue as FrameQueueOf } from "../wires/frame-queue.js";
-import type { Capability, CallRecord, CapabilityContext, HostFailure, HostOptions, RunReport, RunReportFields } from "./types.js";
+import type { CallRecord, HostFailure, HostOptions, RunReport, RunReportFields } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
+import { Call, CallContext, replyLine } from "./calls.js";
 
 /**
  * Hosts one session over any wire: the host end of `createLinkedPair()`, or a `StreamWire` over a
@@ -75,58 +75,6 @@ export interface SessionResult {
 /** @internal Runs one session. Never rejects. */
 export function hostSession(wire: Wire, settings: HostSettings, hooks: SessionHooks): Promise<SessionResult> {
   return new HostSession(wire, settings, hooks).run();
-}
-
-/** A call whose handler is running. */
-class Call {
-  /** Set once the call is answered, timed out or dropped; its handler's answer is then ignored. */
-  settled = false;
-  /** Made only when the handler reads `ctx.signal`: most handlers never do. */
-  private controller: AbortController | undefined;
-  private abortReason: DOMException | undefined;
-
-  constructor(
-    readonly record: CallRecord,
-    /** Whether the record is in the report (it may be past `maxCallRecords`). */
-    readonly kept: boolean,
-    readonly startedAt: number,
-    /** When the call times out, on the session's clock (Infinity: never). */
-    readonly due: number,
-    readonly handler: Capability,
-    /** Held only until the handler starts. */
-    public args: Json,
-  ) {}
-
-  signal(): AbortSignal {
-    if (this.controller === undefined) {
-      this.controller = new AbortController();
-      // A handler that reads its signal only after the call was given up gets it already aborted.
-      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
-    }
-    return this.controller.signal;
-  }
-
-  abort(reason: DOMException): void {
-    this.abortReason ??= reason;
-    this.controller?.abort(reason);
-  }
-}
-
-/** The context a handler gets; `signal` is a getter so that the AbortController is made only when read. */
-class CallContext implements CapabilityContext {
-  readonly #call: Call;
-
-  constructor(
-    readonly name: string,
-    readonly id: number,
-    call: Call,
-  ) {
-    this.#call = call;
-  }
-
-  get signal(): AbortSignal {
-    return this.#call.signal();
-  }
 }
 
 type Phase = "hello" | "running" | "draining" | "done";
@@ -584,14 +532,6 @@ class HostSession {
       durationMs: this.now(),
     } satisfies RunReportFields as RunReportFields;
     this.resolve({ report, endOfStream: failure !== undefined && endOfStream });
-  }
-}
-
-function replyLine(id: number, outcome: Outcome): string | undefined {
-  try {
-    return encodeFrame({ type: "reply", id, outcome: outcomeWire(outcome) });
-  } catch {
-    return undefined; // JSON.stringify throws RangeError on strings past V8's maximum length
   }
 }
 

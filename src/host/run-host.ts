@@ -4,7 +4,7 @@
  * replies go out in completion order), forwards `log` frames, and ends at `result`. Every way a session
  * can go wrong ends in a report; the promise never rejects and no timer outlives it.
  */
-import { quotedExcerpt } from "../protocol/text.js";
+import { excerpt, quotedExcerpt } from "../protocol/text.js";
 import { performance } from "node:perf_hooks";
 import { describeError, TransportError } from "../protocol/errors.js";
 import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type LogFrame, type RequestFrame } from "../protocol/frames.js";
@@ -19,6 +19,9 @@ import { FrameQueue as FrameQueueOf } from "../wires/frame-queue.js";
 import type { CallRecord, HostFailure, HostOptions, RunReport, RunReportFields } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 import { Call, CallContext, replyLine } from "./calls.js";
+
+/** Characters of a requested capability name kept in a call record; a longer (hostile) name is cut with its length. */
+const MAX_RECORDED_NAME_CHARS = 1024;
 
 /**
  * Hosts one session over any wire: the host end of `createLinkedPair()`, or a `StreamWire` over a
@@ -288,7 +291,9 @@ class HostSession {
     const { id, name } = frame;
     if (!this.useId(id)) return;
     const { limits } = this.settings;
-    const record: CallRecord = { id, name, arguments: frame.arguments, durationMs: 0 };
+    // A name is guest text: kept whole up to 1,024 characters (any real capability name), else cut with its
+    // length, so a flood of huge names cannot grow the report.
+    const record: CallRecord = { id, name: excerpt(name, MAX_RECORDED_NAME_CHARS), arguments: frame.arguments, durationMs: 0 };
     const kept = this.calls.length < limits.maxCallRecords;
     if (kept) {
       this.calls.push(record);
@@ -307,7 +312,7 @@ class HostSession {
     }
     const handler = Object.hasOwn(this.settings.capabilities, name) ? this.settings.capabilities[name] : undefined;
     if (handler === undefined) {
-      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityMissing, `capability ${JSON.stringify(name)} is allowed but the host has no handler for it; it did not run`));
+      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityMissing, `capability ${quotedExcerpt(name, 64)} is allowed but the host has no handler for it; it did not run`));
       return;
     }
     const { maxInFlight, callTimeoutMs } = limits;

@@ -1,3 +1,4 @@
+import { quotedExcerpt } from "./text.js";
 import { jsonDifference, jsonProblem, type Json } from "./json.js";
 
 /** A capability's answer that worked. `structured` absent and `structured: null` are different. */
@@ -146,7 +147,8 @@ export const Outcome = { success, failure, isError, toJson, fromJson, equal } as
  */
 export function notAllowedMessage(name: string, allowed: readonly string[]): string {
   const list = allowed.length === 0 ? "none" : allowed.map((n) => JSON.stringify(n)).join(", ");
-  return `capability ${JSON.stringify(name)} is not allowed by the host (allowed: ${list})`;
+  // The name is the other side's text, possibly megabytes long: quoted in at most 64 characters.
+  return `capability ${quotedExcerpt(name, 64)} is not allowed by the host (allowed: ${list})`;
 }
 
 /** A value JSON would alter, found by {@link returnedOutcome}: the problem, and whether it was an outcome's `structured`. */

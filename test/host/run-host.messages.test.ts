@@ -98,3 +98,22 @@ describe("runHost: a denial under an empty allowlist", () => {
     });
   });
 });
+
+describe("runHost: a capability name of several MiB", () => {
+  it("is quoted in at most 64 characters in the denial and the missing-handler replies, and kept cut in the call record", async () => {
+    const name = "n".repeat(5 * MIB);
+    const denied = JSON.stringify({ type: "request", id: 1, name, arguments: null });
+    const { report, sent } = await scripted([hello, denied, result], { allowed: ["read"], capabilities: { read: () => "" } });
+    const reply = sent.find((frame) => (frame as { type?: string }).type === "reply") as { outcome: { code: string; content: string } };
+    expect(reply.outcome.code).toBe("CapabilityDenied");
+    expect(reply.outcome.content).toBe(`capability ${JSON.stringify("n".repeat(64))}… (${5 * MIB} characters) is not allowed by the host (allowed: "read"); it did not run`);
+    expect(report.calls[0]!.name.length).toBeLessThanOrEqual(1100);
+    expect(report.calls[0]!.name).toMatch(/^n{1024}… \(5242880 characters\)$/);
+
+    const missing = JSON.stringify({ type: "request", id: 1, name, arguments: null });
+    const second = await scripted([hello, missing, result], { allowed: [name] });
+    const missingReply = second.sent.find((frame) => (frame as { type?: string }).type === "reply") as { outcome: { code: string; content: string } };
+    expect(missingReply.outcome.code).toBe("CapabilityMissing");
+    expect(missingReply.outcome.content.length).toBeLessThan(300);
+  });
+});

@@ -1,24 +1,14 @@
 // The CLI speaks with one voice: every message starts "ears: ", a flag without its value gets the CLI's
 // own sentence, -v prints the version, and a --timeout failure names --timeout.
 import { readFileSync } from "node:fs";
-import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { main } from "../../src/cli/cli.js";
+import { cliInProcess } from "../helpers/cli-in-process.js";
 import { ears } from "../helpers/spawn-ears.js";
 
 const version = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 
-async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = "";
-  let err = "";
-  stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  const code = await main(argv, { stdout, stderr, cwd: process.cwd() });
-  return { code, stdout: out, stderr: err };
-}
+const cli = cliInProcess;
 
 describe("ears CLI messages", () => {
   it("-v, -V and --version print the version", async () => {

@@ -1,19 +1,9 @@
-import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { main } from "../../src/cli/cli.js";
+import { cliInProcess } from "../helpers/cli-in-process.js";
 import { parseNameList, parseSeconds, UsageError } from "../../src/cli/usage.js";
 
 /** Runs the CLI in this process with captured output (only for paths that stop before starting a guest). */
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = "";
-  let err = "";
-  stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  const code = await main(argv, { stdout, stderr, cwd: process.cwd() });
-  return { code, stdout: out, stderr: err };
-}
+const cli = (...argv: string[]) => cliInProcess(argv);
 
 describe("usage errors exit 64 with a message that says what to do", () => {
   it.each([

@@ -3,7 +3,7 @@
 // tsc would report the directive as unused and the test would fail.
 import { expectTypeOf } from "vitest";
 import { z } from "zod";
-import { defineCapabilities, Outcome, serve, stdio, type Ears, type Failure, type Json, type Outcome as OutcomeType, type TypedSuccess } from "@posoco/ears";
+import { Outcome, serve, stdio, type Ears, type Failure, type Json, type Outcome as OutcomeType, type TypedSuccess } from "@posoco/ears";
 import { runGuest, type Capabilities } from "@posoco/ears/host";
 import { tools } from "./sample/contract.js";
 

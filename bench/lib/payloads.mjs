@@ -71,7 +71,6 @@ export function mixedStream(totalBytes, seed = 1) {
   const ears = [];
   const mcp = [];
   let earsBytes = 0;
-  let mcpBytes = 0;
   let sinceBig = 0;
   let id = 1;
   let big = 0;
@@ -81,7 +80,6 @@ export function mixedStream(totalBytes, seed = 1) {
     ears.push(a);
     mcp.push(b);
     earsBytes += Buffer.byteLength(a) + 1;
-    mcpBytes += Buffer.byteLength(b) + 1;
     return Buffer.byteLength(a) + 1;
   };
   while (earsBytes < totalBytes) {

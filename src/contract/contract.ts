@@ -86,6 +86,8 @@ export interface CapabilitySpec {
 export type CapabilitySpecs = { readonly [name: string]: CapabilitySpec };
 
 /** The specs an untyped guest has: any name, any JSON arguments, any outcome. */
+// `{}` is "any value but null and undefined", the loosest spec there is (`object` would refuse strings).
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export type LooseSpecs = { readonly [name: string]: {} };
 
 /** Values JSON.stringify would drop, rewrite or throw on, as far as a type can tell. */

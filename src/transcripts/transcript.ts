@@ -165,7 +165,8 @@ function recorderOver(stream: Writable, path: string): Recorder {
   return {
     onFrame: (from, line) => append(transcriptLine(from, line)),
     write: (entry) => {
-      append(formatTranscriptEntry(entry));
+      // write() has no back-pressure to give: its drain promise never rejects, and close() waits for it.
+      void append(formatTranscriptEntry(entry));
     },
     close() {
       closing ??= new Promise<void>((resolve) => {

@@ -23,12 +23,14 @@ class ProcessWire extends StreamWire implements WatchesEscapes, RoutesOutput {
   private escapes: Promise<never> | undefined;
 
   constructor(maxFrameBytes: number | undefined) {
-    let self: ProcessWire | undefined;
-    const rawWrite = captureStdout((level, content) => self?.captured(level, content));
+    // The raw writer is an argument of super(), so capture starts before `this` may be named: the
+    // callback reaches the wire through this holder, filled in once super() returns.
+    const owner: { wire?: ProcessWire } = {};
+    const rawWrite = captureStdout((level, content) => owner.wire?.captured(level, content));
     super(process.stdin, process.stdout, maxFrameBytes, (text, done) => {
       rawWrite(text, done);
     });
-    self = this;
+    owner.wire = this;
   }
 
   [routeOutput](sink: (level: string, content: string) => void): () => void {

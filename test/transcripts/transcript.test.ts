@@ -56,7 +56,7 @@ describe("transcript writer and reader", () => {
       fc.asyncProperty(lines, async (seen) => {
         const path = file();
         const recorder = recordTo(path);
-        for (const { from, line } of seen) recorder.onFrame(from, line);
+        for (const { from, line } of seen) void recorder.onFrame(from, line);
         await recorder.close();
         expect(await readTranscript(path)).toEqual(seen.map(({ from, line }) => transcriptEntry(from, line)));
       }),
@@ -67,8 +67,8 @@ describe("transcript writer and reader", () => {
   it("writes one \\n-terminated line per frame, splicing the frame's own JSON text", async () => {
     const path = file();
     const recorder = recordTo(path);
-    recorder.onFrame("guest", '{"type":"hello","protocol":1}');
-    recorder.onFrame("guest", "Debugger listening");
+    void recorder.onFrame("guest", '{"type":"hello","protocol":1}');
+    void recorder.onFrame("guest", "Debugger listening");
     recorder.write({ from: "host", frame: { type: "invoke", protocol: 1, allowed: [], input: "a\u2028b" } });
     await recorder.close();
     expect(readFileSync(path, "utf8")).toBe(
@@ -86,7 +86,7 @@ describe("transcript writer and reader", () => {
   it("keeps a JSON line whose value JSON.parse would alter as text, so it reads back as written", async () => {
     const path = file();
     const recorder = recordTo(path);
-    recorder.onFrame("guest", '{"type":"reply","id":1e400}');
+    void recorder.onFrame("guest", '{"type":"reply","id":1e400}');
     await recorder.close();
     expect(readFileSync(path, "utf8")).toBe('{"from":"guest","text":"{\\"type\\":\\"reply\\",\\"id\\":1e400}"}\n');
     expect(await readTranscript(path)).toEqual([transcriptEntry("guest", '{"type":"reply","id":1e400}')]);
@@ -120,7 +120,7 @@ describe("transcript writer and reader", () => {
 
   it.runIf(process.platform === "linux")("close() rejects when the file could not be written (a full disk)", async () => {
     const recorder = recordTo("/dev/full");
-    recorder.onFrame("guest", '{"type":"hello","protocol":1}');
+    void recorder.onFrame("guest", '{"type":"hello","protocol":1}');
     await expect(recorder.close()).rejects.toThrow(/writing transcript \/dev\/full failed: .*ENOSPC/);
   });
 

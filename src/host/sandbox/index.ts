@@ -5,7 +5,7 @@
  */
 import { bubblewrap } from "./bubblewrap.js";
 import { checkSandboxOptions, CommandNotFoundError, SandboxPathError, sandboxPolicy, type Launch } from "./policy.js";
-import type { SandboxMechanism, SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
+import type { SandboxMechanism, SandboxOptions, SandboxReport } from "./types.js";
 
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
 

@@ -3,6 +3,9 @@
  * values (NaN becomes null, undefined array items become null, Map becomes {}, Date becomes a string,
  * cycles and BigInt throw), so values are checked before they are encoded and refused with a reason.
  */
+import { describeError } from "./errors.js";
+import { clip } from "./text.js";
+
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /**
@@ -53,8 +56,7 @@ export function jsonProblem(value: unknown, options: JsonProblemOptions = {}): s
     } else {
       const proto = Object.getPrototypeOf(object);
       if (proto !== Object.prototype && proto !== null) {
-        const kind = (object as { constructor?: { name?: string } }).constructor?.name ?? "object";
-        return `is a ${kind}, which JSON would rewrite; convert it to plain objects, arrays and strings first`;
+        return `is ${kindOf(object)}, which JSON would rewrite; convert it to plain objects, arrays and strings first`;
       }
       if (Object.getOwnPropertySymbols(object).length > 0) return "has symbol keys, which JSON drops";
       const keys: string[] = [];
@@ -64,28 +66,35 @@ export function jsonProblem(value: unknown, options: JsonProblemOptions = {}): s
     onStack.add(object);
     return undefined;
   };
-  let reason = open(value);
-  while (reason === undefined && stack.length > 0) {
-    const top = stack[stack.length - 1]!;
-    if (top.next >= top.size) {
-      stack.pop();
-      onStack.delete(top.object);
-      continue;
-    }
-    const at = top.next++;
-    let child: unknown;
-    if (top.keys === undefined) {
-      if (!(at in top.object)) {
-        reason = "is a hole in a sparse array, which JSON turns into null";
-        break;
+  let reason: string | undefined;
+  // A getter or a Proxy trap that throws makes the value unreadable: a reason to refuse it like any other,
+  // found at the path being read when it threw (jsonProblem answers; it does not throw).
+  try {
+    reason = open(value);
+    while (reason === undefined && stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      if (top.next >= top.size) {
+        stack.pop();
+        onStack.delete(top.object);
+        continue;
       }
-      child = (top.object as unknown[])[at];
-    } else {
-      child = (top.object as Record<string, unknown>)[top.keys[at]!];
+      const at = top.next++;
+      let child: unknown;
+      if (top.keys === undefined) {
+        if (!(at in top.object)) {
+          reason = "is a hole in a sparse array, which JSON turns into null";
+          break;
+        }
+        child = (top.object as unknown[])[at];
+      } else {
+        child = (top.object as Record<string, unknown>)[top.keys[at]!];
+      }
+      reason = scalarProblem(child);
+      if (reason === undefined && typeof child === "object" && child !== null) reason = open(child);
+      if (reason !== undefined) break;
     }
-    reason = scalarProblem(child);
-    if (reason === undefined && typeof child === "object" && child !== null) reason = open(child);
-    if (reason !== undefined) break;
+  } catch (error) {
+    reason = `could not be read (${thrownText(error)}), so it cannot be sent as JSON`;
   }
   if (reason === undefined) return undefined;
   // The path to the offending value: each open container's current key (a refused container is not
@@ -98,6 +107,22 @@ export function jsonProblem(value: unknown, options: JsonProblemOptions = {}): s
   // A path hundreds of levels long says no more than its ends and how many levels lie between.
   const path = steps.length <= 24 ? steps.join("") : `${steps.slice(0, 12).join("")}…(${steps.length - 20} levels)…${steps.slice(-8).join("")}`;
   return `$${path} ${reason}`;
+}
+
+/** What a getter or trap threw, cut short; never throws itself (an error's own getters may). */
+function thrownText(error: unknown): string {
+  try {
+    return clip(describeError(error), 200);
+  } catch {
+    return "reading it threw";
+  }
+}
+
+/** "a Map", "an Object", or "an object" when the value's constructor has no usable name. */
+function kindOf(object: object): string {
+  const name: unknown = (object as { constructor?: { name?: unknown } }).constructor?.name;
+  if (typeof name !== "string" || !/^[A-Za-z_$][\w$]*$/.test(name)) return "an object";
+  return /^[AEIOaeio]/.test(name) ? `an ${name}` : `a ${name}`;
 }
 
 /** An array or object being checked: its keys (undefined for an array) and the next index to visit. */

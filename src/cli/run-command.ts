@@ -2,8 +2,8 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { runGuest } from "../host/index.js";
-import type { Capabilities, GuestCommand, HostLimits, RunReport, SandboxOptions, SandboxSetting } from "../host/index.js";
-import { checkSandboxOptions } from "../host/sandbox/policy.js";
+import type { Capabilities, GuestCommand, HostLimits, RunReport, SandboxSetting } from "../host/index.js";
+import { envEntryProblem } from "../host/sandbox/policy.js";
 import { describeError } from "../protocol/errors.js";
 import { recordTo, type Recorder } from "../transcripts/transcript.js";
 import { loadCapabilityModule } from "./capability-module.js";
@@ -136,13 +136,11 @@ export function sandboxOf(
       if (!existsSync(resolve(cwd, path))) throw new UsageError(`${option} ${JSON.stringify(path)}: no such file or directory (paths are relative to the working directory)`);
     }
   }
-  const options: SandboxOptions = { readable: readable.map((p) => resolve(cwd, p)), writable: writable.map((p) => resolve(cwd, p)), env };
-  try {
-    checkSandboxOptions(options, "ears run");
-  } catch (error) {
-    throw new UsageError(`--env: ${describeError(error).replace(/^.*?entry /, "")}`);
+  for (const entry of env) {
+    const problem = envEntryProblem(entry);
+    if (problem !== undefined) throw new UsageError(`--env: ${problem}`);
   }
-  return options;
+  return { readable: readable.map((p) => resolve(cwd, p)), writable: writable.map((p) => resolve(cwd, p)), env };
 }
 
 /** The one-line note that "auto" found no sandbox and the guest ran with the user's rights. */

@@ -74,9 +74,15 @@ export function checkSandboxOptions(options: SandboxOptions, caller: string): vo
   }
   if (options.network !== undefined && typeof options.network !== "boolean") throw new TypeError(`${caller}: options.sandbox.network must be a boolean`);
   for (const entry of options.env ?? []) {
-    const name = entry.includes("=") ? entry.slice(0, entry.indexOf("=")) : entry;
-    if (!ENV_NAME.test(name)) throw new TypeError(`${caller}: options.sandbox.env entry ${JSON.stringify(entry)} is not NAME or NAME=value (NAME: letters, digits, _)`);
+    const problem = envEntryProblem(entry);
+    if (problem !== undefined) throw new TypeError(`${caller}: options.sandbox.env entry ${problem}`);
   }
+}
+
+/** Why `entry` is not a `sandbox.env` entry (NAME or NAME=value), or undefined when it is one. */
+export function envEntryProblem(entry: string): string | undefined {
+  const name = entry.includes("=") ? entry.slice(0, entry.indexOf("=")) : entry;
+  return ENV_NAME.test(name) ? undefined : `${JSON.stringify(entry)} is not NAME or NAME=value (NAME: letters, digits, _)`;
 }
 
 /**

@@ -14,8 +14,8 @@ import { hostSession, type SessionResult } from "./run-host.js";
 import { graceMs, hostSettings } from "./settings.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
 import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
-import { notStartedReport } from "./report.js";
-import type { GuestCommand, HostFailure, RunReport, RunReportFields } from "./types.js";
+import { notStartedReport, runReport } from "./report.js";
+import type { GuestCommand, HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
@@ -190,24 +190,22 @@ class GuestProcess {
     // A character cut off by the end of stderr is passed as U+FFFD, so nothing is silently lost.
     if (this.stderrDecoder !== undefined) this.passStderr(this.stderrDecoder.end());
     this.clearTimers();
-    const report: RunReportFields = outcome.session?.report ?? {
-      ok: false,
-      failure: outcome.failure!,
-      logs: [],
-      droppedLogs: 0,
-      calls: [],
-      durationMs: 0,
-    };
-    report.durationMs = elapsed();
-    if (this.exit !== undefined) report.exit = this.exit;
-    if (this.child.pid !== undefined) report.pid = this.child.pid;
-    report.stderr = this.stderr.text();
-    report.droppedStderrBytes = this.stderr.dropped;
-    if (this.forced !== undefined) report.forcedStop = this.forced;
-    report.sandbox = sandbox;
-    if (sandboxFallback !== undefined) report.sandboxFallback = sandboxFallback;
-    if (outcome.session?.endOfStream && report.failure !== undefined) report.failure = this.refine(report.failure, report);
-    return report as RunReport;
+    const session = outcome.session?.report;
+    const stderr = this.stderr.text();
+    let failure = session === undefined ? outcome.failure : session.failure;
+    if (outcome.session?.endOfStream && failure !== undefined) failure = this.refine(failure, stderr, session?.hello !== undefined);
+    return runReport({
+      ...session,
+      failure,
+      durationMs: elapsed(),
+      exit: this.exit,
+      pid: this.child.pid,
+      stderr,
+      droppedStderrBytes: this.stderr.dropped,
+      forcedStop: this.forced,
+      sandbox,
+      sandboxFallback,
+    });
   }
 
   private passStderr(text: string): void {
@@ -279,13 +277,13 @@ class GuestProcess {
   }
 
   /** The output ended early: when the child died on its own with a bad status, that is the real story. */
-  private refine(failure: HostFailure, report: RunReportFields): HostFailure {
+  private refine(failure: HostFailure, stderr: string, saidHello: boolean): HostFailure {
     const exit = this.exit;
     if (exit === undefined || this.forced !== undefined) return failure;
     const crashed = exit.signal !== null || (exit.code !== null && exit.code !== 0);
     const status = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${exit.code}`;
-    const hint = stderrHint(report.stderr ?? "");
-    const stage = report.hello === undefined ? "before it said hello" : "before it sent a result";
+    const hint = stderrHint(stderr);
+    const stage = saidHello ? "before it sent a result" : "before it said hello";
     if (crashed) return { code: HostFailureCode.GuestCrashed, message: `the guest crashed (${status}) ${stage}${hint}` };
     return { code: failure.code, message: `${failure.message}; the guest exited with ${status}${hint}` };
   }

@@ -16,7 +16,8 @@ import { DeadlineQueue } from "./deadlines.js";
 import { LogBook } from "./log-book.js";
 import { hostSettings, type HostSettings } from "./settings.js";
 import { FrameQueue as FrameQueueOf } from "../wires/frame-queue.js";
-import type { CallRecord, HostFailure, HostOptions, RunReport, RunReportFields } from "./types.js";
+import { runReport } from "./report.js";
+import type { CallRecord, HostFailure, HostOptions, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 import { Call, CallContext, replyLine } from "./calls.js";
 
@@ -52,7 +53,7 @@ export function runHost(wire: Wire, options?: HostOptions): Promise<RunReport> {
       }
     },
   };
-  return hostSession(wire, settings, hooks).then((result) => result.report as RunReport);
+  return hostSession(wire, settings, hooks).then((result) => result.report);
 }
 
 /** @internal How a caller (runHost, runGuest) plugs into a session. */
@@ -69,8 +70,7 @@ export interface SessionHooks {
 
 /** @internal A session's report plus what runGuest needs to tell a crash from a clean exit. */
 export interface SessionResult {
-  /** Its fields always form one member of the {@link RunReport} union (`ok` is computed from them). */
-  report: RunReportFields;
+  report: RunReport;
   /** The failure came from the guest's output ending (EOF, truncated frame, read error): a crash, if the process died. */
   endOfStream: boolean;
 }
@@ -522,12 +522,10 @@ class HostSession {
     } catch {
       // Releasing is best effort.
     }
-    // Keys in reading order: verdict first, then the details.
-    const report = {
-      ok: failure === undefined && this.outcome?.status === "success",
-      ...(this.outcome === undefined ? {} : { outcome: this.outcome }),
-      ...(failure === undefined ? {} : { failure }),
-      ...(this.hello === undefined ? {} : { hello: this.hello }),
+    const report = runReport({
+      outcome: this.outcome,
+      failure,
+      hello: this.hello,
       logs: this.logs.list(),
       droppedLogs: this.logs.dropped,
       droppedLogBytes: this.logs.droppedBytes,
@@ -535,7 +533,7 @@ class HostSession {
       droppedCalls: this.droppedCalls,
       droppedCallPayloads: this.droppedCallPayloads,
       durationMs: this.now(),
-    } satisfies RunReportFields as RunReportFields;
+    });
     this.resolve({ report, endOfStream: failure !== undefined && endOfStream });
   }
 }

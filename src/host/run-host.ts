@@ -11,7 +11,8 @@ import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type LogFrame, type
 import { notAllowedMessage, Outcome } from "../protocol/outcome.js";
 import { frameSender, type Wire } from "../wires/wire.js";
 import { answer } from "./answer.js";
-import { HostFailureCode, HostReplyCode } from "./codes.js";
+import { HostReplyCode } from "./codes.js";
+import * as failures from "./failures.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { LogBook } from "./log-book.js";
 import { hostSettings, type HostSettings } from "./settings.js";
@@ -127,7 +128,7 @@ class HostSession {
   private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
   private readonly onAbort = () => {
     if (this.phase === "draining") this.finish(undefined);
-    else this.finish({ code: HostFailureCode.Aborted, message: `the host aborted the run (${describeError(this.settings.signal?.reason)})` });
+    else this.finish(failures.aborted(this.settings.signal?.reason));
   };
 
   constructor(
@@ -151,25 +152,15 @@ class HostSession {
       signal?.addEventListener("abort", this.onAbort, { once: true });
       if (limits.helloTimeoutMs !== Infinity) {
         const left = Math.max(0, limits.helloTimeoutMs - this.now());
-        this.helloTimer = setTimeout(() => {
-          this.finish({
-            code: HostFailureCode.HelloTimeout,
-            message: `the guest did not say hello within ${limits.helloTimeoutMs} ms (limits.helloTimeoutMs); is it a protocol 1 guest that calls serve()?`,
-          });
-        }, left);
+        this.helloTimer = setTimeout(() => this.finish(failures.helloTimedOut(limits.helloTimeoutMs)), left);
       }
       if (limits.runTimeoutMs !== Infinity) {
         const left = Math.max(0, limits.runTimeoutMs - this.now());
-        this.runTimer = setTimeout(() => {
-          this.finish({
-            code: HostFailureCode.RunTimeout,
-            message: `the guest did not finish within ${limits.runTimeoutMs} ms (limits.runTimeoutMs); the run was stopped`,
-          });
-        }, left);
+        this.runTimer = setTimeout(() => this.finish(failures.runTimedOut(limits.runTimeoutMs)), left);
       }
       this.readLoop().catch((error: unknown) => {
         // Not reached by design (every step below is guarded); kept so a bug cannot become a hang.
-        this.finish({ code: HostFailureCode.NoResult, message: `the host engine failed: ${describeError(error)}` });
+        this.finish(failures.engineFailed(error));
       });
     });
   }
@@ -234,18 +225,18 @@ class HostSession {
       });
     }
     if (this.phase === "draining") {
-      this.violation(`the guest wrote after its result: ${quote(line)}`);
+      this.finish(failures.wroteAfterResult(line));
       return;
     }
     const decoded = decodeLine(line);
     if (!("frame" in decoded)) {
-      this.violation(`the guest wrote a line that is not a protocol 1 frame (${decoded.reason}): ${quote(line)}`);
+      this.finish(failures.notAFrame(decoded.reason, line));
       return;
     }
     const { frame } = decoded;
     if (this.phase === "hello") {
       if (frame.type === "hello") this.takeHello(frame);
-      else this.violation(`the guest's first frame must be hello, but it sent a ${JSON.stringify(frame.type)} frame: ${quote(line)}`);
+      else this.finish(failures.firstFrameNotHello(frame.type, line));
       return;
     }
     switch (frame.type) {
@@ -259,10 +250,10 @@ class HostSession {
         this.takeResult(frame.outcome);
         return;
       case "hello":
-        this.violation(`the guest said hello a second time: ${quote(line)}`);
+        this.finish(failures.secondHello(line));
         return;
       default:
-        this.violation(`the guest sent a ${JSON.stringify(frame.type)} frame, which only a host sends (a guest sends hello, request, log and result): ${quote(line)}`);
+        this.finish(failures.hostFrameFromGuest(frame.type, line));
     }
   }
 
@@ -270,11 +261,7 @@ class HostSession {
     clearTimeout(this.helloTimer);
     this.hello = frame.sdk === undefined ? { protocol: frame.protocol } : { protocol: frame.protocol, sdk: frame.sdk };
     if (frame.protocol !== PROTOCOL) {
-      const who = frame.sdk === undefined ? "the guest" : `the guest (${frame.sdk})`;
-      this.finish({
-        code: HostFailureCode.ProtocolMismatch,
-        message: `${who} speaks protocol ${frame.protocol}, but this host speaks protocol ${PROTOCOL}; the guest was not invoked. Run it with a host for protocol ${frame.protocol}, or rebuild it with a protocol ${PROTOCOL} runtime (@posoco/ears 0.x)`,
-      });
+      this.finish(failures.protocolMismatch(frame.protocol, frame.sdk));
       return;
     }
     this.phase = "running";
@@ -340,15 +327,12 @@ class HostSession {
       return true;
     }
     if (id <= this.idsUpTo || this.idsAbove.has(id)) {
-      const when = this.pending.has(id) ? "while that call was still in flight" : "after that call was answered";
-      this.violation(`the guest reused request id ${id} ${when} (ids must be unique in a run)`);
+      this.finish(failures.reusedRequestId(id, this.pending.has(id)));
       return false;
     }
     const max = this.settings.limits.maxScatteredIds;
     if (this.idsAbove.size >= max) {
-      this.violation(
-        `the guest's request ids are too scattered to check that they are unique: ${max} ids above ${this.idsUpTo + 1}, the lowest id not yet used (limits.maxScatteredIds); count ids up from 1`,
-      );
+      this.finish(failures.scatteredRequestIds(max, this.idsUpTo + 1));
       return false;
     }
     this.idsAbove.add(id);
@@ -427,42 +411,19 @@ class HostSession {
   }
 
   private outputEnded(): void {
-    if (this.phase === "draining") {
-      this.finish(undefined);
-      return;
-    }
-    const written = this.sendError === undefined ? "" : `; writing to the guest had failed too (${describeError(this.sendError)})`;
-    if (this.phase === "hello") {
-      this.finish({ code: HostFailureCode.NoHello, message: `the guest's output ended before it said hello${written}` }, true);
-    } else {
-      this.finish({ code: HostFailureCode.NoResult, message: `the guest's output ended before it sent a result${written}` }, true);
-    }
+    if (this.phase === "draining") this.finish(undefined);
+    else this.finish(failures.outputEnded(this.phase !== "hello", this.sendError), true);
   }
 
   private readFailed(error: unknown): void {
     if (this.phase === "done") return;
     const kind = error instanceof TransportError ? error.kind : "closed";
     const reason = describeError(error);
-    if (kind === "oversized") {
-      this.finish({
-        code: HostFailureCode.FrameTooLarge,
-        message: `the guest wrote a frame over the size cap: ${reason} (limits.maxFrameBytes); the run was stopped`,
-      });
-    } else if (kind === "malformed") {
-      this.violation(`the guest's output is not valid protocol 1 framing (${reason})`);
-    } else if (kind === "truncated") {
-      const after = this.phase === "draining" ? " after its result" : "";
-      this.finish({ code: HostFailureCode.ProtocolViolation, message: `the guest's output ended in the middle of a frame${after} (${reason})` }, true);
-    } else if (this.phase === "draining") {
-      this.finish(undefined);
-    } else {
-      const code = this.phase === "hello" ? HostFailureCode.NoHello : HostFailureCode.NoResult;
-      this.finish({ code, message: `reading the guest's output failed: ${reason}` }, true);
-    }
-  }
-
-  private violation(message: string): void {
-    this.finish({ code: HostFailureCode.ProtocolViolation, message });
+    if (kind === "oversized") this.finish(failures.frameTooLarge(reason));
+    else if (kind === "malformed") this.finish(failures.malformedFraming(reason));
+    else if (kind === "truncated") this.finish(failures.truncatedFrame(this.phase === "draining", reason), true);
+    else if (this.phase === "draining") this.finish(undefined);
+    else this.finish(failures.readFailed(this.phase !== "hello", reason), true);
   }
 
   private send(line: string): void {
@@ -548,9 +509,4 @@ function tooLong(line: string, max: number): boolean {
 /** True for a promise or any object with a `then` method (what onFrame returns to ask for back-pressure). */
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as PromiseLike<unknown>).then === "function";
-}
-
-/** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */
-function quote(line: string): string {
-  return quotedExcerpt(line, 200);
 }

@@ -8,7 +8,7 @@ import { StringDecoder } from "node:string_decoder";
 import { StreamWire } from "../wires/stdio.js";
 import { ByteTail } from "./byte-tail.js";
 import * as failures from "./failures.js";
-import { hostSession, type SessionResult } from "./run-host.js";
+import { hostSession, type SessionResult } from "./session.js";
 import { graceMs, hostSettings } from "./settings.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
 import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";

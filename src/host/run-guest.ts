@@ -2,20 +2,18 @@
  * Runs a guest as a child process over its stdio, with the host engine on a StreamWire over the
  * child's stdout and stdin. The child is always gone (its exit observed) when the promise settles.
  */
-import { clip } from "../protocol/text.js";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { StringDecoder } from "node:string_decoder";
-import { describeError } from "../protocol/errors.js";
 import { StreamWire } from "../wires/stdio.js";
 import { ByteTail } from "./byte-tail.js";
-import { HostFailureCode } from "./codes.js";
-import { hostSession, type SessionResult } from "./run-host.js";
+import * as failures from "./failures.js";
+import { hostSession, type SessionResult } from "./session.js";
 import { graceMs, hostSettings } from "./settings.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
 import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
-import { notStartedReport } from "./report.js";
-import type { GuestCommand, HostFailure, RunReport, RunReportFields } from "./types.js";
+import { notStartedReport, runReport } from "./report.js";
+import type { GuestCommand, HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
@@ -67,15 +65,13 @@ export function launchGuest(options: GuestCommand, caller: string, readable: rea
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;
   const blank = (failure: HostFailure, fallback?: string): RunReport => notStartedReport(failure, elapsed(), fallback);
-  const aborted = () => blank({ code: HostFailureCode.Aborted, message: `the host aborted the run before the guest was started (${describeError(settings.signal?.reason)})` });
+  const aborted = () => blank(failures.abortedBeforeStart(settings.signal?.reason));
 
   if (settings.signal?.aborted) return Promise.resolve(aborted());
   return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env }).then((plan) => {
     if (settings.signal?.aborted) return aborted();
-    if (plan.kind === "unavailable") {
-      return blank({ code: HostFailureCode.SandboxUnavailable, message: `the guest was not started: a sandbox was required but ${plan.reason}` });
-    }
-    if (plan.kind === "spawnFailed") return blank({ code: HostFailureCode.SpawnFailed, message: spawnMessage(command, plan.error) });
+    if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
+    if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
     const confined = plan.kind === "confined";
     const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
     let child: ChildProcessWithoutNullStreams;
@@ -84,12 +80,12 @@ export function launchGuest(options: GuestCommand, caller: string, readable: rea
       const spawnOptions = { cwd, stdio: ["pipe", "pipe", "pipe"] as ["pipe", "pipe", "pipe"], shell: false, windowsHide: true, detached: GROUPS_SUPPORTED };
       child = confined ? spawn(plan.command, plan.args, { ...spawnOptions, env: plan.env }) : spawn(command, args, { ...spawnOptions, env });
     } catch (error) {
-      return blank({ code: HostFailureCode.SpawnFailed, message: spawnMessage(confined ? plan.command : command, error) }, fallback);
+      return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
     }
     const group = new ProcessGroup(child, confined);
     return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(async (guest) => {
       const spawnError = await guest.started;
-      if (spawnError !== undefined) return { failure: { code: HostFailureCode.SpawnFailed, message: spawnMessage(confined ? plan.command : command, spawnError) } };
+      if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
       const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
       const session = await hostSession(wire, settings, {
         startedAt,
@@ -179,7 +175,7 @@ class GuestProcess {
     try {
       outcome = await body(this);
     } catch (error) {
-      outcome = { failure: { code: HostFailureCode.NoResult, message: `the host failed: ${describeError(error)}` } };
+      outcome = { failure: failures.hostFailed(error) };
     }
     if (!this.spawnFailed) {
       this.stop("end");
@@ -190,24 +186,22 @@ class GuestProcess {
     // A character cut off by the end of stderr is passed as U+FFFD, so nothing is silently lost.
     if (this.stderrDecoder !== undefined) this.passStderr(this.stderrDecoder.end());
     this.clearTimers();
-    const report: RunReportFields = outcome.session?.report ?? {
-      ok: false,
-      failure: outcome.failure!,
-      logs: [],
-      droppedLogs: 0,
-      calls: [],
-      durationMs: 0,
-    };
-    report.durationMs = elapsed();
-    if (this.exit !== undefined) report.exit = this.exit;
-    if (this.child.pid !== undefined) report.pid = this.child.pid;
-    report.stderr = this.stderr.text();
-    report.droppedStderrBytes = this.stderr.dropped;
-    if (this.forced !== undefined) report.forcedStop = this.forced;
-    report.sandbox = sandbox;
-    if (sandboxFallback !== undefined) report.sandboxFallback = sandboxFallback;
-    if (outcome.session?.endOfStream && report.failure !== undefined) report.failure = this.refine(report.failure, report);
-    return report as RunReport;
+    const session = outcome.session?.report;
+    const stderr = this.stderr.text();
+    let failure = session === undefined ? outcome.failure : session.failure;
+    if (outcome.session?.endOfStream && failure !== undefined) failure = this.refine(failure, stderr, session?.hello !== undefined);
+    return runReport({
+      ...session,
+      failure,
+      durationMs: elapsed(),
+      exit: this.exit,
+      pid: this.child.pid,
+      stderr,
+      droppedStderrBytes: this.stderr.dropped,
+      forcedStop: this.forced,
+      sandbox,
+      sandboxFallback,
+    });
   }
 
   private passStderr(text: string): void {
@@ -278,48 +272,9 @@ class GuestProcess {
     this.timers.clear();
   }
 
-  /** The output ended early: when the child died on its own with a bad status, that is the real story. */
-  private refine(failure: HostFailure, report: RunReportFields): HostFailure {
-    const exit = this.exit;
-    if (exit === undefined || this.forced !== undefined) return failure;
-    const crashed = exit.signal !== null || (exit.code !== null && exit.code !== 0);
-    const status = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${exit.code}`;
-    const hint = stderrHint(report.stderr ?? "");
-    const stage = report.hello === undefined ? "before it said hello" : "before it sent a result";
-    if (crashed) return { code: HostFailureCode.GuestCrashed, message: `the guest crashed (${status}) ${stage}${hint}` };
-    return { code: failure.code, message: `${failure.message}; the guest exited with ${status}${hint}` };
+  /** The output ended early: when the child then exited on its own, its exit tells the real story. */
+  private refine(failure: HostFailure, stderr: string, saidHello: boolean): HostFailure {
+    if (this.exit === undefined || this.forced !== undefined) return failure;
+    return failures.endedEarly(failure, this.exit, stderr, saidHello);
   }
-}
-
-// An error's header line as Node prints it: "Error: boom", "TypeError: x", "Error [ERR_MODULE_NOT_FOUND]: ...".
-const ERROR_HEADER = /^(?:Uncaught )?(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[[^\]]+\])?: /;
-// What Node prints after the error: stack frames, the error's own properties, its version, advice.
-const TRAILER = /^(?:\s+at |\s+\w+: |\s*[{}]$|Node\.js v\d|\(Use `node --trace)/;
-
-/**
- * The line of the guest's stderr that says what went wrong: the last error header when there is one
- * (Node ends a crash with the stack, the error's properties and "Node.js v20…", none of which say what
- * happened), else the last line that is not such trailer.
- */
-function stderrHint(text: string): string {
-  const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "");
-  if (lines.length === 0) return "; its stderr is empty";
-  const header = lines.findLast((line) => ERROR_HEADER.test(line));
-  if (header !== undefined) return `; its stderr reports: ${quoted(header)}`;
-  return `; its stderr ends with: ${quoted(lines.findLast((line) => !TRAILER.test(line)) ?? lines.at(-1)!)}`;
-}
-
-function quoted(line: string): string {
-  return JSON.stringify(clip(line, 300));
-}
-
-function spawnMessage(command: string, error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const advice =
-    code === "ENOENT"
-      ? "; check that the program exists and is on PATH (no shell is used, so shell built-ins and aliases do not work)"
-      : code === "EACCES"
-        ? "; check that the file is executable"
-        : "";
-  return `could not start ${JSON.stringify(command)}: ${describeError(error)}${advice}`;
 }

@@ -1,7 +1,7 @@
 /**
  * The public types of `@posoco/ears/host`: what a host passes in (capabilities, limits, callbacks) and
- * what it gets back (the run's report). The engine is in `run-host.ts`, the child-process runner in
- * `run-guest.ts`.
+ * what it gets back (the run's report). The engine is in `session.ts` (runHost in `run-host.ts`), the
+ * child-process runner in `run-guest.ts`.
  */
 import type { Capabilities } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";

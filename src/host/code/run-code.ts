@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import type { Contract, StandardSchemaV1 } from "../../contract/contract.js";
 import { describeError } from "../../protocol/errors.js";
-import { HostFailureCode } from "../codes.js";
+import * as failures from "../failures.js";
 import { DEFAULT_KILL_GRACE_MS, launchGuest } from "../run-guest.js";
 import { graceMs, hostSettings } from "../settings.js";
 import { sandboxRequest } from "../sandbox/index.js";
@@ -85,7 +85,7 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const startedAt = performance.now();
   const notRun = (failure: HostFailure): RunReport => notStartedReport(failure, performance.now() - startedAt);
 
-  const refused = (message: string) => notRun({ code: HostFailureCode.CompileError, message: `the code was not run: ${message}` });
+  const refused = (problem: string) => notRun(failures.codeNotCompiled(problem));
   const compiled = compileBody(code);
   if (!compiled.ok) return Promise.resolve(refused(compiled.message));
   const checked = declarations !== undefined
@@ -111,7 +111,7 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
     } catch (error) {
       cleanup();
       // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
-      return notRun({ code: HostFailureCode.SpawnFailed, message: `could not write the compiled code for the runner: ${describeError(error)}` });
+      return notRun(failures.compiledCodeNotWritten(error));
     }
     return launchGuest({ ...rest, command: process.execPath, args: [script, file] }, "runCode", [dir]).finally(cleanup);
   });

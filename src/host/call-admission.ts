@@ -1,0 +1,240 @@
+// The admission of the guest's calls: unique request ids, the call records and their payload budget, the
+// in-flight limit, the unread-reply budget that holds calls (and reading) back, each call's deadline and reply.
+import { excerpt, quotedExcerpt } from "../protocol/text.js";
+import type { RequestFrame } from "../protocol/frames.js";
+import { notAllowedMessage, Outcome } from "../protocol/outcome.js";
+import { FrameQueue } from "../wires/frame-queue.js";
+import { answer } from "./answer.js";
+import { Call, CallContext, replyLine } from "./calls.js";
+import { HostReplyCode } from "./codes.js";
+import { DeadlineQueue } from "./deadlines.js";
+import * as failures from "./failures.js";
+import type { HostSettings } from "./settings.js";
+import type { CallRecord, HostFailure } from "./types.js";
+
+/** Characters of a requested capability name kept in a call record; a longer (hostile) name is cut with its length. */
+const MAX_RECORDED_NAME_CHARS = 1024;
+
+/** What one unread frame is counted as besides its characters, against `maxUnreadChars`. */
+const UNREAD_FRAME_OVERHEAD = 256;
+
+/** What call admission needs from the session it serves. */
+export interface CallSession {
+  /** Milliseconds on the session's clock (since the run began). */
+  now(): number;
+  /** Whether replies still go out: the session is running (no result yet, not over). */
+  replying(): boolean;
+  /** Writes a frame to the guest; the session counts it with {@link CallAdmission.sending}. */
+  send(line: string): void;
+  /** Ends the run: the guest broke the protocol with a request. */
+  finish(failure: HostFailure): void;
+}
+
+/** Takes the guest's request frames and answers each one through the session. */
+export class CallAdmission {
+  /** The kept call records, in arrival order, at most `maxCallRecords`. */
+  readonly records: CallRecord[] = [];
+  /** Calls past `maxCallRecords` (answered, but not recorded). */
+  droppedRecords = 0;
+  /** Kept records that lost their arguments, their outcome or both to `maxCallPayloadChars`. */
+  droppedPayloads = 0;
+  /** Characters of request and reply frames whose payloads the kept records hold. */
+  private payloadChars = 0;
+  /** Every request id up to this one has been used (ids must be unique in the run). */
+  private idsUpTo = 0;
+  /** The ids used above `idsUpTo`: empty for a guest that counts up from 1. */
+  private readonly idsAbove = new Set<number>();
+  /** Calls accepted while the guest had too much unread: their handlers start, in order, once it reads. */
+  private readonly waitingToStart = new FrameQueue<Call>();
+  /** Calls waiting for their reply. */
+  private readonly pending = new Map<number, Call>();
+  /** The pending calls' deadlines, in start order, under one timer (see DeadlineQueue). */
+  private readonly deadlines: DeadlineQueue<Call>;
+  /** Handlers that have not settled, including those whose call timed out. */
+  private running = 0;
+  /** Characters (plus a fixed overhead per frame) handed to the wire whose send has not settled (the guest has not taken them yet). */
+  private unsent = 0;
+  private readonly allowed: ReadonlySet<string>;
+
+  constructor(
+    private readonly session: CallSession,
+    private readonly settings: HostSettings,
+  ) {
+    this.allowed = new Set(settings.allowed);
+    this.deadlines = new DeadlineQueue<Call>(
+      () => session.now(),
+      (call) => this.timedOut(call),
+    );
+  }
+
+  /**
+   * Whether the session must read nothing more for now: a guest that sends requests but does not read its
+   * replies would make the host queue them without bound (a deadline still ends the run).
+   */
+  holdsReading(): boolean {
+    return this.unsent > this.settings.limits.maxUnreadChars || this.waitingToStart.size > 0;
+  }
+
+  /** Counts a frame of `chars` characters handed to the wire; returns its cost, to give back with {@link sent}. */
+  sending(chars: number): number {
+    // A queued frame costs more than its text (the stream's buffer entry, the callback): counting that
+    // too keeps a flood of tiny replies within the budget as well as a few large ones.
+    const cost = chars + UNREAD_FRAME_OVERHEAD;
+    this.unsent += cost;
+    return cost;
+  }
+
+  /**
+   * A frame's send settled. Once the guest has taken enough (half the budget), the waiting calls start and
+   * the result is true: the session may read again.
+   */
+  sent(cost: number): boolean {
+    this.unsent -= cost;
+    if (this.unsent > this.settings.limits.maxUnreadChars / 2) return false;
+    if (this.waitingToStart.size > 0) this.startWaiting();
+    return true;
+  }
+
+  /** Admits a request (the frame's length stands for its size): it is answered now, or starts now or later. */
+  take(frame: RequestFrame, frameChars: number): void {
+    const { id, name } = frame;
+    if (!this.useId(id)) return;
+    const { limits } = this.settings;
+    // A name is guest text: kept whole up to 1,024 characters (any real capability name), else cut with its
+    // length, so a flood of huge names cannot grow the report.
+    const record: CallRecord = { id, name: excerpt(name, MAX_RECORDED_NAME_CHARS), arguments: frame.arguments, durationMs: 0 };
+    const kept = this.records.length < limits.maxCallRecords;
+    if (kept) {
+      this.records.push(record);
+      // The frame's length stands for the arguments' size: exact for ASCII, and cheaper than measuring.
+      if (this.payloadChars + frameChars > limits.maxCallPayloadChars) {
+        record.arguments = null;
+        record.argumentsDropped = true;
+        this.droppedPayloads++;
+      } else this.payloadChars += frameChars;
+    } else this.droppedRecords++;
+    const startedAt = this.session.now();
+    if (!this.allowed.has(name)) {
+      record.denied = true;
+      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityDenied, `${notAllowedMessage(name, this.settings.allowed)}; it did not run`));
+      return;
+    }
+    const handler = Object.hasOwn(this.settings.capabilities, name) ? this.settings.capabilities[name] : undefined;
+    if (handler === undefined) {
+      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityMissing, `capability ${quotedExcerpt(name, 64)} is allowed but the host has no handler for it; it did not run`));
+      return;
+    }
+    const { maxInFlight, callTimeoutMs } = limits;
+    if (this.running + this.waitingToStart.size >= maxInFlight) {
+      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.TooManyCalls, `the host is already running ${maxInFlight} calls (limits.maxInFlight); ${JSON.stringify(name)} did not run, try again when earlier calls have finished`));
+      return;
+    }
+    const call = new Call(record, kept, startedAt, startedAt + callTimeoutMs, handler, frame.arguments);
+    this.pending.set(id, call);
+    if (callTimeoutMs !== Infinity) this.deadlines.add(call);
+    // While the guest leaves more than maxUnreadChars of replies unread, no handler starts: each answer
+    // would only add to the queue the guest is not reading. The call waits; its deadline runs meanwhile.
+    if (this.unsent > limits.maxUnreadChars || this.waitingToStart.size > 0) this.waitingToStart.push(call);
+    else this.start(call);
+  }
+
+  /**
+   * Checks that `id` was not used before in the run and marks it used; a reused id, or more scattered
+   * ids than `maxScatteredIds`, ends the run. O(1) per id for a guest counting up from 1.
+   */
+  private useId(id: number): boolean {
+    if (id === this.idsUpTo + 1) {
+      this.idsUpTo = id;
+      if (this.idsAbove.size > 0) while (this.idsAbove.delete(this.idsUpTo + 1)) this.idsUpTo++;
+      return true;
+    }
+    if (id <= this.idsUpTo || this.idsAbove.has(id)) {
+      this.session.finish(failures.reusedRequestId(id, this.pending.has(id)));
+      return false;
+    }
+    const max = this.settings.limits.maxScatteredIds;
+    if (this.idsAbove.size >= max) {
+      this.session.finish(failures.scatteredRequestIds(max, this.idsUpTo + 1));
+      return false;
+    }
+    this.idsAbove.add(id);
+    return true;
+  }
+
+  private start(call: Call): void {
+    const { record, startedAt } = call;
+    const args = call.args;
+    call.args = null;
+    this.running++;
+    void answer(call.handler, args, new CallContext(record.name, record.id, call)).then((outcome) => {
+      this.running--;
+      if (call.settled) return; // timed out or the run ended: the answer is dropped
+      call.settled = true;
+      this.pending.delete(record.id);
+      this.deadlines.trim();
+      this.reply(record, call.kept, startedAt, outcome);
+    });
+  }
+
+  /** Starts the waiting calls, in order, while the guest's unread replies stay under the limit. */
+  private startWaiting(): void {
+    const max = this.settings.limits.maxUnreadChars;
+    while (this.unsent <= max && this.session.replying()) {
+      const call = this.waitingToStart.take();
+      if (call === undefined) return;
+      if (!call.settled) this.start(call); // a call that timed out while waiting never starts
+    }
+  }
+
+  private timedOut(call: Call): void {
+    const { id, name } = call.record;
+    call.settled = true;
+    this.pending.delete(id);
+    const ms = this.settings.limits.callTimeoutMs;
+    call.abort(new DOMException(`the call to ${JSON.stringify(name)} timed out after ${ms} ms`, "TimeoutError"));
+    call.args = null;
+    this.reply(call.record, call.kept, call.startedAt, Outcome.failure(HostReplyCode.CallTimedOut, `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); the call may have run, so its effects are unknown`));
+  }
+
+  private reply(record: CallRecord, kept: boolean, startedAt: number, outcome: Outcome): void {
+    if (!this.session.replying()) return;
+    let line = replyLine(record.id, outcome);
+    const { maxReplyBytes: max, maxCallPayloadChars } = this.settings.limits;
+    if (line === undefined || tooLong(line, max)) {
+      const why = line === undefined ? "could not be encoded (it is too large for JSON.stringify)" : `is ${Buffer.byteLength(line)} bytes, over the ${max}-byte limit (limits.maxReplyBytes)`;
+      outcome = Outcome.failure(HostReplyCode.CapabilityFailed, `the answer to ${JSON.stringify(record.name)} ${why}; it was not sent`);
+      line = replyLine(record.id, outcome)!;
+    }
+    if (kept) {
+      record.status = outcome.status;
+      if (this.payloadChars + line.length > maxCallPayloadChars) {
+        record.outcomeDropped = true;
+        if (record.argumentsDropped !== true) this.droppedPayloads++;
+      } else {
+        this.payloadChars += line.length;
+        record.outcome = outcome;
+      }
+    }
+    record.durationMs = this.session.now() - startedAt;
+    this.session.send(line);
+  }
+
+  /** Gives up every call not yet answered: running handlers are aborted, waiting ones never start; none gets a reply. */
+  dropPending(why: string): void {
+    for (const call of this.pending.values()) {
+      call.settled = true;
+      call.record.durationMs = this.session.now() - call.startedAt;
+      call.abort(new DOMException(`${why} before ${JSON.stringify(call.record.name)} was answered`, "AbortError"));
+    }
+    this.pending.clear();
+    this.deadlines.clear();
+    this.waitingToStart.clear();
+  }
+}
+
+/** Whether `line` is over `max` UTF-8 bytes, counting bytes only when the length alone cannot tell. */
+function tooLong(line: string, max: number): boolean {
+  if (line.length > max) return true;
+  if (line.length * 3 <= max) return false;
+  return Buffer.byteLength(line) > max;
+}

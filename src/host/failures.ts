@@ -1,0 +1,185 @@
+/**
+ * Every run-level failure the host reports (a {@link HostFailure}: its code and its message), for the
+ * session, runGuest and runCode alike: the wording a host's user reads lives here, in one file.
+ */
+import { clip, quotedExcerpt } from "../protocol/text.js";
+import { describeError } from "../protocol/errors.js";
+import { PROTOCOL } from "../protocol/frames.js";
+import { HostFailureCode } from "./codes.js";
+import type { HostFailure, RunDetails } from "./types.js";
+
+// Before the guest runs (runGuest, runCode).
+
+export function abortedBeforeStart(reason: unknown): HostFailure {
+  return { code: HostFailureCode.Aborted, message: `the host aborted the run before the guest was started (${describeError(reason)})` };
+}
+
+export function sandboxUnavailable(reason: string): HostFailure {
+  return { code: HostFailureCode.SandboxUnavailable, message: `the guest was not started: a sandbox was required but ${reason}` };
+}
+
+export function spawnFailed(command: string, error: unknown): HostFailure {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const advice =
+    code === "ENOENT"
+      ? "; check that the program exists and is on PATH (no shell is used, so shell built-ins and aliases do not work)"
+      : code === "EACCES"
+        ? "; check that the file is executable"
+        : "";
+  return { code: HostFailureCode.SpawnFailed, message: `could not start ${JSON.stringify(command)}: ${describeError(error)}${advice}` };
+}
+
+export function codeNotCompiled(problem: string): HostFailure {
+  return { code: HostFailureCode.CompileError, message: `the code was not run: ${problem}` };
+}
+
+export function compiledCodeNotWritten(error: unknown): HostFailure {
+  return { code: HostFailureCode.SpawnFailed, message: `could not write the compiled code for the runner: ${describeError(error)}` };
+}
+
+// The host's own side: its signal, its deadlines, its own faults.
+
+export function aborted(reason: unknown): HostFailure {
+  return { code: HostFailureCode.Aborted, message: `the host aborted the run (${describeError(reason)})` };
+}
+
+export function helloTimedOut(ms: number): HostFailure {
+  return {
+    code: HostFailureCode.HelloTimeout,
+    message: `the guest did not say hello within ${ms} ms (limits.helloTimeoutMs); is it a protocol 1 guest that calls serve()?`,
+  };
+}
+
+export function runTimedOut(ms: number): HostFailure {
+  const message = `the guest did not finish within ${ms} ms (limits.runTimeoutMs); the run was stopped`;
+  return { code: HostFailureCode.RunTimeout, message };
+}
+
+/** The session engine itself threw (a bug): reported, never a hang. */
+export function engineFailed(error: unknown): HostFailure {
+  return { code: HostFailureCode.NoResult, message: `the host engine failed: ${describeError(error)}` };
+}
+
+/** runGuest's own code threw around the session (a bug): reported, never a rejection. */
+export function hostFailed(error: unknown): HostFailure {
+  return { code: HostFailureCode.NoResult, message: `the host failed: ${describeError(error)}` };
+}
+
+// What the guest wrote.
+
+export function protocolMismatch(protocol: number, sdk: string | undefined): HostFailure {
+  const who = sdk === undefined ? "the guest" : `the guest (${sdk})`;
+  return {
+    code: HostFailureCode.ProtocolMismatch,
+    message:
+      `${who} speaks protocol ${protocol}, but this host speaks protocol ${PROTOCOL}; the guest was not invoked. ` +
+      `Run it with a host for protocol ${protocol}, or rebuild it with a protocol ${PROTOCOL} runtime (@posoco/ears 0.x)`,
+  };
+}
+
+function violation(message: string): HostFailure {
+  return { code: HostFailureCode.ProtocolViolation, message };
+}
+
+export function wroteAfterResult(line: string): HostFailure {
+  return violation(`the guest wrote after its result: ${quote(line)}`);
+}
+
+export function notAFrame(reason: string, line: string): HostFailure {
+  return violation(`the guest wrote a line that is not a protocol 1 frame (${reason}): ${quote(line)}`);
+}
+
+export function firstFrameNotHello(type: string, line: string): HostFailure {
+  return violation(`the guest's first frame must be hello, but it sent a ${JSON.stringify(type)} frame: ${quote(line)}`);
+}
+
+export function secondHello(line: string): HostFailure {
+  return violation(`the guest said hello a second time: ${quote(line)}`);
+}
+
+export function hostFrameFromGuest(type: string, line: string): HostFailure {
+  return violation(
+    `the guest sent a ${JSON.stringify(type)} frame, which only a host sends ` +
+      `(a guest sends hello, request, log and result): ${quote(line)}`,
+  );
+}
+
+export function reusedRequestId(id: number, stillInFlight: boolean): HostFailure {
+  const when = stillInFlight ? "while that call was still in flight" : "after that call was answered";
+  return violation(`the guest reused request id ${id} ${when} (ids must be unique in a run)`);
+}
+
+export function scatteredRequestIds(max: number, lowestUnused: number): HostFailure {
+  return violation(
+    `the guest's request ids are too scattered to check that they are unique: ${max} ids above ${lowestUnused}, ` +
+      `the lowest id not yet used (limits.maxScatteredIds); count ids up from 1`,
+  );
+}
+
+export function malformedFraming(reason: string): HostFailure {
+  return violation(`the guest's output is not valid protocol 1 framing (${reason})`);
+}
+
+export function frameTooLarge(reason: string): HostFailure {
+  const message = `the guest wrote a frame over the size cap: ${reason} (limits.maxFrameBytes); the run was stopped`;
+  return { code: HostFailureCode.FrameTooLarge, message };
+}
+
+// The guest's output ending early (runGuest refines these with the child's exit: see endedEarly).
+
+/** The output ended cleanly before hello or before the result; `sendError` is a failed write to the guest, if any. */
+export function outputEnded(saidHello: boolean, sendError: unknown): HostFailure {
+  const written = sendError === undefined ? "" : `; writing to the guest had failed too (${describeError(sendError)})`;
+  return saidHello
+    ? { code: HostFailureCode.NoResult, message: `the guest's output ended before it sent a result${written}` }
+    : { code: HostFailureCode.NoHello, message: `the guest's output ended before it said hello${written}` };
+}
+
+export function truncatedFrame(afterResult: boolean, reason: string): HostFailure {
+  const after = afterResult ? " after its result" : "";
+  return violation(`the guest's output ended in the middle of a frame${after} (${reason})`);
+}
+
+export function readFailed(saidHello: boolean, reason: string): HostFailure {
+  return { code: saidHello ? HostFailureCode.NoResult : HostFailureCode.NoHello, message: `reading the guest's output failed: ${reason}` };
+}
+
+/**
+ * runGuest: the output ended early and the child then exited on its own. A bad status is the real story
+ * (GuestCrashed); a clean one is added to `failure`. Either way the stderr line that says what went wrong is quoted.
+ */
+export function endedEarly(failure: HostFailure, exit: NonNullable<RunDetails["exit"]>, stderr: string, saidHello: boolean): HostFailure {
+  const crashed = exit.signal !== null || (exit.code !== null && exit.code !== 0);
+  const status = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${exit.code}`;
+  const hint = stderrHint(stderr);
+  const stage = saidHello ? "before it sent a result" : "before it said hello";
+  if (crashed) return { code: HostFailureCode.GuestCrashed, message: `the guest crashed (${status}) ${stage}${hint}` };
+  return { code: failure.code, message: `${failure.message}; the guest exited with ${status}${hint}` };
+}
+
+// An error's header line as Node prints it: "Error: boom", "TypeError: x", "Error [ERR_MODULE_NOT_FOUND]: ...".
+const ERROR_HEADER = /^(?:Uncaught )?(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[[^\]]+\])?: /;
+// What Node prints after the error: stack frames, the error's own properties, its version, advice.
+const TRAILER = /^(?:\s+at |\s+\w+: |\s*[{}]$|Node\.js v\d|\(Use `node --trace)/;
+
+/**
+ * The line of the guest's stderr that says what went wrong: the last error header when there is one
+ * (Node ends a crash with the stack, the error's properties and "Node.js v20…", none of which say what
+ * happened), else the last line that is not such trailer.
+ */
+function stderrHint(text: string): string {
+  const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "");
+  if (lines.length === 0) return "; its stderr is empty";
+  const header = lines.findLast((line) => ERROR_HEADER.test(line));
+  if (header !== undefined) return `; its stderr reports: ${quotedStderrLine(header)}`;
+  return `; its stderr ends with: ${quotedStderrLine(lines.findLast((line) => !TRAILER.test(line)) ?? lines.at(-1)!)}`;
+}
+
+function quotedStderrLine(line: string): string {
+  return JSON.stringify(clip(line, 300));
+}
+
+/** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */
+function quote(line: string): string {
+  return quotedExcerpt(line, 200);
+}

@@ -1,0 +1,300 @@
+/**
+ * The host's side of one protocol 1 session, over any wire: the phases (hello, running, draining, done),
+ * the read loop and its gates, and each guest frame taken in turn. It waits for `hello`, refuses a protocol
+ * other than 1, sends `invoke`, hands each `request` to call admission, forwards `log` frames, and ends at
+ * `result`. Every way a session can go wrong ends in a report; the promise never rejects and no timer outlives it.
+ */
+import { performance } from "node:perf_hooks";
+import { describeError, TransportError } from "../protocol/errors.js";
+import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type LogFrame } from "../protocol/frames.js";
+import type { Outcome } from "../protocol/outcome.js";
+import { frameSender, type Wire } from "../wires/wire.js";
+import { CallAdmission, type CallSession } from "./call-admission.js";
+import * as failures from "./failures.js";
+import { LogBook } from "./log-book.js";
+import { runReport } from "./report.js";
+import type { HostSettings } from "./settings.js";
+import type { HostFailure, RunReport } from "./types.js";
+import { UserCallbacks } from "./user-callbacks.js";
+
+/** @internal How a caller (runHost, runGuest) plugs into a session. */
+export interface SessionHooks {
+  /** `performance.now()` when the run began (deadlines and timestamps count from it). */
+  startedAt: number;
+  /** After the result, how long to wait for the guest's output to end; Infinity when the caller bounds it. */
+  closeGraceMs: number;
+  /** The result arrived and the host will send nothing more (runGuest closes the child's stdin here). */
+  resultReceived?(): void;
+  /** The session is over: release the wire. Called once, before the report is delivered. */
+  release(failure: HostFailure | undefined): void;
+}
+
+/** @internal A session's report plus what runGuest needs to tell a crash from a clean exit. */
+export interface SessionResult {
+  report: RunReport;
+  /** The failure came from the guest's output ending (EOF, truncated frame, read error): a crash, if the process died. */
+  endOfStream: boolean;
+}
+
+/** @internal Runs one session. Never rejects. */
+export function hostSession(wire: Wire, settings: HostSettings, hooks: SessionHooks): Promise<SessionResult> {
+  return new HostSession(wire, settings, hooks).run();
+}
+
+type Phase = "hello" | "running" | "draining" | "done";
+
+class HostSession implements CallSession {
+  private phase: Phase = "hello";
+  private resolve!: (result: SessionResult) => void;
+  private hello: RunReport["hello"];
+  private outcome: Outcome | undefined;
+  private readonly logs: LogBook;
+  private readonly calls: CallAdmission;
+  private sendError: unknown;
+  /** Wakes the read loop once the guest has taken enough of what was sent, or the run is over. */
+  private resumeReading: (() => void) | undefined;
+  /** What the last guest line's onFrame returned when it asked the read loop to wait (back-pressure). */
+  private frameGate: PromiseLike<unknown> | undefined;
+  private helloTimer: ReturnType<typeof setTimeout> | undefined;
+  private runTimer: ReturnType<typeof setTimeout> | undefined;
+  private graceTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly callbacks = new UserCallbacks();
+  /** The wire's promise-free send, when it has one. */
+  private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
+  private readonly onAbort = () => {
+    if (this.phase === "draining") this.finish(undefined);
+    else this.finish(failures.aborted(this.settings.signal?.reason));
+  };
+
+  constructor(
+    private readonly wire: Wire,
+    private readonly settings: HostSettings,
+    private readonly hooks: SessionHooks,
+  ) {
+    this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes, settings.limits.maxLogEntryBytes);
+    this.calls = new CallAdmission(this, settings);
+    this.sendFrame = frameSender(wire);
+  }
+
+  run(): Promise<SessionResult> {
+    return new Promise((resolve) => {
+      this.resolve = resolve;
+      const { signal, limits } = this.settings;
+      if (signal?.aborted) {
+        this.onAbort();
+        return;
+      }
+      signal?.addEventListener("abort", this.onAbort, { once: true });
+      if (limits.helloTimeoutMs !== Infinity) {
+        const left = Math.max(0, limits.helloTimeoutMs - this.now());
+        this.helloTimer = setTimeout(() => this.finish(failures.helloTimedOut(limits.helloTimeoutMs)), left);
+      }
+      if (limits.runTimeoutMs !== Infinity) {
+        const left = Math.max(0, limits.runTimeoutMs - this.now());
+        this.runTimer = setTimeout(() => this.finish(failures.runTimedOut(limits.runTimeoutMs)), left);
+      }
+      this.readLoop().catch((error: unknown) => {
+        // Not reached by design (every step below is guarded); kept so a bug cannot become a hang.
+        this.finish(failures.engineFailed(error));
+      });
+    });
+  }
+
+  /** A method, not an inline comparison: the phase changes across awaits, which narrowing cannot see. */
+  private over(): boolean {
+    return this.phase === "done";
+  }
+
+  now(): number {
+    return performance.now() - this.hooks.startedAt;
+  }
+
+  replying(): boolean {
+    return this.phase === "running";
+  }
+
+  private async readLoop(): Promise<void> {
+    while (!this.over()) {
+      if (this.calls.holdsReading()) {
+        // The guest is not reading its replies: read nothing more until it catches up.
+        await new Promise<void>((resolve) => (this.resumeReading = resolve));
+        continue;
+      }
+      let line: string | undefined;
+      try {
+        line = await this.wire.receive();
+      } catch (error) {
+        this.readFailed(error);
+        return;
+      }
+      if (this.over()) return;
+      if (line === undefined) {
+        this.outputEnded();
+        return;
+      }
+      this.take(line);
+      if (this.frameGate !== undefined) await this.passFrameGate();
+    }
+  }
+
+  /** Waits until the promise onFrame returned settles, or the run is over (spurious wake-ups re-check). */
+  private async passFrameGate(): Promise<void> {
+    const gate = this.frameGate!;
+    this.frameGate = undefined;
+    let open = false;
+    const opened = () => {
+      open = true;
+      this.wakeReader();
+    };
+    try {
+      gate.then(opened, opened);
+    } catch {
+      return; // a user's thenable whose then() throws holds nothing
+    }
+    while (!open && !this.over()) await new Promise<void>((resolve) => (this.resumeReading = resolve));
+  }
+
+  private take(line: string): void {
+    if (this.settings.onFrame !== undefined) {
+      this.callbacks.run("onFrame", () => {
+        const gate = this.settings.onFrame?.("guest", line);
+        if (isThenable(gate)) this.frameGate = gate;
+      });
+    }
+    if (this.phase === "draining") {
+      this.finish(failures.wroteAfterResult(line));
+      return;
+    }
+    const decoded = decodeLine(line);
+    if (!("frame" in decoded)) {
+      this.finish(failures.notAFrame(decoded.reason, line));
+      return;
+    }
+    const { frame } = decoded;
+    if (this.phase === "hello") {
+      if (frame.type === "hello") this.takeHello(frame);
+      else this.finish(failures.firstFrameNotHello(frame.type, line));
+      return;
+    }
+    switch (frame.type) {
+      case "request":
+        this.calls.take(frame, line.length);
+        return;
+      case "log":
+        this.takeLog(frame);
+        return;
+      case "result":
+        this.takeResult(frame.outcome);
+        return;
+      case "hello":
+        this.finish(failures.secondHello(line));
+        return;
+      default:
+        this.finish(failures.hostFrameFromGuest(frame.type, line));
+    }
+  }
+
+  private takeHello(frame: HelloFrame): void {
+    clearTimeout(this.helloTimer);
+    this.hello = frame.sdk === undefined ? { protocol: frame.protocol } : { protocol: frame.protocol, sdk: frame.sdk };
+    if (frame.protocol !== PROTOCOL) {
+      this.finish(failures.protocolMismatch(frame.protocol, frame.sdk));
+      return;
+    }
+    this.phase = "running";
+    this.send(encodeFrame({ type: "invoke", protocol: PROTOCOL, allowed: this.settings.allowed, input: this.settings.input }));
+  }
+
+  private takeLog(frame: LogFrame): void {
+    const entry = { level: frame.level, content: frame.content, atMs: this.now() };
+    this.callbacks.run("onLog", () => this.settings.onLog?.(entry));
+    this.logs.add(entry);
+  }
+
+  private takeResult(outcome: Outcome): void {
+    this.outcome = outcome;
+    this.phase = "draining";
+    clearTimeout(this.runTimer);
+    this.calls.dropPending("the guest sent its result");
+    try {
+      this.hooks.resultReceived?.();
+    } catch {
+      // A hook failing must not stop the session from ending.
+    }
+    if (this.hooks.closeGraceMs !== Infinity) this.graceTimer = setTimeout(() => this.finish(undefined), this.hooks.closeGraceMs);
+  }
+
+  private outputEnded(): void {
+    if (this.phase === "draining") this.finish(undefined);
+    else this.finish(failures.outputEnded(this.phase !== "hello", this.sendError), true);
+  }
+
+  private readFailed(error: unknown): void {
+    if (this.phase === "done") return;
+    const kind = error instanceof TransportError ? error.kind : "closed";
+    const reason = describeError(error);
+    if (kind === "oversized") this.finish(failures.frameTooLarge(reason));
+    else if (kind === "malformed") this.finish(failures.malformedFraming(reason));
+    else if (kind === "truncated") this.finish(failures.truncatedFrame(this.phase === "draining", reason), true);
+    else if (this.phase === "draining") this.finish(undefined);
+    else this.finish(failures.readFailed(this.phase !== "hello", reason), true);
+  }
+
+  send(line: string): void {
+    if (this.settings.onFrame !== undefined) this.callbacks.run("onFrame", () => this.settings.onFrame?.("host", line));
+    const cost = this.calls.sending(line.length);
+    const settled = (error?: unknown) => {
+      if (error !== undefined) this.sendError ??= error;
+      if (this.calls.sent(cost)) this.wakeReader();
+    };
+    if (this.sendFrame !== undefined) {
+      this.sendFrame(line, settled);
+      return;
+    }
+    try {
+      this.wire.send(line).then(() => settled(), (error: unknown) => settled(error ?? new Error("the send failed")));
+    } catch (error) {
+      settled(error ?? new Error("the send failed"));
+    }
+  }
+
+  private wakeReader(): void {
+    const resume = this.resumeReading;
+    this.resumeReading = undefined;
+    resume?.();
+  }
+
+  finish(failure: HostFailure | undefined, endOfStream = false): void {
+    if (this.phase === "done") return;
+    this.phase = "done";
+    clearTimeout(this.helloTimer);
+    clearTimeout(this.runTimer);
+    clearTimeout(this.graceTimer);
+    this.settings.signal?.removeEventListener("abort", this.onAbort);
+    this.calls.dropPending("the run ended");
+    this.wakeReader();
+    try {
+      this.hooks.release(failure);
+    } catch {
+      // Releasing is best effort.
+    }
+    const report = runReport({
+      outcome: this.outcome,
+      failure,
+      hello: this.hello,
+      logs: this.logs.list(),
+      droppedLogs: this.logs.dropped,
+      droppedLogBytes: this.logs.droppedBytes,
+      calls: this.calls.records,
+      droppedCalls: this.calls.droppedRecords,
+      droppedCallPayloads: this.calls.droppedPayloads,
+      durationMs: this.now(),
+    });
+    this.resolve({ report, endOfStream: failure !== undefined && endOfStream });
+  }
+}
+
+/** True for a promise or any object with a `then` method (what onFrame returns to ask for back-pressure). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as PromiseLike<unknown>).then === "function";
+}

@@ -1,7 +1,8 @@
 /** `ears replay <transcript.ndjson> [options] -- <command> [args...]`: replay a recording against a guest. */
 import { resolve } from "node:path";
 import { describeError } from "../protocol/errors.js";
-import { recordingOf, replayGuestCommand, RecordingError, type Recording } from "../transcripts/replay.js";
+import { recordingOf, RecordingError, type Recording } from "../transcripts/recording.js";
+import { replayGuestCommand } from "../transcripts/replay.js";
 import { readTranscript, TranscriptError } from "../transcripts/transcript.js";
 import { REPLAY_HELP } from "./help.js";
 import { endGuestStderrLine, ExitStatus, guestStderrPrinter, logPrinter, oneLine, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";

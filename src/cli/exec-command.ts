@@ -4,9 +4,9 @@ import { resolve } from "node:path";
 import { runCode, type RunReport } from "../host/index.js";
 import { describeError } from "../protocol/errors.js";
 import { EXEC_HELP } from "./help.js";
-import { ExitStatus, type CliIo } from "./report-output.js";
+import { ExitStatus } from "./report-output.js";
 import { hostOptionsOf, reportRun, RUN_OPTIONS } from "./run-command.js";
-import { parseCommandLine, UsageError } from "./usage.js";
+import { subcommand, UsageError } from "./usage.js";
 
 const EXEC_OPTIONS = {
   ...RUN_OPTIONS,
@@ -16,12 +16,7 @@ const EXEC_OPTIONS = {
 } as const;
 
 /** Runs `ears exec` with `argv` (the words after "exec"); resolves with the exit status. Throws {@link UsageError}. */
-export async function execCommand(argv: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals, sawSeparator } = parseCommandLine("exec", argv, EXEC_OPTIONS);
-  if (values.help) {
-    io.stdout.write(EXEC_HELP);
-    return ExitStatus.Success;
-  }
+export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ values, positionals, sawSeparator }, io) => {
   if (positionals.length > 0 || sawSeparator) {
     throw new UsageError(`ears exec runs a code body, not a command; give it with --code '<body>' or --code-file <path> (for a program, use ears run -- <command>)`);
   }
@@ -38,7 +33,7 @@ export async function execCommand(argv: readonly string[], io: CliIo): Promise<n
     return ExitStatus.SessionError;
   }
   return reportRun(await running, values, io, host.recorder);
-}
+});
 
 /** The body from --code or --code-file: exactly one of them. */
 function codeOf(code: string | undefined, file: string | undefined, cwd: string): string {

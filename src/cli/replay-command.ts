@@ -1,20 +1,16 @@
 /** `ears replay <transcript.ndjson> [options] -- <command> [args...]`: replay a recording against a guest. */
 import { resolve } from "node:path";
 import { describeError } from "../protocol/errors.js";
-import { recordingOf, replayGuestCommand, RecordingError, type Recording } from "../transcripts/replay.js";
-import { readTranscript, TranscriptError } from "../transcripts/transcript.js";
+import { loadRecording, RecordingError, type Recording } from "../transcripts/recording.js";
+import { replayGuestCommand } from "../transcripts/replay.js";
+import { TranscriptError } from "../transcripts/transcript.js";
 import { REPLAY_HELP } from "./help.js";
-import { endGuestStderrLine, ExitStatus, guestStderrPrinter, logPrinter, oneLine, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import { endGuestStderrLine, ExitStatus, guestStderrPrinter, logPrinter, oneLine, printJson, printNotes, printOutcome } from "./report-output.js";
 import { finishRecording, guestCommand, inFlagTerms, limitsOf, printSandboxNote, sandboxOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
-import { parseCommandLine, UsageError } from "./usage.js";
+import { subcommand, UsageError } from "./usage.js";
 
 /** Runs `ears replay` with `argv` (the words after "replay"); resolves with the exit status. Throws {@link UsageError}. */
-export async function replayCommand(argv: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals, command } = parseCommandLine("replay", argv, SESSION_OPTIONS);
-  if (values.help) {
-    io.stdout.write(REPLAY_HELP);
-    return ExitStatus.Success;
-  }
+export const replayCommand = subcommand("replay", SESSION_OPTIONS, REPLAY_HELP, async ({ values, positionals, command }, io) => {
   const [transcript, ...extra] = positionals;
   if (transcript === undefined) {
     throw new UsageError("no transcript; e.g. ears replay run.ndjson -- node guest.mjs (see ears replay --help)");
@@ -22,7 +18,7 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   const guest = guestCommand("replay", extra, command);
   const limits = limitsOf(values);
   const sandbox = sandboxOf(values, io.cwd);
-  const recording = await loadRecording(resolve(io.cwd, transcript), transcript);
+  const recording = await openRecording(resolve(io.cwd, transcript), transcript);
   const recorder = startRecording(values.record, io.cwd);
   const replayed = await replayGuestCommand(
     recording,
@@ -48,11 +44,12 @@ export async function replayCommand(argv: readonly string[], io: CliIo): Promise
   if (!recorded || !printed) return ExitStatus.SessionError;
   if (replayed.ok) return ExitStatus.Success;
   return report.failure !== undefined && !replayed.stopped ? ExitStatus.SessionError : ExitStatus.GuestFailure;
-}
+});
 
-async function loadRecording(path: string, shown: string): Promise<Recording> {
+/** The recording in the transcript file at `path` (given as `shown`); every way it can fail is a usage error. */
+async function openRecording(path: string, shown: string): Promise<Recording> {
   try {
-    return recordingOf(await readTranscript(path));
+    return await loadRecording(path);
   } catch (error) {
     if (error instanceof TranscriptError) throw new UsageError(error.message);
     if (error instanceof RecordingError) throw new UsageError(`${shown} cannot be replayed: ${error.message}`);

@@ -10,7 +10,7 @@ import { loadCapabilityModule } from "./capability-module.js";
 import { RUN_HELP } from "./help.js";
 import { endGuestStderrLine, exitStatusOf, ExitStatus, guestStderrPrinter, logPrinter, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
-import { parseCommandLine, parseInput, parseNameList, parseSeconds, UsageError } from "./usage.js";
+import { parseInput, parseNameList, parseSeconds, subcommand, UsageError } from "./usage.js";
 
 /** Options shared by `ears run` and `ears replay`. */
 export const SESSION_OPTIONS = {
@@ -37,17 +37,12 @@ export const RUN_OPTIONS = {
 } as const;
 
 /** Runs `ears run` with `argv` (the words after "run"); resolves with the exit status. Throws {@link UsageError}. */
-export async function runCommand(argv: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals, command } = parseCommandLine("run", argv, RUN_OPTIONS);
-  if (values.help) {
-    io.stdout.write(RUN_HELP);
-    return ExitStatus.Success;
-  }
+export const runCommand = subcommand("run", RUN_OPTIONS, RUN_HELP, async ({ values, positionals, command }, io) => {
   const guest = guestCommand("run", positionals, command);
   const host = await hostOptionsOf(values, io);
   const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
   return reportRun(report, values, io, host.recorder);
-}
+});
 
 /** The command-line options every run of a guest takes (`ears run`, `ears exec`). */
 export type HostValues = {

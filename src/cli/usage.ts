@@ -1,12 +1,13 @@
 /**
  * Command-line parsing for `ears`: node:util parseArgs in strict mode, the guest command after `--`,
- * and usage errors that say what was wrong and where to look (exit status 64).
+ * `--help`, and usage errors that say what was wrong and where to look (exit status 64).
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { describeError } from "../protocol/errors.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
+import { ExitStatus, type CliIo } from "./report-output.js";
 
 /** A mistake in how `ears` was called. Printed as `ears: <message>` with exit status 64. */
 export class UsageError extends Error {
@@ -26,6 +27,32 @@ export interface CommandLine<Values> {
   sawSeparator: boolean;
 }
 
+/** The option values parseArgs finds for `Spec`. */
+export type OptionValues<Spec extends OptionSpec> = ReturnType<typeof parseArgs<StrictConfig<Spec>>>["values"];
+
+type StrictConfig<Spec extends OptionSpec> = { options: Spec; allowPositionals: true; strict: true };
+
+/**
+ * An `ears` subcommand, as `(argv, io) => exit status`: parses `argv` with {@link parseCommandLine} and
+ * answers `--help` (or `-h`) before `--` with `help` on stdout, so `run` sees only a command to carry out.
+ * Throws {@link UsageError}.
+ */
+export function subcommand<const Spec extends OptionSpec & { help: { type: "boolean" } }>(
+  command: string,
+  options: Spec,
+  help: string,
+  run: (line: CommandLine<OptionValues<Spec>>, io: CliIo) => Promise<number>,
+): (argv: readonly string[], io: CliIo) => Promise<number> {
+  return async (argv, io) => {
+    const line = parseCommandLine(command, argv, options);
+    if ((line.values as { help?: boolean }).help) {
+      io.stdout.write(help);
+      return ExitStatus.Success;
+    }
+    return run(line, io);
+  };
+}
+
 /**
  * Parses `argv` (without the subcommand) for `command`. Everything after the first `--` belongs to the
  * guest and is never parsed as an option. Throws {@link UsageError} for unknown options (with the
@@ -35,7 +62,7 @@ export function parseCommandLine<const Spec extends OptionSpec>(
   command: string,
   argv: readonly string[],
   options: Spec,
-): CommandLine<ReturnType<typeof parseArgs<{ options: Spec; allowPositionals: true; strict: true }>>["values"]> {
+): CommandLine<OptionValues<Spec>> {
   const separator = argv.indexOf("--");
   const ours = separator < 0 ? argv : argv.slice(0, separator);
   let parsed;

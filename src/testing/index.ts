@@ -19,13 +19,10 @@ export {
   type TranscriptEntry,
 } from "../transcripts/transcript.js";
 export { replay, type ReplayTarget } from "./replay.js";
+export { recordingOf, RecordingError, type Recording, type RecordedExchange } from "../transcripts/recording.js";
 export {
   replayHost,
-  recordingOf,
-  RecordingError,
   REPLAY_DIVERGED,
-  type Recording,
-  type RecordedExchange,
   type ReplayOptions,
   type ReplayReport,
   type ReplayMatched,

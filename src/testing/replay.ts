@@ -5,15 +5,8 @@
  */
 import type { GuestProgram } from "../guest/serve.js";
 import type { TranscriptEntry } from "../transcripts/transcript.js";
-import {
-  loadRecording,
-  replayGuestCommand,
-  replayHost,
-  type Recording,
-  type ReplayCommand,
-  type ReplayOptions,
-  type ReplayReport,
-} from "../transcripts/replay.js";
+import { loadRecording, type Recording } from "../transcripts/recording.js";
+import { replayGuestCommand, replayHost, type ReplayCommand, type ReplayOptions, type ReplayReport } from "../transcripts/replay.js";
 import { testGuest } from "./test-guest.js";
 
 /** What to replay against: a guest program in this process, or a command run as a child process. */

@@ -1,6 +1,7 @@
+import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { cliInProcess } from "../helpers/cli-in-process.js";
-import { parseNameList, parseSeconds, UsageError } from "../../src/cli/usage.js";
+import { parseNameList, parseSeconds, subcommand, UsageError } from "../../src/cli/usage.js";
 
 /** Runs the CLI in this process with captured output (only for paths that stop before starting a guest). */
 const cli = (...argv: string[]) => cliInProcess(argv);
@@ -58,5 +59,40 @@ describe("option values", () => {
     for (const bad of ["", "abc", "1s", "-2", "0", "1e999", "Infinity", "0x10"]) {
       expect(() => parseSeconds("timeout", bad)).toThrow(UsageError);
     }
+  });
+});
+
+describe("subcommand", () => {
+  const OPTIONS = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
+  const seen: { json?: boolean; command: string[] }[] = [];
+  const command = subcommand("try", OPTIONS, "try: help text\n", async ({ values, command }) => {
+    seen.push({ json: values.json, command });
+    return 3;
+  });
+  const io = () => {
+    const stdout = new PassThrough();
+    let out = "";
+    stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    return { io: { stdout, stderr: new PassThrough(), cwd: process.cwd() }, printed: () => out };
+  };
+
+  it("answers --help or -h with the help text and exit status 0, without running the command", async () => {
+    for (const flag of ["--help", "-h"]) {
+      const { io: streams, printed } = io();
+      expect(await command(["--json", flag, "--", "node"], streams)).toBe(0);
+      expect(printed()).toBe("try: help text\n");
+    }
+    expect(seen).toEqual([]);
+  });
+
+  it("runs the command with the parsed line otherwise; --help after -- is the guest's", async () => {
+    const { io: streams, printed } = io();
+    expect(await command(["--json", "--", "node", "--help"], streams)).toBe(3);
+    expect(seen).toEqual([{ json: true, command: ["node", "--help"] }]);
+    expect(printed()).toBe("");
+  });
+
+  it("refuses an unknown option before it looks at --help", async () => {
+    await expect(command(["--nope", "--help"], io().io)).rejects.toThrow("unknown option --nope; see ears try --help");
   });
 });

@@ -8,7 +8,7 @@ import type { Json } from "../../src/protocol/json.js";
 import { Outcome } from "../../src/protocol/outcome.js";
 import type { GuestProgram } from "../../src/guest/serve.js";
 import { jsonValue, outcome as anyOutcome } from "../../src/testing/arbitraries.js";
-import { recordingOf, RecordingError, REPLAY_DIVERGED } from "../../src/transcripts/replay.js";
+import { REPLAY_DIVERGED } from "../../src/transcripts/replay.js";
 import { replay } from "../../src/testing/replay.js";
 import { testGuest } from "../../src/testing/test-guest.js";
 import { recordTo, type TranscriptEntry } from "../../src/transcripts/transcript.js";
@@ -217,31 +217,5 @@ describe("replay", () => {
       }),
       { numRuns: 40 },
     );
-  });
-});
-
-describe("recordingOf refuses transcripts that cannot be replayed", () => {
-  const hello: TranscriptEntry = { from: "guest", frame: { type: "hello", protocol: 1 } };
-  const invoke: TranscriptEntry = { from: "host", frame: { type: "invoke", protocol: 1, allowed: [], input: null } };
-
-  it.each<[string, TranscriptEntry[], RegExp]>([
-    ["no invoke", [hello], /no invoke frame from the host/],
-    ["a second invoke", [hello, invoke, invoke], /entry 3 \(from host\) is a second invoke/],
-    ["a host line that is not JSON", [hello, { from: "host", text: "oops" }], /entry 2 \(from host\) is not a frame/],
-    ["an invalid host frame", [hello, { from: "host", frame: { type: "reply", id: 0 } }], /entry 2 \(from host\) is not a valid frame: reply.id/],
-    [
-      "a reply to a request never sent",
-      [hello, invoke, { from: "host", frame: { type: "reply", id: 7, outcome: { status: "success" } } }],
-      /entry 3 \(from host\) replies to request id 7/,
-    ],
-    ["a guest frame from the host", [hello, invoke, { from: "host", frame: { type: "log", content: "x" } }], /entry 3 \(from host\) is a log frame/],
-  ])("%s", (_name, entries, message) => {
-    expect(() => recordingOf(entries)).toThrow(RecordingError);
-    expect(() => recordingOf(entries)).toThrow(message);
-  });
-
-  it("skips guest lines that are not frames: they are where a recorded session broke", () => {
-    const recording = recordingOf([hello, invoke, { from: "guest", text: "Debugger listening" }, { from: "guest", frame: { type: "nope" } }]);
-    expect(recording).toEqual({ hello: hello.frame, invoke: invoke.frame, exchanges: [], result: undefined });
   });
 });

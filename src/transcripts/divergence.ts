@@ -37,7 +37,7 @@ export function requestDivergence(recording: Recording, index: number, request: 
   }
   const difference = firstDifference(expected.arguments, request.arguments, "arguments");
   if (difference === undefined) return undefined;
-  return `request #${number}: ${contrast(describeRequest(expected), `sent ${describeRequest(request)}`, difference)}`;
+  return `request #${number}: ${contrast(showRequest(expected), sent(showRequest(request)), difference)}`;
 }
 
 /** The divergence of a matching request the recording has no reply for: the replay cannot answer it. */
@@ -72,7 +72,7 @@ export function endDivergence(
   }
   if (expected !== undefined && actual !== undefined && !Outcome.equal(expected, actual)) {
     const difference = firstDifference(Outcome.toJson(expected), Outcome.toJson(actual));
-    return `result: ${contrast(describeOutcome(expected), `returned ${describeOutcome(actual)}`, difference)}`;
+    return `result: ${contrast(showOutcome(expected), returned(showOutcome(actual)), difference)}`;
   }
   return undefined;
 }
@@ -87,17 +87,39 @@ function firstDifference(expected: Json | undefined, actual: Json | undefined, p
 }
 
 /** Both versions, plus where they differ when a version had to be cut short to stay readable. */
-function contrast(expected: string, actual: string, difference: string | undefined): string {
-  const long = expected.includes("… (") || actual.includes("… (");
-  return `expected ${expected} but the guest ${actual}${long && difference !== undefined ? `; first difference at ${difference}` : ""}`;
+function contrast(expected: Shown, actual: Shown, difference: string | undefined): string {
+  const cut = expected.cut || actual.cut;
+  return `expected ${expected.text} but the guest ${actual.text}${cut && difference !== undefined ? `; first difference at ${difference}` : ""}`;
+}
+
+/** Text for a message, and whether it was cut short (then the message also says where the values differ). */
+interface Shown {
+  text: string;
+  cut: boolean;
+}
+
+function shown(prefix: string, value: unknown): Shown {
+  const json = JSON.stringify(value);
+  return { text: `${prefix} ${excerpt(json, MAX_SHOWN_CHARS)}`, cut: json.length > MAX_SHOWN_CHARS };
+}
+
+const sent = ({ text, cut }: Shown): Shown => ({ text: `sent ${text}`, cut });
+const returned = ({ text, cut }: Shown): Shown => ({ text: `returned ${text}`, cut });
+
+function showRequest(request: RequestFrame): Shown {
+  return shown(request.name, request.arguments);
+}
+
+function showOutcome(outcome: Outcome): Shown {
+  const { status, ...rest } = Outcome.toJson(outcome);
+  if (outcome.status === "failure") delete rest.code;
+  return shown(`${status}${outcome.status === "failure" ? ` ${outcome.code}` : ""}`, rest);
 }
 
 function describeRequest(request: RequestFrame): string {
-  return `${request.name} ${excerpt(JSON.stringify(request.arguments), MAX_SHOWN_CHARS)}`;
+  return showRequest(request).text;
 }
 
 function describeOutcome(outcome: Outcome): string {
-  const { status, ...rest } = Outcome.toJson(outcome);
-  if (outcome.status === "failure") delete rest.code;
-  return `${status}${outcome.status === "failure" ? ` ${outcome.code}` : ""} ${excerpt(JSON.stringify(rest), MAX_SHOWN_CHARS)}`;
+  return showOutcome(outcome).text;
 }

@@ -51,6 +51,13 @@ describe("the divergence of a request", () => {
     );
   });
 
+  it("adds no 'first difference' to short values that merely contain the cut marker's text", () => {
+    const marked: Recording = { ...recording, exchanges: [{ request: request(1, "read", { path: "a… (3 characters)" }) }] };
+    expect(requestDivergence(marked, 0, request(1, "read", { path: "b… (3 characters)" }))).toBe(
+      'request #1: expected read {"path":"a… (3 characters)"} but the guest sent read {"path":"b… (3 characters)"}',
+    );
+  });
+
   it("says how many requests the recording has when the guest makes one more", () => {
     expect(requestDivergence(recording, 2, request(3, "list", { all: true }))).toBe(
       'request #3: the recording has no more requests (it has 2), but the guest sent list {"all":true}',

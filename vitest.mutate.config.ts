@@ -5,11 +5,7 @@ import { defineConfig } from "vitest/config";
 // of src/ does not reach, so they would only add time.
 export default defineConfig({
   test: {
-    include: [
-      "test/{protocol,wires,contract,guest}/**/*.test.ts",
-      "test/testing/arbitraries.test.ts",
-      "test/host/run-host*.test.ts",
-    ],
+    include: ["test/{protocol,wires,contract,guest}/**/*.test.ts", "test/testing/arbitraries.test.ts", "test/host/run-host*.test.ts"],
     exclude: ["test/guest/spawned.test.ts", "test/protocol/schemas.test.ts", "test/protocol/vectors.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,

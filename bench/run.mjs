@@ -30,7 +30,10 @@ const SCENARIOS = [
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
-const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",");
+const only = args
+  .find((a) => a.startsWith("--only="))
+  ?.slice("--only=".length)
+  .split(",");
 const out = args.find((a) => a.startsWith("--out="))?.slice("--out=".length) ?? fileURLToPath(new URL("results.json", import.meta.url));
 const unknown = args.filter((a) => a !== "--quick" && !a.startsWith("--only=") && !a.startsWith("--out="));
 if (unknown.length > 0) {
@@ -58,7 +61,9 @@ const machine = {
 };
 const started = new Date();
 console.log(`@posoco/ears benchmark${quick ? " (--quick: small sizes, few repetitions; not for quoting)" : ""}`);
-console.log(`${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGB} GB, Node ${machine.node}, ${machine.platform}, load average ${machine.loadAverageAtStart.join(" ")}\n`);
+console.log(
+  `${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGB} GB, Node ${machine.node}, ${machine.platform}, load average ${machine.loadAverageAtStart.join(" ")}\n`,
+);
 
 const results = [];
 for (const [id, scenario] of SCENARIOS) {
@@ -72,9 +77,7 @@ for (const [id, scenario] of SCENARIOS) {
   console.log("");
 }
 
-const targets = results.flatMap((r) =>
-  r.targets.map((t) => ({ scenario: r.id, ...t, pass: compare(t.measured, t.op, t.required) })),
-);
+const targets = results.flatMap((r) => r.targets.map((t) => ({ scenario: r.id, ...t, pass: compare(t.measured, t.op, t.required) })));
 console.log("Targets (ratios and limits from issue 5, all measured in this run)");
 console.log(
   table(
@@ -88,12 +91,11 @@ for (const r of contexts) {
 }
 const passed = targets.filter((t) => t.pass).length;
 machine.loadAverageAtEnd = loadavg().map((n) => Number(n.toFixed(2)));
-console.log(`\n${passed} of ${targets.length} targets met; load average at end ${machine.loadAverageAtEnd.join(" ")}; ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s`);
-
-writeFileSync(
-  out,
-  `${JSON.stringify({ quick, startedAt: started.toISOString(), machine, scenarios: results, targets }, null, 2)}\n`,
+console.log(
+  `\n${passed} of ${targets.length} targets met; load average at end ${machine.loadAverageAtEnd.join(" ")}; ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s`,
 );
+
+writeFileSync(out, `${JSON.stringify({ quick, startedAt: started.toISOString(), machine, scenarios: results, targets }, null, 2)}\n`);
 console.log(`figures written to ${out}`);
 
 function compare(measured, op, required) {

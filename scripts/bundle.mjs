@@ -34,7 +34,13 @@ await bundle.write({
   minify: false,
   // The whole guest runtime in one chunk: the `.` entry then loads exactly two files.
   codeSplitting: {
-    groups: [{ name: "core", test: (id) => id.startsWith(dist) && !/^(host|testing|transcripts|openseek|cli)\/|^(protocol\/)?schemas\.js$/.test(id.slice(dist.length)) }],
+    groups: [
+      {
+        name: "core",
+        test: (id) =>
+          id.startsWith(dist) && !/^(host|testing|transcripts|openseek|cli)\/|^(protocol\/)?schemas\.js$/.test(id.slice(dist.length)),
+      },
+    ],
   },
 });
 await bundle.close();

@@ -40,7 +40,5 @@ console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped
 process.exit(failed > 0 || passed === 0 ? 1 : 0);
 
 function failedSuitesWithFailedTests(r) {
-  return (r.testResults ?? []).filter(
-    (s) => s.status === "failed" && (s.assertionResults ?? []).some((t) => t.status === "failed"),
-  ).length;
+  return (r.testResults ?? []).filter((s) => s.status === "failed" && (s.assertionResults ?? []).some((t) => t.status === "failed")).length;
 }

@@ -70,7 +70,9 @@ tools.implement({
   extra: () => "",
 });
 
-expectTypeOf(tools.describe()).toEqualTypeOf<{ name: string; description?: string; inputSchema: Record<string, unknown>; outputSchema?: Record<string, unknown> }[]>();
+expectTypeOf(tools.describe()).toEqualTypeOf<
+  { name: string; description?: string; inputSchema: Record<string, unknown>; outputSchema?: Record<string, unknown> }[]
+>();
 expectTypeOf(tools.names).toEqualTypeOf<readonly ("read" | "add")[]>();
 
 await runGuest({ command: process.execPath, capabilities });

@@ -34,7 +34,9 @@ if (served.status === "completed") expectTypeOf(served.outcome).toEqualTypeOf<Ou
 else expectTypeOf(served.error.message).toBeString();
 
 // testGuest's transcript holds frames: entry.frame.type type-checks (the README's example).
-expectTypeOf(tested.transcript.map((entry) => entry.frame.type)).toEqualTypeOf<("hello" | "invoke" | "request" | "log" | "result" | "reply")[]>();
+expectTypeOf(tested.transcript.map((entry) => entry.frame.type)).toEqualTypeOf<
+  ("hello" | "invoke" | "request" | "log" | "result" | "reply")[]
+>();
 const first = tested.transcript[0];
 if (first !== undefined && first.frame.type === "request") expectTypeOf(first.frame.name).toBeString();
 

@@ -80,7 +80,10 @@ describe("layering of src/", () => {
     for (const [file, text] of sourceFiles()) {
       if (layerOf(file) !== "wires") continue;
       for (const match of text.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*["']\.\.\/protocol\/frames\.js["']/g)) {
-        const names = match[1]!.split(",").map((name) => name.trim()).filter((name) => name !== "" && name !== "DEFAULT_MAX_FRAME_BYTES");
+        const names = match[1]!
+          .split(",")
+          .map((name) => name.trim())
+          .filter((name) => name !== "" && name !== "DEFAULT_MAX_FRAME_BYTES");
         if (names.length > 0) codecUse.push(`${file}: ${names.join(", ")}`);
       }
       if (/["']\{"type":/.test(text)) codecUse.push(`${file}: looks at frame text`);

@@ -9,10 +9,9 @@ import { reportPeakRss } from "./peak-rss.mjs";
 
 reportPeakRss();
 const server = new McpServer({ name: "bench-echo", version: "1.0.0" });
-server.registerTool(
-  "echo",
-  { description: "Returns its arguments", inputSchema: { i: z.number(), path: z.string() } },
-  async (args) => ({ content: [{ type: "text", text: "ok" }], structuredContent: args }),
-);
+server.registerTool("echo", { description: "Returns its arguments", inputSchema: { i: z.number(), path: z.string() } }, async (args) => ({
+  content: [{ type: "text", text: "ok" }],
+  structuredContent: args,
+}));
 await server.connect(new StdioServerTransport());
 if (process.argv.includes("ready-line")) process.stdout.write('{"ready":true}\n');

@@ -52,7 +52,8 @@ async function ears() {
     },
   });
   const wallMs = performance.now() - start;
-  if (!report.ok) throw new Error(`the guest run failed: ${JSON.stringify(report.failure ?? report.outcome).slice(0, 500)} ${report.stderr}`);
+  if (!report.ok)
+    throw new Error(`the guest run failed: ${JSON.stringify(report.failure ?? report.outcome).slice(0, 500)} ${report.stderr}`);
   if (mode === "result") {
     if (!Array.isArray(report.outcome.structured?.records)) throw new Error("the result lost its records");
     const built = report.logs.find((log) => log.content.startsWith("{"));

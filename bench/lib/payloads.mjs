@@ -15,9 +15,36 @@ export function random(seed) {
 
 // Mostly ASCII, with some 2-, 3- and 4-byte UTF-8 characters, like real tool output.
 const WORDS = [
-  "the", "file", "read", "line", "const", "value", "return", "import", "export", "function", "error",
-  "result", "module", "path", "async", "await", "host", "guest", "frame", "café", "naïve", "读取",
-  "文件", "🎉", "—", "Ωmega", "data", "index", "config", "test",
+  "the",
+  "file",
+  "read",
+  "line",
+  "const",
+  "value",
+  "return",
+  "import",
+  "export",
+  "function",
+  "error",
+  "result",
+  "module",
+  "path",
+  "async",
+  "await",
+  "host",
+  "guest",
+  "frame",
+  "café",
+  "naïve",
+  "读取",
+  "文件",
+  "🎉",
+  "—",
+  "Ωmega",
+  "data",
+  "index",
+  "config",
+  "test",
 ];
 
 const WORD_BYTES = WORDS.map((word) => Buffer.byteLength(word) + 1);
@@ -98,12 +125,15 @@ export function mixedStream(totalBytes, seed = 1) {
     if (roll < 0.4) {
       const args = { path: `src/module-${id % 97}/file-${id}.ts`, line: id % 500, recursive: rand() < 0.5 };
       const name = NAMES[id % NAMES.length];
-      size = add({ type: "request", id, name, arguments: args }, {
-        jsonrpc: "2.0",
-        id,
-        method: "tools/call",
-        params: { name, arguments: args },
-      });
+      size = add(
+        { type: "request", id, name, arguments: args },
+        {
+          jsonrpc: "2.0",
+          id,
+          method: "tools/call",
+          params: { name, arguments: args },
+        },
+      );
     } else if (roll < 0.85) {
       const content = text(rand, 40 + Math.floor(rand() * 360));
       const structured = rand() < 0.3 ? { size: Math.floor(rand() * 1e5), lines: Math.floor(rand() * 900) } : undefined;
@@ -112,11 +142,14 @@ export function mixedStream(totalBytes, seed = 1) {
     } else {
       const content = text(rand, 30 + Math.floor(rand() * 170));
       const level = rand() < 0.7 ? "info" : "debug";
-      size = add({ type: "log", level, content }, {
-        jsonrpc: "2.0",
-        method: "notifications/message",
-        params: { level, data: content },
-      });
+      size = add(
+        { type: "log", level, content },
+        {
+          jsonrpc: "2.0",
+          method: "notifications/message",
+          params: { level, data: content },
+        },
+      );
     }
     sinceBig += size;
   }

@@ -44,7 +44,11 @@ export function fmtSpread(summary) {
 /** Renders rows (arrays of strings) as a plain-text table with a header and aligned columns. */
 export function table(header, rows) {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i] ?? "").length)));
-  const line = (cells) => cells.map((c, i) => String(c ?? "").padEnd(widths[i])).join(" | ").trimEnd();
+  const line = (cells) =>
+    cells
+      .map((c, i) => String(c ?? "").padEnd(widths[i]))
+      .join(" | ")
+      .trimEnd();
   return [line(header), widths.map((w) => "-".repeat(w)).join("-|-"), ...rows.map(line)].join("\n");
 }
 

@@ -34,8 +34,18 @@ function runtimeContenders() {
   const runs = [
     ["node", [process.execPath], "ears-hello.mjs"],
     ...(tsx ? [["node --import tsx", [process.execPath, "--import", "tsx"], "ears-hello.ts"]] : []),
-    ...(bun ? [["bun", [bun], "ears-hello.mjs"], ["bun", [bun], "ears-hello.ts"]] : []),
-    ...(deno ? [["deno", [deno, "run", "-A"], "ears-hello.mjs"], ["deno", [deno, "run", "-A"], "ears-hello.ts"]] : []),
+    ...(bun
+      ? [
+          ["bun", [bun], "ears-hello.mjs"],
+          ["bun", [bun], "ears-hello.ts"],
+        ]
+      : []),
+    ...(deno
+      ? [
+          ["deno", [deno, "run", "-A"], "ears-hello.mjs"],
+          ["deno", [deno, "run", "-A"], "ears-hello.ts"],
+        ]
+      : []),
   ];
   return runs.map(([label, runtime, script]) => ({
     name: `${label}: ears guest ${script.slice(script.lastIndexOf("."))}`,
@@ -100,7 +110,8 @@ async function runGuestToHello(sandbox) {
     },
   });
   if (!report.ok || ms === undefined) throw new Error(`runGuest (sandbox: ${sandbox}) failed: ${report.failure?.message ?? report.stderr}`);
-  if ((report.sandbox !== null) !== sandbox) throw new Error(`runGuest (sandbox: ${sandbox}) ran ${report.sandbox === null ? "unconfined" : "sandboxed"}`);
+  if ((report.sandbox !== null) !== sandbox)
+    throw new Error(`runGuest (sandbox: ${sandbox}) ran ${report.sandbox === null ? "unconfined" : "sandboxed"}`);
   return ms;
 }
 
@@ -137,7 +148,12 @@ export async function coldStart({ quick }) {
     { name: "runGuest, unconfined: start to hello", sandbox: false },
     { name: "runGuest, sandboxed (bubblewrap): start to hello", sandbox: true },
   ];
-  const hosted = await alternate(hosts, repetitions, (c) => runGuestToHello(c.sandbox), (c) => runGuestToHello(c.sandbox));
+  const hosted = await alternate(
+    hosts,
+    repetitions,
+    (c) => runGuestToHello(c.sandbox),
+    (c) => runGuestToHello(c.sandbox),
+  );
   const [unconfined, sandboxed] = hosts.map((c) => ({ contender: c.name, unit: "ms", summary: summarize(hosted.samples[c.name]) }));
   rows.push(unconfined, sandboxed);
   // The hello under each runtime, alternated among themselves (issue 10: a cold-start row per runtime).
@@ -152,7 +168,12 @@ export async function coldStart({ quick }) {
     rows,
     targets: [
       { target: "cold start vs bare node", measured: rows[0].summary.median / rows[1].summary.median, op: "<=", required: 1.2 },
-      { target: "sandboxed vs unconfined cold start (runGuest)", measured: sandboxed.summary.median / unconfined.summary.median, op: "<=", required: 1.3 },
+      {
+        target: "sandboxed vs unconfined cold start (runGuest)",
+        measured: sandboxed.summary.median / unconfined.summary.median,
+        op: "<=",
+        required: 1.3,
+      },
     ],
   };
 }

@@ -8,7 +8,10 @@ import { MB, summarize } from "../lib/stats.mjs";
 export async function largePayload({ quick }) {
   const bytes = quick ? 10e6 : 50e6;
   const repetitions = quick ? 2 : 3;
-  const run = (mode, size = bytes) => () => runNode(hostScript("large-payload.mjs"), [mode, size]);
+  const run =
+    (mode, size = bytes) =>
+    () =>
+      runNode(hostScript("large-payload.mjs"), [mode, size]);
   const contenders = [
     { name: "result", label: "ears result (guest writes, host reads)", writer: "guest", run: run("result") },
     { name: "reply", label: "ears reply (host writes, guest reads)", writer: "host", run: run("reply") },
@@ -40,7 +43,11 @@ export async function largePayload({ quick }) {
   return {
     id: "large-payload",
     title: `6. Large payload: ${(bytes / MB).toFixed(0)} MB of structured JSON through real pipes`,
-    setup: { bytes, repetitions, frameBytes: { result: peaks.result.frameBytes, reply: peaks.reply.frameBytes, bare: peaks.bare.frameBytes } },
+    setup: {
+      bytes,
+      repetitions,
+      frameBytes: { result: peaks.result.frameBytes, reply: peaks.reply.frameBytes, bare: peaks.bare.frameBytes },
+    },
     rows,
     targets: [
       { target: "result: guest peak RSS / payload", measured: ratio(peaks.result.child), op: "<=", required: 4 },

@@ -43,7 +43,11 @@ export async function longFrames({ quick }) {
       { name: "MCP SDK ReadBuffer + deserializeMessage", run: (deadline) => mcpReadBuffer(input.mcp, deadline), budget: true },
       { name: "ndjson.parse + validateFrame", run: (deadline) => ndjsonParse(input.ears, deadline), budget: true },
       { name: "baseline split + JSON.parse", run: (deadline) => baselineSplitParse(input.ears, deadline), budget: true },
-      { name: "ears StreamWire framing only (no JSON.parse), informational", run: () => earsStreamWireLines(input.ears, Infinity), budget: false },
+      {
+        name: "ears StreamWire framing only (no JSON.parse), informational",
+        run: () => earsStreamWireLines(input.ears, Infinity),
+        budget: false,
+      },
     ];
     const deadline = (contender) => performance.now() + (contender.budget ? budgetMs : 120_000);
     const { samples, overBudget } = await alternate(contenders, repetitions, async (contender) => {

@@ -25,7 +25,12 @@ export async function roundTrip({ quick }) {
   }));
   for (const c of contenders) {
     const perCall = (key) => summarize(samples[c.name].filter((s) => s[key] !== undefined).map((s) => s[key] / calls));
-    rows.push({ contender: `${c.name}: CPU per call, ${c.parent} (parent)`, unit: "µs", summary: perCall("hostCpuUs"), note: "diagnostic" });
+    rows.push({
+      contender: `${c.name}: CPU per call, ${c.parent} (parent)`,
+      unit: "µs",
+      summary: perCall("hostCpuUs"),
+      note: "diagnostic",
+    });
     rows.push({ contender: `${c.name}: CPU per call, ${c.child}`, unit: "µs", summary: perCall("childCpuUs"), note: "diagnostic" });
   }
   const median = (i) => rows[i].summary.median;

@@ -18,7 +18,9 @@ const EXEC_OPTIONS = {
 /** Runs `ears exec` with `argv` (the words after "exec"); resolves with the exit status. Throws {@link UsageError}. */
 export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ values, positionals, sawSeparator }, io) => {
   if (positionals.length > 0 || sawSeparator) {
-    throw new UsageError(`ears exec runs a code body, not a command; give it with --code '<body>' or --code-file <path> (for a program, use ears run -- <command>)`);
+    throw new UsageError(
+      `ears exec runs a code body, not a command; give it with --code '<body>' or --code-file <path> (for a program, use ears run -- <command>)`,
+    );
   }
   const code = codeOf(values.code, values["code-file"], io.cwd);
   const host = await hostOptionsOf(values, io);

@@ -5,8 +5,26 @@ import { loadRecording, RecordingError, type Recording } from "../transcripts/re
 import { replayGuestCommand } from "../transcripts/replay.js";
 import { TranscriptError } from "../transcripts/transcript.js";
 import { REPLAY_HELP } from "./help.js";
-import { endGuestStderrLine, ExitStatus, guestStderrPrinter, logPrinter, oneLine, printJson, printNotes, printOutcome } from "./report-output.js";
-import { finishRecording, guestCommand, inFlagTerms, limitsOf, printSandboxNote, sandboxOf, SESSION_OPTIONS, startRecording } from "./run-command.js";
+import {
+  endGuestStderrLine,
+  ExitStatus,
+  guestStderrPrinter,
+  logPrinter,
+  oneLine,
+  printJson,
+  printNotes,
+  printOutcome,
+} from "./report-output.js";
+import {
+  finishRecording,
+  guestCommand,
+  inFlagTerms,
+  limitsOf,
+  printSandboxNote,
+  sandboxOf,
+  SESSION_OPTIONS,
+  startRecording,
+} from "./run-command.js";
 import { subcommand, UsageError } from "./usage.js";
 
 /** Runs `ears replay` with `argv` (the words after "replay"); resolves with the exit status. Throws {@link UsageError}. */

@@ -93,7 +93,9 @@ export function printOutcome(outcome: Outcome, stdout: Writable, stderr?: Writab
   try {
     pretty = JSON.stringify(outcome.structured, null, 2);
   } catch (error) {
-    (stderr ?? stdout).write(`ears: the result's structured value cannot be shown (${describeError(error)}); --json or --record keep it only if they can write it\n`);
+    (stderr ?? stdout).write(
+      `ears: the result's structured value cannot be shown (${describeError(error)}); --json or --record keep it only if they can write it\n`,
+    );
     return;
   }
   stdout.write(`${escapeJsonControls(pretty)}\n`);
@@ -133,7 +135,7 @@ const MAX_MESSAGE_CHARS = 4000;
  * when there is one (so a line start is never split from its line) and never inside a surrogate pair.
  */
 function writeInPieces(stream: Writable, text: string, format: (piece: string) => string): void {
-  for (let from = 0; from < text.length; ) {
+  for (let from = 0; from < text.length;) {
     let end = Math.min(from + PIECE_CHARS, text.length);
     if (end < text.length) {
       const newline = text.lastIndexOf("\n", end - 1);
@@ -174,7 +176,9 @@ export function printNotes(report: RunReportFields, stderr: Writable, quiet: boo
   }
   const tail = report.stderr ?? "";
   if (tail !== "" && quiet && report.failure !== undefined) {
-    const dropped = report.droppedStderrBytes ? ` (last ${Buffer.byteLength(tail)} bytes; ${report.droppedStderrBytes} earlier bytes dropped)` : "";
+    const dropped = report.droppedStderrBytes
+      ? ` (last ${Buffer.byteLength(tail)} bytes; ${report.droppedStderrBytes} earlier bytes dropped)`
+      : "";
     stderr.write(`ears: the guest's stderr${dropped}:\n`);
     const lines = new PrefixedLines(STDERR_PREFIX);
     writeInPieces(stderr, tail, (piece) => lines.format(piece));

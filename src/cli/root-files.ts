@@ -137,11 +137,17 @@ export async function rootFiles(root: string, options: RootFilesOptions = {}): P
             const info = await handle.stat();
             if (!info.isFile()) return Outcome.failure(FileFailureCode.NotAFile, `${path} is ${kindOf(info)}`);
             if (info.size > maxFileBytes) {
-              return Outcome.failure(FileFailureCode.FileTooLarge, `${path} has ${info.size} bytes; read returns files of up to ${maxFileBytes} bytes`);
+              return Outcome.failure(
+                FileFailureCode.FileTooLarge,
+                `${path} has ${info.size} bytes; read returns files of up to ${maxFileBytes} bytes`,
+              );
             }
             const bytes = await readAtMost(handle, maxFileBytes + 1, info.size);
             if (bytes.length > maxFileBytes) {
-              return Outcome.failure(FileFailureCode.FileTooLarge, `${path} grew past ${maxFileBytes} bytes while it was read; read returns files of up to ${maxFileBytes} bytes`);
+              return Outcome.failure(
+                FileFailureCode.FileTooLarge,
+                `${path} grew past ${maxFileBytes} bytes while it was read; read returns files of up to ${maxFileBytes} bytes`,
+              );
             }
             if (!isUtf8(bytes)) return Outcome.failure(FileFailureCode.NotUtf8, `${path} is not UTF-8 text; read returns text files only`);
             return Outcome.success(bytes.toString("utf8"));
@@ -163,10 +169,17 @@ export async function rootFiles(root: string, options: RootFilesOptions = {}): P
             } else {
               dirents = await readdir(real, { withFileTypes: true });
               // Best effort without /proc: the path must still name the opened directory after the listing.
-              if (!(await insideByIdentity(realRoot, handle, real))) return outsideRoot(path, "leads outside the root (it was changed while it was listed)");
+              if (!(await insideByIdentity(realRoot, handle, real)))
+                return outsideRoot(path, "leads outside the root (it was changed while it was listed)");
             }
             const entries: ListEntry[] = dirents
-              .map((d) => ({ name: d.name, type: d.isFile() ? "file" : d.isDirectory() ? "directory" : d.isSymbolicLink() ? "symlink" : "other" }) as const)
+              .map(
+                (d) =>
+                  ({
+                    name: d.name,
+                    type: d.isFile() ? "file" : d.isDirectory() ? "directory" : d.isSymbolicLink() ? "symlink" : "other",
+                  }) as const,
+              )
               .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
             const content = entries.map((e) => (e.type === "directory" ? `${e.name}/` : e.name)).join("\n");
             return Outcome.success(content, entries as unknown as Json);
@@ -289,7 +302,8 @@ function fsFailure(error: unknown, path: string): Outcome {
   if (code === "ENOTDIR") {
     return Outcome.failure(FileFailureCode.NotADirectory, `${path} is not a directory (or a part of it is a file)`);
   }
-  if (code === "ENXIO") return Outcome.failure(FileFailureCode.NotAFile, `${path} is not a regular file (a socket, or a device with no driver)`);
+  if (code === "ENXIO")
+    return Outcome.failure(FileFailureCode.NotAFile, `${path} is not a regular file (a socket, or a device with no driver)`);
   if (code === "ELOOP") {
     return Outcome.failure(FileFailureCode.FileSystemError, `${path} cannot be resolved: too many levels of symbolic links (a loop?)`);
   }

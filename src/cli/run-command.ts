@@ -8,7 +8,17 @@ import { describeError } from "../protocol/errors.js";
 import { recordTo, type Recorder } from "../transcripts/transcript.js";
 import { loadCapabilityModule } from "./capability-module.js";
 import { RUN_HELP } from "./help.js";
-import { endGuestStderrLine, exitStatusOf, ExitStatus, guestStderrPrinter, logPrinter, printJson, printNotes, printOutcome, type CliIo } from "./report-output.js";
+import {
+  endGuestStderrLine,
+  exitStatusOf,
+  ExitStatus,
+  guestStderrPrinter,
+  logPrinter,
+  printJson,
+  printNotes,
+  printOutcome,
+  type CliIo,
+} from "./report-output.js";
 import { rootFiles } from "./root-files.js";
 import { parseInput, parseNameList, parseSeconds, subcommand, UsageError } from "./usage.js";
 
@@ -62,7 +72,10 @@ export type HostValues = {
  * --allow, the sandbox, callbacks, and the --record transcript (opened before anything starts, so a bad
  * path is a usage error). Throws {@link UsageError}.
  */
-export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Omit<GuestCommand, "command" | "args"> & { recorder: Recorder | undefined }> {
+export async function hostOptionsOf(
+  values: HostValues,
+  io: CliIo,
+): Promise<Omit<GuestCommand, "command" | "args"> & { recorder: Recorder | undefined }> {
   const input = parseInput(values.input, io.cwd);
   const limits = limitsOf(values);
   let builtins: Capabilities;
@@ -119,16 +132,25 @@ export function sandboxOf(
   const readable = values["sandbox-read"] ?? [];
   const writable = values["sandbox-write"] ?? [];
   const env = values.env ?? [];
-  const shaping = [...(readable.length > 0 ? ["--sandbox-read"] : []), ...(writable.length > 0 ? ["--sandbox-write"] : []), ...(env.length > 0 ? ["--env"] : [])];
+  const shaping = [
+    ...(readable.length > 0 ? ["--sandbox-read"] : []),
+    ...(writable.length > 0 ? ["--sandbox-write"] : []),
+    ...(env.length > 0 ? ["--env"] : []),
+  ];
   if (values["no-sandbox"]) {
     if (values.sandbox) throw new UsageError("--sandbox and --no-sandbox contradict each other; give one");
-    if (shaping.length > 0) throw new UsageError(`${shaping.join(", ")} shape the sandbox, which --no-sandbox turns off; drop one or the other`);
+    if (shaping.length > 0)
+      throw new UsageError(`${shaping.join(", ")} shape the sandbox, which --no-sandbox turns off; drop one or the other`);
     return false;
   }
   if (shaping.length === 0) return values.sandbox ? true : "auto";
-  for (const [option, paths] of [["--sandbox-read", readable], ["--sandbox-write", writable]] as const) {
+  for (const [option, paths] of [
+    ["--sandbox-read", readable],
+    ["--sandbox-write", writable],
+  ] as const) {
     for (const path of paths) {
-      if (!existsSync(resolve(cwd, path))) throw new UsageError(`${option} ${JSON.stringify(path)}: no such file or directory (paths are relative to the working directory)`);
+      if (!existsSync(resolve(cwd, path)))
+        throw new UsageError(`${option} ${JSON.stringify(path)}: no such file or directory (paths are relative to the working directory)`);
     }
   }
   for (const entry of env) {
@@ -142,7 +164,9 @@ export function sandboxOf(
 export function printSandboxNote(report: RunReport, io: CliIo, quiet: boolean): void {
   if (quiet || report.sandboxFallback === undefined) return;
   endGuestStderrLine(io.stderr);
-  io.stderr.write(`ears: the guest ran without a sandbox: ${report.sandboxFallback} (--sandbox requires one, --no-sandbox silences this note)\n`);
+  io.stderr.write(
+    `ears: the guest ran without a sandbox: ${report.sandboxFallback} (--sandbox requires one, --no-sandbox silences this note)\n`,
+  );
 }
 
 /**

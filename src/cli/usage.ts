@@ -153,7 +153,10 @@ function editDistance(a: string, b: string): number {
 
 /** `--allow a,b --allow c` -> ["a", "b", "c"]: trimmed, empty items dropped, duplicates removed. */
 export function parseNameList(values: readonly string[] | undefined): string[] {
-  const names = (values ?? []).flatMap((v) => v.split(",")).map((n) => n.trim()).filter((n) => n !== "");
+  const names = (values ?? [])
+    .flatMap((v) => v.split(","))
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
   return [...new Set(names)];
 }
 

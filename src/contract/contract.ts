@@ -58,8 +58,7 @@ export interface StandardSchemaProps<Input = unknown, Output = Input> {
 
 /** What a Standard Schema's `validate` returns. */
 export type StandardResult<Output> =
-  | { readonly value: Output; readonly issues?: undefined }
-  | { readonly issues: ReadonlyArray<StandardIssue> };
+  { readonly value: Output; readonly issues?: undefined } | { readonly issues: ReadonlyArray<StandardIssue> };
 
 /** One validation issue. */
 export interface StandardIssue {
@@ -216,7 +215,9 @@ export function defineCapabilities<const Specs extends CapabilitySpecs>(specs: S
     }
     for (const field of ["arguments", "structured"] as const) {
       if (spec[field] !== undefined && !isStandardSchema(spec[field])) {
-        throw new TypeError(`defineCapabilities: ${JSON.stringify(name)}.${field} must be a Standard Schema (an object with ~standard.validate), e.g. a zod 4 schema`);
+        throw new TypeError(
+          `defineCapabilities: ${JSON.stringify(name)}.${field} must be a Standard Schema (an object with ~standard.validate), e.g. a zod 4 schema`,
+        );
       }
     }
     own[name] = spec;
@@ -306,7 +307,8 @@ function bounded(text: string, max: number): string {
 }
 
 function implement(specs: Record<string, CapabilitySpec>, handlers: Record<string, unknown>): Capabilities {
-  if (typeof handlers !== "object" || handlers === null) throw new TypeError("implement: expected an object of handlers by capability name");
+  if (typeof handlers !== "object" || handlers === null)
+    throw new TypeError("implement: expected an object of handlers by capability name");
   const missing = Object.keys(specs).filter((name) => !Object.hasOwn(handlers, name) || typeof handlers[name] !== "function");
   if (missing.length > 0) throw new TypeError(`implement: no handler function for ${missing.map((n) => JSON.stringify(n)).join(", ")}`);
   const extra = Object.keys(handlers).filter((name) => !Object.hasOwn(specs, name));

@@ -49,7 +49,10 @@ export function declarationsOf(specs: Record<string, CapabilitySpec>, options: D
   const aliases: string[] = [];
   const entries = Object.entries(specs).map(([name, spec], index) => {
     const doc = spec.description === undefined ? "" : docComment(spec.description, "  ");
-    const args = spec.arguments === undefined ? "Json | undefined" : printRoot(jsonSchemaOf(name, "arguments", spec.arguments, "input"), `Arguments${index}`, aliases, "  ");
+    const args =
+      spec.arguments === undefined
+        ? "Json | undefined"
+        : printRoot(jsonSchemaOf(name, "arguments", spec.arguments, "input"), `Arguments${index}`, aliases, "  ");
     const result =
       spec.structured === undefined
         ? "Outcome"
@@ -57,7 +60,8 @@ export function declarationsOf(specs: Record<string, CapabilitySpec>, options: D
     const key = IDENTIFIER.test(name) ? name : JSON.stringify(name);
     return `${doc}  ${key}: { args: ${args}; result: ${result} };`;
   });
-  const input = options.input === undefined ? "Json" : printRoot(jsonSchemaOf("input", "schema", options.input, "output"), "Input", aliases);
+  const input =
+    options.input === undefined ? "Json" : printRoot(jsonSchemaOf("input", "schema", options.input, "output"), "Input", aliases);
   return render(entries.join("\n"), aliases.join(""), input);
 }
 
@@ -97,14 +101,17 @@ function jsonSchemaOf(name: string, field: string, schema: StandardSchemaV1, sid
   const standard = schema["~standard"];
   const convert = standard?.jsonSchema?.[side];
   if (typeof convert !== "function") {
-    throw new TypeError(`declarations: ${JSON.stringify(name)}.${field} is a ${String(standard?.vendor)} schema without Standard JSON Schema (~standard.jsonSchema); use a library version that provides it (zod 4 does)`);
+    throw new TypeError(
+      `declarations: ${JSON.stringify(name)}.${field} is a ${String(standard?.vendor)} schema without Standard JSON Schema (~standard.jsonSchema); use a library version that provides it (zod 4 does)`,
+    );
   }
   return convert.call(standard.jsonSchema, { target: "draft-2020-12" }) as Schema;
 }
 
 /** Prints a root schema; its $defs (and the root itself, when referenced as "#") become type aliases named from `base`. */
 function printRoot(root: Schema, base: string, aliases: string[], indent = ""): string {
-  const defs = typeof root === "object" && typeof root.$defs === "object" && root.$defs !== null ? (root.$defs as Record<string, Schema>) : {};
+  const defs =
+    typeof root === "object" && typeof root.$defs === "object" && root.$defs !== null ? (root.$defs as Record<string, Schema>) : {};
   const defNames = new Map(Object.keys(defs).map((key, i) => [key, `${base}_${i}`]));
   let rootReferenced = false;
   const printer: Printer = {
@@ -141,9 +148,11 @@ function print(schema: Schema, printer: Printer, indent: string): string {
   if (Array.isArray(schema.enum)) return schema.enum.length === 0 ? "never" : schema.enum.map(literal).join(" | ");
   for (const key of ["anyOf", "oneOf"] as const) {
     const list = schema[key];
-    if (Array.isArray(list)) return list.length === 0 ? "never" : list.map((item) => group(print(item as Schema, printer, indent))).join(" | ");
+    if (Array.isArray(list))
+      return list.length === 0 ? "never" : list.map((item) => group(print(item as Schema, printer, indent))).join(" | ");
   }
-  if (Array.isArray(schema.allOf)) return schema.allOf.length === 0 ? "unknown" : schema.allOf.map((item) => group(print(item as Schema, printer, indent))).join(" & ");
+  if (Array.isArray(schema.allOf))
+    return schema.allOf.length === 0 ? "unknown" : schema.allOf.map((item) => group(print(item as Schema, printer, indent))).join(" & ");
   if (typeof schema.not === "object" && schema.not !== null && Object.keys(schema.not).length === 0) return "never";
   const types = Array.isArray(schema.type) ? schema.type : typeof schema.type === "string" ? [schema.type] : [];
   if (types.length === 0) return "properties" in schema ? printObject(schema, printer, indent) : "unknown";
@@ -181,7 +190,10 @@ function printArray(schema: Record<string, unknown>, printer: Printer, indent: s
 }
 
 function printObject(schema: Record<string, unknown>, printer: Printer, indent: string): string {
-  const properties = (typeof schema.properties === "object" && schema.properties !== null ? schema.properties : {}) as Record<string, Schema>;
+  const properties = (typeof schema.properties === "object" && schema.properties !== null ? schema.properties : {}) as Record<
+    string,
+    Schema
+  >;
   const required = new Set(Array.isArray(schema.required) ? schema.required.map(String) : []);
   const inner = `${indent}  `;
   const lines: string[] = [];
@@ -231,5 +243,7 @@ function endOfString(text: string, start: number): number {
 
 function docComment(text: string, indent: string): string {
   const lines = text.replaceAll("*/", "*\\/").split(/\r?\n/);
-  return lines.length === 1 ? `${indent}/** ${lines[0]} */\n` : `${indent}/**\n${lines.map((line) => `${indent} * ${line}`).join("\n")}\n${indent} */\n`;
+  return lines.length === 1
+    ? `${indent}/** ${lines[0]} */\n`
+    : `${indent}/**\n${lines.map((line) => `${indent} * ${line}`).join("\n")}\n${indent} */\n`;
 }

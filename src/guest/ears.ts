@@ -1,5 +1,20 @@
 import { MAX_TIMER_MS } from "../protocol/timers.js";
-import { check, replyMismatch, specOf, type ArgumentsOf, type CallResult, type JsonArgumentRest, type NamesWithArguments, type NamesWithoutArguments, type CapabilitySpecs, type Checked, type Contract, type LooseSpecs, type StandardSchemaV1, type TypedSuccess } from "../contract/contract.js";
+import {
+  check,
+  replyMismatch,
+  specOf,
+  type ArgumentsOf,
+  type CallResult,
+  type JsonArgumentRest,
+  type NamesWithArguments,
+  type NamesWithoutArguments,
+  type CapabilitySpecs,
+  type Checked,
+  type Contract,
+  type LooseSpecs,
+  type StandardSchemaV1,
+  type TypedSuccess,
+} from "../contract/contract.js";
 import { describeError, TimeoutError, TransportError } from "../protocol/errors.js";
 import { decodeLine, encodeFrame } from "../protocol/frames.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
@@ -52,7 +67,6 @@ class PendingCall {
     this.reject(error);
   }
 }
-
 
 /**
  * The guest's handle on the host, made by `serve` from the `invoke` frame. Calls outside the host's
@@ -113,7 +127,11 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
    * contract's schema rejects are refused (`InvalidArguments`), both before anything is sent, and a
    * success whose `structured` the contract's schema rejects resolves as an `InvalidReply` failure.
    */
-  call<Name extends NamesWithArguments<Specs>>(name: Name, args: ArgumentsOf<Specs[Name]>, options?: CallOptions): Promise<CallResult<Specs[Name]>>;
+  call<Name extends NamesWithArguments<Specs>>(
+    name: Name,
+    args: ArgumentsOf<Specs[Name]>,
+    options?: CallOptions,
+  ): Promise<CallResult<Specs[Name]>>;
   call<Name extends NamesWithoutArguments<Specs>, Args = undefined>(
     name: Name,
     args?: Args,
@@ -121,9 +139,7 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   ): Promise<CallResult<Specs[Name]>>;
   call(name: string, args?: unknown, options: CallOptions = {}): Promise<Outcome | TypedSuccess<unknown>> {
     if (this.phase !== "open") {
-      return Promise.resolve(
-        Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`),
-      );
+      return Promise.resolve(Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`));
     }
     if (!this.allowedSet.has(name)) {
       return Promise.resolve(Outcome.failure(FailureCode.CapabilityDenied, `${notAllowedMessage(name, this.allowed)}; nothing was sent`));
@@ -169,7 +185,12 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   }
 
   /** Sends a checked request; the wire's arguments are the program's own value, never the schema's output. */
-  private send(name: string, value: Json, options: CallOptions, structured: StandardSchemaV1 | undefined): Promise<Outcome | TypedSuccess<unknown>> {
+  private send(
+    name: string,
+    value: Json,
+    options: CallOptions,
+    structured: StandardSchemaV1 | undefined,
+  ): Promise<Outcome | TypedSuccess<unknown>> {
     if (this.phase !== "open") {
       // Only reachable after an asynchronous schema check: the handle closed while it ran.
       return Promise.resolve(Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`));
@@ -261,7 +282,11 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
       try {
         line = await this.wire.receive();
       } catch (error) {
-        this.disconnect(error instanceof TransportError ? error : new TransportError(`reading from the host failed: ${describeError(error)}`, { kind: "closed", cause: error }));
+        this.disconnect(
+          error instanceof TransportError
+            ? error
+            : new TransportError(`reading from the host failed: ${describeError(error)}`, { kind: "closed", cause: error }),
+        );
         return;
       }
       if (this.phase === "finished") return;
@@ -271,7 +296,9 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
       }
       const decoded = decodeLine(line);
       if (!("frame" in decoded)) {
-        this.disconnect(new TransportError(`the host sent a malformed frame (${decoded.message})`, { kind: "malformed", cause: decoded.error }));
+        this.disconnect(
+          new TransportError(`the host sent a malformed frame (${decoded.message})`, { kind: "malformed", cause: decoded.error }),
+        );
         return;
       }
       const { frame } = decoded;
@@ -297,9 +324,12 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
         // The reply was read from the host before this request was written: the host answered an id it
         // could not have seen yet (a guessed id), so it cannot be this request's answer.
         this.disconnect(
-          new TransportError(`the host replied to request id ${frame.id} before that request was written (a reply must follow its request)`, {
-            kind: "unknown-reply",
-          }),
+          new TransportError(
+            `the host replied to request id ${frame.id} before that request was written (a reply must follow its request)`,
+            {
+              kind: "unknown-reply",
+            },
+          ),
         );
         return;
       }
@@ -343,7 +373,8 @@ function settleChecked(call: PendingCall, schema: StandardSchemaV1, outcome: Out
     );
   try {
     const checked = check(schema, outcome.structured);
-    if (checked instanceof Promise) checked.then(settle, (error: unknown) => call.settle(replyMismatch(call.name, `the schema threw: ${describeError(error)}`)));
+    if (checked instanceof Promise)
+      checked.then(settle, (error: unknown) => call.settle(replyMismatch(call.name, `the schema threw: ${describeError(error)}`)));
     else settle(checked);
   } catch (error) {
     call.settle(replyMismatch(call.name, `the schema threw: ${describeError(error)}`));
@@ -370,10 +401,14 @@ function watchAbort(signal: AbortSignal, onAbort: () => void): () => void {
     const all = new Set<() => void>();
     watchers = all;
     abortWatchers.set(signal, all);
-    signal.addEventListener("abort", () => {
-      abortWatchers.delete(signal);
-      for (const watcher of all) watcher();
-    }, { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        abortWatchers.delete(signal);
+        for (const watcher of all) watcher();
+      },
+      { once: true },
+    );
   }
   watchers.add(onAbort);
   return () => watchers.delete(onAbort);

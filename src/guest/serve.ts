@@ -1,4 +1,12 @@
-import { check, isContract, type CapabilitySpecs, type Contract, type JsonSafe, type LooseSpecs, type StandardSchemaV1 } from "../contract/contract.js";
+import {
+  check,
+  isContract,
+  type CapabilitySpecs,
+  type Contract,
+  type JsonSafe,
+  type LooseSpecs,
+  type StandardSchemaV1,
+} from "../contract/contract.js";
 import { Ears } from "./ears.js";
 import { describeError, TransportError } from "../protocol/errors.js";
 import { escapedError } from "./escaped-errors.js";
@@ -139,7 +147,10 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
             .then((checked) =>
               checked.ok
                 ? run(ears, checked.value as Input)
-                : Outcome.failure(FailureCode.InvalidInput, `the host's input does not match the program's input schema: ${checked.problem}; the program did not run`),
+                : Outcome.failure(
+                    FailureCode.InvalidInput,
+                    `the host's input does not match the program's input schema: ${checked.problem}; the program did not run`,
+                  ),
             );
     const escapes = (wire as Partial<WatchesEscapes>)[watchEscapes]?.call(wire, escapedError);
     outcome = resultOf(await (escapes === undefined ? running : Promise.race([running, escapes])));
@@ -151,7 +162,15 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
   if (left > 0) {
     const calls = left === 1 ? "1 call was" : `${left} calls were`;
     // Straight to the wire: the handle is closed now, and this must precede the result.
-    wire.send(encodeFrame({ type: "log", level: "warn", content: `${calls} still waiting for a reply when the program returned; await every call` })).catch(() => {});
+    wire
+      .send(
+        encodeFrame({
+          type: "log",
+          level: "warn",
+          content: `${calls} still waiting for a reply when the program returned; await every call`,
+        }),
+      )
+      .catch(() => {});
   }
 
   stopRouting?.(); // output captured from now on must not follow the result as a frame

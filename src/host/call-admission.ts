@@ -116,17 +116,38 @@ export class CallAdmission {
     const startedAt = this.session.now();
     if (!this.allowed.has(name)) {
       record.denied = true;
-      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityDenied, `${notAllowedMessage(name, this.settings.allowed)}; it did not run`));
+      this.reply(
+        record,
+        kept,
+        startedAt,
+        Outcome.failure(HostReplyCode.CapabilityDenied, `${notAllowedMessage(name, this.settings.allowed)}; it did not run`),
+      );
       return;
     }
     const handler = Object.hasOwn(this.settings.capabilities, name) ? this.settings.capabilities[name] : undefined;
     if (handler === undefined) {
-      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.CapabilityMissing, `capability ${quotedExcerpt(name, 64)} is allowed but the host has no handler for it; it did not run`));
+      this.reply(
+        record,
+        kept,
+        startedAt,
+        Outcome.failure(
+          HostReplyCode.CapabilityMissing,
+          `capability ${quotedExcerpt(name, 64)} is allowed but the host has no handler for it; it did not run`,
+        ),
+      );
       return;
     }
     const { maxInFlight, callTimeoutMs } = limits;
     if (this.running + this.waitingToStart.size >= maxInFlight) {
-      this.reply(record, kept, startedAt, Outcome.failure(HostReplyCode.TooManyCalls, `the host is already running ${maxInFlight} calls (limits.maxInFlight); ${JSON.stringify(name)} did not run, try again when earlier calls have finished`));
+      this.reply(
+        record,
+        kept,
+        startedAt,
+        Outcome.failure(
+          HostReplyCode.TooManyCalls,
+          `the host is already running ${maxInFlight} calls (limits.maxInFlight); ${JSON.stringify(name)} did not run, try again when earlier calls have finished`,
+        ),
+      );
       return;
     }
     const call = new Call(record, kept, startedAt, startedAt + callTimeoutMs, handler, frame.arguments);
@@ -193,7 +214,15 @@ export class CallAdmission {
     const ms = this.settings.limits.callTimeoutMs;
     call.abort(new DOMException(`the call to ${JSON.stringify(name)} timed out after ${ms} ms`, "TimeoutError"));
     call.args = null;
-    this.reply(call.record, call.kept, call.startedAt, Outcome.failure(HostReplyCode.CallTimedOut, `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); the call may have run, so its effects are unknown`));
+    this.reply(
+      call.record,
+      call.kept,
+      call.startedAt,
+      Outcome.failure(
+        HostReplyCode.CallTimedOut,
+        `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); the call may have run, so its effects are unknown`,
+      ),
+    );
   }
 
   private reply(record: CallRecord, kept: boolean, startedAt: number, outcome: Outcome): void {
@@ -201,7 +230,10 @@ export class CallAdmission {
     let line = replyLine(record.id, outcome);
     const { maxReplyBytes: max, maxCallPayloadChars } = this.settings.limits;
     if (line === undefined || tooLong(line, max)) {
-      const why = line === undefined ? "could not be encoded (it is too large for JSON.stringify)" : `is ${Buffer.byteLength(line)} bytes, over the ${max}-byte limit (limits.maxReplyBytes)`;
+      const why =
+        line === undefined
+          ? "could not be encoded (it is too large for JSON.stringify)"
+          : `is ${Buffer.byteLength(line)} bytes, over the ${max}-byte limit (limits.maxReplyBytes)`;
       outcome = Outcome.failure(HostReplyCode.CapabilityFailed, `the answer to ${JSON.stringify(record.name)} ${why}; it was not sent`);
       line = replyLine(record.id, outcome)!;
     }

@@ -68,7 +68,8 @@ function logBytes(entry: LogEntry): number {
 function cutLog(entry: LogEntry, maxBytes: number): { entry: LogEntry; size: number } {
   const levelBytes = Buffer.byteLength(entry.level);
   const contentBytes = Buffer.byteLength(entry.content);
-  const level = levelBytes > CUT_LEVEL_BYTES || levelBytes > maxBytes ? cutText(entry.level, Math.min(CUT_LEVEL_BYTES, maxBytes)) : entry.level;
+  const level =
+    levelBytes > CUT_LEVEL_BYTES || levelBytes > maxBytes ? cutText(entry.level, Math.min(CUT_LEVEL_BYTES, maxBytes)) : entry.level;
   const levelKept = Buffer.byteLength(level);
   const content = cutText(entry.content, maxBytes - levelKept);
   const size = levelKept + Buffer.byteLength(content);

@@ -60,7 +60,10 @@ export function launchGuest(options: GuestCommand, caller: string, readable: rea
   const settings = hostSettings(options, caller);
   const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
   const requested = sandboxRequest(options.sandbox, caller);
-  const sandbox = readable.length === 0 ? requested : { ...requested, options: { ...requested.options, readable: [...(requested.options.readable ?? []), ...readable] } };
+  const sandbox =
+    readable.length === 0
+      ? requested
+      : { ...requested, options: { ...requested.options, readable: [...(requested.options.readable ?? []), ...readable] } };
   const cwd = options.cwd ?? process.cwd();
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;
@@ -77,30 +80,43 @@ export function launchGuest(options: GuestCommand, caller: string, readable: rea
     let child: ChildProcessWithoutNullStreams;
     try {
       // detached: the guest leads its own process group (and session), so stopping it reaches its descendants.
-      const spawnOptions = { cwd, stdio: ["pipe", "pipe", "pipe"] as ["pipe", "pipe", "pipe"], shell: false, windowsHide: true, detached: GROUPS_SUPPORTED };
-      child = confined ? spawn(plan.command, plan.args, { ...spawnOptions, env: plan.env }) : spawn(command, args, { ...spawnOptions, env });
+      const spawnOptions = {
+        cwd,
+        stdio: ["pipe", "pipe", "pipe"] as ["pipe", "pipe", "pipe"],
+        shell: false,
+        windowsHide: true,
+        detached: GROUPS_SUPPORTED,
+      };
+      child = confined
+        ? spawn(plan.command, plan.args, { ...spawnOptions, env: plan.env })
+        : spawn(command, args, { ...spawnOptions, env });
     } catch (error) {
       return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
     }
     const group = new ProcessGroup(child, confined);
-    return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(async (guest) => {
-      const spawnError = await guest.started;
-      if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
-      const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
-      const session = await hostSession(wire, settings, {
-        startedAt,
-        closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
-        resultReceived: () => guest.stop("result"),
-        release: (failure) => {
-          void wire.close().catch(() => {});
-          if (failure !== undefined) {
-            child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
-            guest.stop("failure");
-          }
-        },
-      });
-      return { session };
-    }, elapsed, confined ? plan.report : null, fallback);
+    return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(
+      async (guest) => {
+        const spawnError = await guest.started;
+        if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
+        const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
+        const session = await hostSession(wire, settings, {
+          startedAt,
+          closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
+          resultReceived: () => guest.stop("result"),
+          release: (failure) => {
+            void wire.close().catch(() => {});
+            if (failure !== undefined) {
+              child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
+              guest.stop("failure");
+            }
+          },
+        });
+        return { session };
+      },
+      elapsed,
+      confined ? plan.report : null,
+      fallback,
+    );
   });
 }
 

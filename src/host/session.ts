@@ -252,7 +252,10 @@ class HostSession implements CallSession {
       return;
     }
     try {
-      this.wire.send(line).then(() => settled(), (error: unknown) => settled(error ?? new Error("the send failed")));
+      this.wire.send(line).then(
+        () => settled(),
+        (error: unknown) => settled(error ?? new Error("the send failed")),
+      );
     } catch (error) {
       settled(error ?? new Error("the send failed"));
     }
@@ -296,5 +299,9 @@ class HostSession implements CallSession {
 
 /** True for a promise or any object with a `then` method (what onFrame returns to ask for back-pressure). */
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as PromiseLike<unknown>).then === "function";
+  return (
+    (typeof value === "object" || typeof value === "function") &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === "function"
+  );
 }

@@ -41,7 +41,19 @@ export interface HostSettings {
 // Limits that may be Infinity (no deadline); the others must be finite.
 const UNBOUNDED_OK = new Set<keyof HostLimits>(["callTimeoutMs", "runTimeoutMs", "helloTimeoutMs", "closeGraceMs"]);
 // Limits that are counts or byte sizes: positive integers.
-const INTEGER = new Set<keyof HostLimits>(["maxFrameBytes", "maxInFlight", "maxStderrBytes", "maxLogs", "maxLogBytes", "maxLogEntryBytes", "maxReplyBytes", "maxCallRecords", "maxCallPayloadChars", "maxUnreadChars", "maxScatteredIds"]);
+const INTEGER = new Set<keyof HostLimits>([
+  "maxFrameBytes",
+  "maxInFlight",
+  "maxStderrBytes",
+  "maxLogs",
+  "maxLogBytes",
+  "maxLogEntryBytes",
+  "maxReplyBytes",
+  "maxCallRecords",
+  "maxCallPayloadChars",
+  "maxUnreadChars",
+  "maxScatteredIds",
+]);
 
 /** Checks `options` and fills in the defaults. Throws TypeError or RangeError naming the bad option. */
 export function hostSettings(options: HostOptions | undefined, caller: string): HostSettings {

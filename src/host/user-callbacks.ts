@@ -15,7 +15,10 @@ export class UserCallbacks {
     } catch (error) {
       if (this.failed.has(name)) return;
       this.failed.add(name);
-      process.emitWarning(`options.${name} threw (${describeError(error)}); the run goes on and later errors from it are ignored`, "EarsHostWarning");
+      process.emitWarning(
+        `options.${name} threw (${describeError(error)}); the run goes on and later errors from it are ignored`,
+        "EarsHostWarning",
+      );
     }
   }
 }

@@ -56,7 +56,9 @@ async function downloadCatalog(handoff: Handoff, settings: ClientSettings): Prom
     builder.add(page.items);
     if (page.nextCursor === undefined) return builder.build();
     if (seen.has(page.nextCursor)) {
-      throw new SearchError(`${CANNOT_DOWNLOAD}: the host repeated the cursor ${JSON.stringify(page.nextCursor)}, so the listing would never end`);
+      throw new SearchError(
+        `${CANNOT_DOWNLOAD}: the host repeated the cursor ${JSON.stringify(page.nextCursor)}, so the listing would never end`,
+      );
     }
     seen.add(page.nextCursor);
     cursor = page.nextCursor;

@@ -93,10 +93,12 @@ export class CatalogBuilder {
     const tool = item["tool"];
     if (!isObject(tool)) throw malformed(`a tool of server ${JSON.stringify(serverName)} is ${describe(tool)}, not an object`);
     const name = tool["name"];
-    if (typeof name !== "string") throw malformed(`a tool of server ${JSON.stringify(serverName)} has a "name" that is ${describe(name)}, not a string`);
+    if (typeof name !== "string")
+      throw malformed(`a tool of server ${JSON.stringify(serverName)} has a "name" that is ${describe(name)}, not a string`);
     const where = `tool ${JSON.stringify(name)} of server ${JSON.stringify(serverName)}`;
     const inputSchema = tool["input_schema"];
-    if (!isObject(inputSchema)) throw malformed(`${where} has an "input_schema" that is ${describe(inputSchema)}, not a JSON Schema object`);
+    if (!isObject(inputSchema))
+      throw malformed(`${where} has an "input_schema" that is ${describe(inputSchema)}, not a JSON Schema object`);
     const record: McpTool = {
       server: serverName,
       name,
@@ -105,7 +107,8 @@ export class CatalogBuilder {
     };
     const outputSchema = tool["output_schema"];
     if (outputSchema !== undefined && outputSchema !== null) {
-      if (!isObject(outputSchema)) throw malformed(`${where} has an "output_schema" that is ${describe(outputSchema)}, not a JSON Schema object`);
+      if (!isObject(outputSchema))
+        throw malformed(`${where} has an "output_schema" that is ${describe(outputSchema)}, not a JSON Schema object`);
       record.outputSchema = outputSchema as Json;
     }
     this.tools.push(record);

@@ -31,7 +31,9 @@ export function decodeResult(service: HostService, reply: unknown): ResultEnvelo
   }
   const isError = fields["is_error"];
   if (typeof isError !== "boolean") {
-    throw invalidReply(`Invalid ${service.label} error flag ("is_error" is ${isError === undefined ? "missing" : JSON.stringify(isError)}, not a boolean)`);
+    throw invalidReply(
+      `Invalid ${service.label} error flag ("is_error" is ${isError === undefined ? "missing" : JSON.stringify(isError)}, not a boolean)`,
+    );
   }
   const result: ResultEnvelope = { content, isError, fields };
   // `in`, not `!== undefined`: a reply's `"data": null` is kept as null, distinct from no data at all.

@@ -38,8 +38,7 @@ export const PTC_SERVICE: HostService = {
 export const MCP_SERVICE: HostService = {
   label: "MCP",
   variable: "OPENSEEK_MCP",
-  absent:
-    "No MCP host. OPENSEEK_MCP is not set (an older OpenSeek host, or no MCP server configured); nothing was sent.",
+  absent: "No MCP host. OPENSEEK_MCP is not set (an older OpenSeek host, or no MCP server configured); nothing was sent.",
   approvals: false,
 };
 

@@ -72,10 +72,17 @@ export async function callWithSettings(
   settings: ClientSettings,
 ): Promise<CallResult> {
   requireString(name, "The PTC tool name");
-  const envelope = await postCall(PTC_SERVICE, args, `The arguments of PTC tool ${JSON.stringify(name)}`, options, settings, (value, handoff) => ({
-    body: JSON.stringify({ version: 1, name, arguments: value }),
-    waitsForApproval: handoff.approvalTools.includes(name),
-  }));
+  const envelope = await postCall(
+    PTC_SERVICE,
+    args,
+    `The arguments of PTC tool ${JSON.stringify(name)}`,
+    options,
+    settings,
+    (value, handoff) => ({
+      body: JSON.stringify({ version: 1, name, arguments: value }),
+      waitsForApproval: handoff.approvalTools.includes(name),
+    }),
+  );
   const result: CallResult = { content: envelope.content, isError: envelope.isError };
   if ("data" in envelope) result.data = envelope.data!;
   return result;
@@ -104,4 +111,3 @@ export async function postCall(
   const reply = await postJson(service, handoff, body, { signal, deadlineMs: waitsForApproval ? undefined : settings.deadlineMs });
   return decodeResult(service, reply);
 }
-

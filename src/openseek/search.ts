@@ -77,7 +77,13 @@ export function searchCatalog(catalog: Catalog, request: SearchRequest): SearchP
   if (instructions !== undefined) page.instructions = instructions;
   const listsEverything = query === undefined && server === undefined;
   const unavailable = listsEverything && slice.nextOffset === undefined ? catalog.servers.filter((s) => s.error !== undefined) : [];
-  const summary = { total, offset, shown, ...(query === undefined ? {} : { query }), ...(server === undefined ? {} : { server: server.name }) };
+  const summary = {
+    total,
+    offset,
+    shown,
+    ...(query === undefined ? {} : { query }),
+    ...(server === undefined ? {} : { server: server.name }),
+  };
   page.text = renderPage({
     ...(instructions === undefined ? {} : { instructions: { server: server!.name, text: instructions } }),
     heading: renderHeading(slice.nextOffset === undefined ? summary : { ...summary, nextOffset: slice.nextOffset }),
@@ -129,11 +135,15 @@ function readString(value: unknown, name: string): string | undefined {
 
 function checkOffset(offset: number, total: number): void {
   if (offset > total) {
-    throw new SearchError(`offset ${offset} is past the end: ${total === 1 ? "1 tool matches" : `${total} tools match`}, so the last page starts at most at offset ${total}`);
+    throw new SearchError(
+      `offset ${offset} is past the end: ${total === 1 ? "1 tool matches" : `${total} tools match`}, so the last page starts at most at offset ${total}`,
+    );
   }
 }
 
 function unknownServer(name: string, catalog: Catalog): SearchError {
   const known = catalog.servers.map((server) => JSON.stringify(server.name)).join(", ");
-  return new SearchError(`Unknown MCP server ${JSON.stringify(name)}; ${known === "" ? "the catalog has no servers" : `known servers: ${known}`}`);
+  return new SearchError(
+    `Unknown MCP server ${JSON.stringify(name)}; ${known === "" ? "the catalog has no servers" : `known servers: ${known}`}`,
+  );
 }

@@ -15,6 +15,7 @@ export function sendable(value: unknown, what: string): Json {
 
 /** Returns `value` when it is a string, or throws a `TypeError` saying nothing was sent. */
 export function requireString(value: unknown, what: string): string {
-  if (typeof value !== "string") throw new TypeError(`${what} must be a string, got ${value === null ? "null" : typeof value}; nothing was sent`);
+  if (typeof value !== "string")
+    throw new TypeError(`${what} must be a string, got ${value === null ? "null" : typeof value}; nothing was sent`);
   return value;
 }

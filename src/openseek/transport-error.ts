@@ -15,6 +15,9 @@ export type OpenSeekTransportErrorKind =
 export type TransportErrorKind = ProtocolTransportErrorKind | OpenSeekTransportErrorKind;
 
 /** A {@link TransportError} of one of OpenSeek's own kinds. */
-export function openSeekTransportError(message: string, options: TransportErrorOptions<OpenSeekTransportErrorKind>): TransportError<OpenSeekTransportErrorKind> {
+export function openSeekTransportError(
+  message: string,
+  options: TransportErrorOptions<OpenSeekTransportErrorKind>,
+): TransportError<OpenSeekTransportErrorKind> {
   return new TransportError<OpenSeekTransportErrorKind>(message, options);
 }

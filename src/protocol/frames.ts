@@ -254,4 +254,3 @@ export function decodeLine(line: string): { frame: Frame } | UndecodableLine {
     return { reason: text, message: text, error };
   }
 }
-

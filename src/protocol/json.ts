@@ -50,7 +50,8 @@ export function jsonProblem(value: unknown, options: JsonProblemOptions = {}): s
   const onStack = new Set<object>();
   const open = (object: object): string | undefined => {
     if (onStack.has(object)) return "refers back to one of its ancestors (a cycle)";
-    if (stack.length >= maxDepth) return `is nested more than ${maxDepth} levels deep, which protocol 1 refuses (the limit keeps every reader's stack safe)`;
+    if (stack.length >= maxDepth)
+      return `is nested more than ${maxDepth} levels deep, which protocol 1 refuses (the limit keeps every reader's stack safe)`;
     if (Array.isArray(object)) {
       stack.push({ object, keys: undefined, next: 0, size: object.length });
     } else {
@@ -105,7 +106,8 @@ export function jsonProblem(value: unknown, options: JsonProblemOptions = {}): s
     return pathStep(key);
   });
   // A path hundreds of levels long says no more than its ends and how many levels lie between.
-  const path = steps.length <= 24 ? steps.join("") : `${steps.slice(0, 12).join("")}…(${steps.length - 20} levels)…${steps.slice(-8).join("")}`;
+  const path =
+    steps.length <= 24 ? steps.join("") : `${steps.slice(0, 12).join("")}…(${steps.length - 20} levels)…${steps.slice(-8).join("")}`;
   return `$${path} ${reason}`;
 }
 
@@ -169,7 +171,8 @@ export interface JsonDifference {
  */
 export function jsonDifference(a: Json | undefined, b: Json | undefined, path = ""): JsonDifference | undefined {
   if (a === b) return undefined;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return { path, a, b };
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null || Array.isArray(a) !== Array.isArray(b))
+    return { path, a, b };
   if (Array.isArray(a) && Array.isArray(b)) {
     for (let i = 0; i < Math.max(a.length, b.length); i++) {
       const found = jsonDifference(a[i], b[i], path + pathStep(i));
@@ -180,7 +183,11 @@ export function jsonDifference(a: Json | undefined, b: Json | undefined, path = 
   const x = a as { [key: string]: Json };
   const y = b as { [key: string]: Json };
   for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) {
-    const found = jsonDifference(Object.hasOwn(x, key) ? x[key] : undefined, Object.hasOwn(y, key) ? y[key] : undefined, path + pathStep(key));
+    const found = jsonDifference(
+      Object.hasOwn(x, key) ? x[key] : undefined,
+      Object.hasOwn(y, key) ? y[key] : undefined,
+      path + pathStep(key),
+    );
     if (found !== undefined) return found;
   }
   return undefined;

@@ -69,11 +69,7 @@ function success(content = "", structured?: Json): Success {
 }
 
 function failure(code: string, content = "", structured?: Json): Failure {
-  return brand(
-    structured === undefined
-      ? { status: "failure", code, content }
-      : { status: "failure", code, content, structured },
-  );
+  return brand(structured === undefined ? { status: "failure", code, content } : { status: "failure", code, content, structured });
 }
 
 // One signature, wide enough for a typed call's result: overloads would narrow an `any` argument to
@@ -172,4 +168,3 @@ export function returnedOutcome(value: unknown): Outcome | UnsendableValue {
   const problem = jsonProblem(value);
   return problem === undefined ? Outcome.success("", value as Json) : { problem, inOutcome: false };
 }
-

@@ -7,15 +7,43 @@
  * Test-only: this module imports fast-check and nothing in the guest runtime imports it.
  */
 import fc from "fast-check";
-import { decodeFrame, PROTOCOL, type Frame, type GuestFrame, type HelloFrame, type HostFrame, type InvokeFrame, type LogFrame, type ReplyFrame, type RequestFrame, type ResultFrame } from "../protocol/frames.js";
+import {
+  decodeFrame,
+  PROTOCOL,
+  type Frame,
+  type GuestFrame,
+  type HelloFrame,
+  type HostFrame,
+  type InvokeFrame,
+  type LogFrame,
+  type ReplyFrame,
+  type RequestFrame,
+  type ResultFrame,
+} from "../protocol/frames.js";
 import type { Json } from "../protocol/json.js";
 import { FailureCode, Outcome } from "../protocol/outcome.js";
 import { SDK } from "../protocol/version.js";
 
 /** Characters that break naive framing or encoding: line breaks, JS-only line separators, BOM, escapes, astral emoji. */
 const AWKWARD_CHARACTERS = [
-  "\n", "\r", "\r\n", "\t", "\u0000", "\u001f", "\u007f", "\u2028", "\u2029", "\uFEFF",
-  '"', "\\", "/", "é", "读", "🎉", "👩‍👩‍👧", "\u{10FFFF}",
+  "\n",
+  "\r",
+  "\r\n",
+  "\t",
+  "\u0000",
+  "\u001f",
+  "\u007f",
+  "\u2028",
+  "\u2029",
+  "\uFEFF",
+  '"',
+  "\\",
+  "/",
+  "é",
+  "读",
+  "🎉",
+  "👩‍👩‍👧",
+  "\u{10FFFF}",
 ];
 
 /** One character: mostly printable ASCII, else any code point, a lone surrogate, or an awkward character. */
@@ -37,7 +65,10 @@ export function text(constraints: { maxLength?: number; minLength?: number } = {
 
 const KEY_NAMES = ["__proto__", "constructor", "toString", "hasOwnProperty", "", "0", "10", "type", "id", "structured"];
 
-const objectKey: fc.Arbitrary<string> = fc.oneof({ weight: 3, arbitrary: text({ maxLength: 8 }) }, { weight: 1, arbitrary: fc.constantFrom(...KEY_NAMES) });
+const objectKey: fc.Arbitrary<string> = fc.oneof(
+  { weight: 3, arbitrary: text({ maxLength: 8 }) },
+  { weight: 1, arbitrary: fc.constantFrom(...KEY_NAMES) },
+);
 
 /** Finite numbers as JSON carries them; -0 is generated as 0 because JSON writes it as 0. */
 const jsonNumber: fc.Arbitrary<number> = fc.oneof(
@@ -73,12 +104,7 @@ export function jsonValue(constraints: JsonValueConstraints = {}): fc.Arbitrary<
   const maxDepth = constraints.maxDepth ?? 4;
   const maxChainDepth = constraints.maxChainDepth ?? 64;
   const { value } = fc.letrec<{ value: Json }>((tie) => ({
-    value: fc.oneof(
-      { depthSize: "small", maxDepth },
-      jsonScalar,
-      fc.array(tie("value"), { maxLength: 5 }),
-      jsonObject(tie("value"), 5),
-    ),
+    value: fc.oneof({ depthSize: "small", maxDepth }, jsonScalar, fc.array(tie("value"), { maxLength: 5 }), jsonObject(tie("value"), 5)),
   }));
   if (maxChainDepth <= 0) return value;
   const chain = fc
@@ -129,7 +155,10 @@ export function frameId(): fc.Arbitrary<number> {
 
 /** A log level: the runtime's four or any string (hosts accept any). */
 export function logLevel(): fc.Arbitrary<string> {
-  return fc.oneof({ weight: 3, arbitrary: fc.constantFrom("debug", "info", "warn", "error") }, { weight: 1, arbitrary: text({ maxLength: 8 }) });
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom("debug", "info", "warn", "error") },
+    { weight: 1, arbitrary: text({ maxLength: 8 }) },
+  );
 }
 
 /** A guest `hello` for protocol 1; `sdk` is absent, this package's name, or any string. */
@@ -226,10 +255,18 @@ export function session(constraints: SessionConstraints = {}): fc.Arbitrary<Sess
         const name = allowed[c.pick % allowed.length]!;
         placed.push({ at: c.at, order: placed.length, step: { from: "guest", frame: { type: "request", id, name, arguments: c.args } } });
         // Strictly after its request; replies to different ids land in any relative order.
-        placed.push({ at: c.at + c.wait + 0.5, order: placed.length, step: { from: "host", frame: { type: "reply", id, outcome: c.outcome } } });
+        placed.push({
+          at: c.at + c.wait + 0.5,
+          order: placed.length,
+          step: { from: "host", frame: { type: "reply", id, outcome: c.outcome } },
+        });
       });
       for (const l of logs) {
-        placed.push({ at: l.at, order: placed.length, step: { from: "guest", frame: { type: "log", level: l.level, content: l.content } } });
+        placed.push({
+          at: l.at,
+          order: placed.length,
+          step: { from: "guest", frame: { type: "log", level: l.level, content: l.content } },
+        });
       }
       placed.sort((a, b) => a.at - b.at || a.order - b.order);
       return [
@@ -291,8 +328,15 @@ const GARBAGE_LITERALS = [
 export function garbageLine(): fc.Arbitrary<string> {
   const KNOWN = new Set(["hello", "invoke", "request", "log", "result", "reply"]);
   const notNumber = fc.oneof(fc.boolean(), fc.constant(null), text({ maxLength: 4 }), fc.array(fc.integer(), { maxLength: 2 }));
-  const badId = fc.oneof(notNumber, fc.integer({ max: 0 }), fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n)));
-  const badProtocol = fc.oneof(notNumber, fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n)));
+  const badId = fc.oneof(
+    notNumber,
+    fc.integer({ max: 0 }),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n)),
+  );
+  const badProtocol = fc.oneof(
+    notNumber,
+    fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n)),
+  );
   const arbitrary = fc.oneof(
     fc.constantFrom(...GARBAGE_LITERALS),
     text({ minLength: 1, maxLength: 40 }).map((s) => s.replaceAll("\n", " ")),
@@ -306,10 +350,24 @@ export function garbageLine(): fc.Arbitrary<string> {
       const { type: _type, ...rest } = o;
       return JSON.stringify(rest);
     }),
-    fc.record({ id: badId, outcome: outcome() }).map(({ id, outcome }) => JSON.stringify({ type: "reply", id, outcome: Outcome.toJson(outcome) })),
-    fc.record({ id: frameId(), outcome: jsonValue({ maxDepth: 1, maxChainDepth: 0 }) }).map(({ id, outcome }) => JSON.stringify({ type: "reply", id, outcome })),
-    fc.record({ protocol: badProtocol, allowed: fc.array(capabilityName(), { maxLength: 2 }) }).map(({ protocol, allowed }) => JSON.stringify({ type: "invoke", protocol, allowed })),
-    fc.record({ protocol: fc.integer(), allowed: fc.array(notNumber.filter((v) => typeof v !== "string"), { minLength: 1, maxLength: 2 }) }).map(({ protocol, allowed }) => JSON.stringify({ type: "invoke", protocol, allowed })),
+    fc
+      .record({ id: badId, outcome: outcome() })
+      .map(({ id, outcome }) => JSON.stringify({ type: "reply", id, outcome: Outcome.toJson(outcome) })),
+    fc
+      .record({ id: frameId(), outcome: jsonValue({ maxDepth: 1, maxChainDepth: 0 }) })
+      .map(({ id, outcome }) => JSON.stringify({ type: "reply", id, outcome })),
+    fc
+      .record({ protocol: badProtocol, allowed: fc.array(capabilityName(), { maxLength: 2 }) })
+      .map(({ protocol, allowed }) => JSON.stringify({ type: "invoke", protocol, allowed })),
+    fc
+      .record({
+        protocol: fc.integer(),
+        allowed: fc.array(
+          notNumber.filter((v) => typeof v !== "string"),
+          { minLength: 1, maxLength: 2 },
+        ),
+      })
+      .map(({ protocol, allowed }) => JSON.stringify({ type: "invoke", protocol, allowed })),
   );
   return arbitrary.filter((line) => line.trim() !== "" && !line.includes("\n") && failsToDecode(line));
 }
@@ -337,15 +395,16 @@ export function chunking(bytes: Uint8Array, constraints: ChunkingConstraints = {
   const maxCuts = constraints.maxCuts ?? 64;
   const BOUNDS = [1, 7, 64, 1460, 65536] as const;
   const freeCuts = fc.array(fc.integer({ min: 0, max: length }), { maxLength: maxCuts });
-  const awkwardCuts = awkward.length === 0 ? fc.constant<number[]>([]) : fc.subarray(awkward.length > 4096 ? awkward.filter((_, i) => i % Math.ceil(awkward.length / 4096) === 0) : awkward);
+  const awkwardCuts =
+    awkward.length === 0
+      ? fc.constant<number[]>([])
+      : fc.subarray(awkward.length > 4096 ? awkward.filter((_, i) => i % Math.ceil(awkward.length / 4096) === 0) : awkward);
   const cuts: fc.Arbitrary<number[]> = fc.oneof(
     fc.constantFrom(...BOUNDS).map((size) => everyNth(length, () => size)),
-    fc
-      .tuple(fc.constantFrom(...BOUNDS), fc.array(fc.nat(), { minLength: 1, maxLength: 32 }))
-      .map(([bound, seeds]) => {
-        let i = 0;
-        return everyNth(length, () => 1 + (seeds[i++ % seeds.length]! % bound));
-      }),
+    fc.tuple(fc.constantFrom(...BOUNDS), fc.array(fc.nat(), { minLength: 1, maxLength: 32 })).map(([bound, seeds]) => {
+      let i = 0;
+      return everyNth(length, () => 1 + (seeds[i++ % seeds.length]! % bound));
+    }),
     freeCuts,
     fc.tuple(awkwardCuts, freeCuts).map(([a, b]) => [...a, ...b]),
   );

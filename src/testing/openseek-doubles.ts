@@ -15,7 +15,14 @@
  * }
  * ```
  */
-export { hostReplies, type OpenSeekReply, type OpenSeekResponder, type OpenSeekToolHandler, type OpenSeekToolReply, type RecordedHttpRequest } from "./openseek/replies.js";
+export {
+  hostReplies,
+  type OpenSeekReply,
+  type OpenSeekResponder,
+  type OpenSeekToolHandler,
+  type OpenSeekToolReply,
+  type RecordedHttpRequest,
+} from "./openseek/replies.js";
 export * from "./openseek/loopback-host.js";
 export * from "./openseek/ptc-host.js";
 export * from "./openseek/mcp-host.js";

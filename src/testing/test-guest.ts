@@ -7,7 +7,6 @@ import { createLinkedPair } from "../wires/memory.js";
 // in-memory pair, so no line is anything else (test/transcripts/transcript-frames.test.ts checks it).
 import { transcriptEntry, type FrameEntry } from "../transcripts/transcript.js";
 
-
 /** What {@link testGuest} returns: the host's report plus the whole conversation. */
 export type GuestTestReport = RunReport & GuestTestDetails;
 

@@ -50,11 +50,7 @@ export function unansweredDivergence(number: number, request: RequestFrame): str
  * Differences found once the run is over, after `matched` requests matched: recorded requests the guest
  * never made, then the result. Undefined when the run matches the recording to the end.
  */
-export function endDivergence(
-  recording: Recording,
-  matched: number,
-  report: Pick<RunReport, "outcome" | "failure">,
-): string | undefined {
+export function endDivergence(recording: Recording, matched: number, report: Pick<RunReport, "outcome" | "failure">): string | undefined {
   const ended = report.failure === undefined ? "" : ` (the run ended: ${report.failure.code}: ${report.failure.message})`;
   const next = recording.exchanges[matched];
   if (next !== undefined) {

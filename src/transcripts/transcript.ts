@@ -199,7 +199,8 @@ function openTranscriptFile(path: string): number {
     fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ELOOP" || code === "EMLINK") refuse("it is a symbolic link, which ears does not follow (give the path of the file itself)", error);
+    if (code === "ELOOP" || code === "EMLINK")
+      refuse("it is a symbolic link, which ears does not follow (give the path of the file itself)", error);
     if (code === "ENXIO") refuse("it is a FIFO that no process is reading", error);
     return refuse(describeError(error), error);
   }
@@ -223,10 +224,14 @@ function openTranscriptFile(path: string): number {
       closeSync(fd);
       return blocking;
     }
-    return refuse(`it is not a regular file (${stat.isDirectory() ? "a directory" : stat.isFIFO() ? "a FIFO" : stat.isSocket() ? "a socket" : "a special file"})`);
+    return refuse(
+      `it is not a regular file (${stat.isDirectory() ? "a directory" : stat.isFIFO() ? "a FIFO" : stat.isSocket() ? "a socket" : "a special file"})`,
+    );
   } catch (error) {
     closeSync(fd);
-    throw error instanceof TranscriptError ? error : new TranscriptError(`cannot create transcript ${path}: ${describeError(error)}`, path, 0, { cause: error });
+    throw error instanceof TranscriptError
+      ? error
+      : new TranscriptError(`cannot create transcript ${path}: ${describeError(error)}`, path, 0, { cause: error });
   }
 }
 
@@ -312,7 +317,8 @@ function lineProblem(error: LineError): string {
 
 function asFrameEntry(entry: TranscriptEntry, path: string, at: number): FrameEntry {
   const frame = "frame" in entry ? validateFrame(entry.frame) : "the line was not JSON (the session broke here)";
-  if (typeof frame === "string") throw new TranscriptError(`${path} line ${at}: not a protocol 1 frame (${frame}); read it without frames: true`, path, at);
+  if (typeof frame === "string")
+    throw new TranscriptError(`${path} line ${at}: not a protocol 1 frame (${frame}); read it without frames: true`, path, at);
   // Frame's interfaces have no index signature, so TypeScript cannot see that a frame is Json too.
   return { from: entry.from, frame } as FrameEntry;
 }

@@ -85,7 +85,8 @@ function captureConsoleDirectly(sink: CaptureSink): void {
     },
     countReset: (label: string = "default") => void counts.delete(label),
     time: (label: string = "default") => void timers.set(label, performance.now()),
-    timeLog: (label: string = "default", ...data: unknown[]) => info(data.length > 0 ? `${elapsed(label)} ${format(...data)}` : elapsed(label)),
+    timeLog: (label: string = "default", ...data: unknown[]) =>
+      info(data.length > 0 ? `${elapsed(label)} ${format(...data)}` : elapsed(label)),
     timeEnd: (label: string = "default") => {
       info(elapsed(label));
       timers.delete(label);

@@ -112,7 +112,7 @@ export class StreamWire implements Wire, SendsFrames, CountsFrames {
     }
     // A large frame is written in slices, then its newline: `${frame}\n` would be a new string that
     // the stream flattens into one more full copy of the frame before converting it to bytes.
-    for (let start = 0; start < frame.length; ) {
+    for (let start = 0; start < frame.length;) {
       let end = Math.min(start + WRITE_SLICE_CHARS, frame.length);
       if (end < frame.length && isHighSurrogate(frame.charCodeAt(end - 1))) end--; // keep each pair whole
       this.write(frame.slice(start, end), this.onSliceWritten);
@@ -136,7 +136,12 @@ export class StreamWire implements Wire, SendsFrames, CountsFrames {
     if (line !== undefined) {
       this.queuedChars -= line.length;
       this.taken++;
-      if (this.reading && this.input.isPaused() && this.lines.size < QUEUE_HIGH_WATER / 2 && this.queuedChars < QUEUE_HIGH_WATER_CHARS / 2) {
+      if (
+        this.reading &&
+        this.input.isPaused() &&
+        this.lines.size < QUEUE_HIGH_WATER / 2 &&
+        this.queuedChars < QUEUE_HIGH_WATER_CHARS / 2
+      ) {
         this.input.resume();
       }
       return Promise.resolve(line);

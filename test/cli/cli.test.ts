@@ -38,13 +38,38 @@ describe("ears help and version", () => {
   it("--help describes both commands, the exit statuses and examples", async () => {
     const run = await ears(["--help"]);
     expect(run.code).toBe(0);
-    for (const text of ["ears run [options] -- <command>", "ears replay <transcript.ndjson>", "--version", "Exit status:", "64", "Examples:"]) {
+    for (const text of [
+      "ears run [options] -- <command>",
+      "ears replay <transcript.ndjson>",
+      "--version",
+      "Exit status:",
+      "64",
+      "Examples:",
+    ]) {
       expect(run.stdout).toContain(text);
     }
   });
 
   it.each([
-    ["run", ["--allow", "--input", "--capabilities", "--root", "--record", "--timeout", "--call-timeout", "--json", "--quiet", "--help", "PathOutsideRoot", "read", "list", "Exit status:"]],
+    [
+      "run",
+      [
+        "--allow",
+        "--input",
+        "--capabilities",
+        "--root",
+        "--record",
+        "--timeout",
+        "--call-timeout",
+        "--json",
+        "--quiet",
+        "--help",
+        "PathOutsideRoot",
+        "read",
+        "list",
+        "Exit status:",
+      ],
+    ],
     ["replay", ["--record", "--timeout", "--call-timeout", "--json", "--quiet", "--help", "Exit status:", "diverge"]],
   ])("ears %s --help lists every option", async (command, texts) => {
     const run = await ears([command, "--help"]);
@@ -85,7 +110,11 @@ describe("ears run", () => {
 
   it.each([
     ["a line that is not a frame", ["node", "-e", "console.log('hello there')"], /ProtocolViolation: .*"hello there"/],
-    ["a crash", ["node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"], /^\[stderr\] dying\n[\s\S]*GuestCrashed: [\s\S]*exited with code 3\n$/],
+    [
+      "a crash",
+      ["node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"],
+      /^\[stderr\] dying\n[\s\S]*GuestCrashed: [\s\S]*exited with code 3\n$/,
+    ],
     ["a command that does not exist", ["./no-such-guest"], /SpawnFailed: could not start "\.\/no-such-guest"/],
   ])("exits 2 on %s", async (_name, command, message) => {
     const run = await ears(["run", "--", ...command]);
@@ -96,7 +125,18 @@ describe("ears run", () => {
 
   it("streams the guest's stderr live, and does not repeat it after a broken run", async () => {
     // The guest writes to stderr, then hangs: the line can only be seen if it is streamed while the guest runs.
-    const run = await interruptOn("guest diagnostic é\n", ["run", "--timeout", "20", "--input", '{"hang":true}', "--", "node", SCRIPT, "--stderr", "guest diagnostic é"]);
+    const run = await interruptOn("guest diagnostic é\n", [
+      "run",
+      "--timeout",
+      "20",
+      "--input",
+      '{"hang":true}',
+      "--",
+      "node",
+      SCRIPT,
+      "--stderr",
+      "guest diagnostic é",
+    ]);
     expect(run.interrupted).toBe(true);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("ears: the session failed: Aborted");
@@ -160,7 +200,9 @@ describe("ears run", () => {
   });
 
   it("--json prints the whole report; --quiet keeps stderr clean", async () => {
-    const run = await ears(["run", "--json", "--quiet", "--allow", "list", "--input", calls(["list", null]), "--", "node", SCRIPT], { cwd: dir });
+    const run = await ears(["run", "--json", "--quiet", "--allow", "list", "--input", calls(["list", null]), "--", "node", SCRIPT], {
+      cwd: dir,
+    });
     expect(run.code).toBe(0);
     expect(run.stderr).toBe("");
     const report = reportOf(run.stdout);
@@ -204,9 +246,17 @@ describe("ears run", () => {
   });
 
   it.each([
-    ["an --allow name with no handler", ["--allow", "read,wrte"], /--allow names "wrte", but no such capability exists \(available: read, list\)/],
+    [
+      "an --allow name with no handler",
+      ["--allow", "read,wrte"],
+      /--allow names "wrte", but no such capability exists \(available: read, list\)/,
+    ],
     ["a module that does not load", ["--capabilities", "./nope.mjs"], /cannot load --capabilities module \.\/nope\.mjs: .*nope\.mjs/],
-    ["a module exporting a non-function", ["--capabilities", "./bad.mjs"], /--capabilities module \.\/bad\.mjs: export "limit" is number, not a handler function/],
+    [
+      "a module exporting a non-function",
+      ["--capabilities", "./bad.mjs"],
+      /--capabilities module \.\/bad\.mjs: export "limit" is number, not a handler function/,
+    ],
     ["a missing --root", ["--root", "nowhere"], /--root: the root .*nowhere cannot be used: ENOENT/],
     ["an unwritable --record", ["--record", "no/such/dir/t.ndjson"], /--record: cannot create transcript .*ENOENT/],
     ["a bad --timeout", ["--timeout", "soon"], /--timeout takes a positive number of seconds/],
@@ -276,7 +326,9 @@ describe("built-in read and list", () => {
       SCRIPT,
     ]);
     expect(run.code).toBe(0);
-    const outcomes = (reportOf(run.stdout).outcome?.structured as { outcomes: { status: string; code?: string; content: string; structured?: unknown }[] }).outcomes;
+    const outcomes = (
+      reportOf(run.stdout).outcome?.structured as { outcomes: { status: string; code?: string; content: string; structured?: unknown }[] }
+    ).outcomes;
     expect(outcomes.slice(0, 3).map((o) => o.content)).toEqual(["hello notes\n", "inner", "hello notes\n"]);
     expect(outcomes[3]).toEqual({
       status: "success",
@@ -295,8 +347,15 @@ describe("built-in read and list", () => {
     expect(outcomes[5]!.content).toContain("climbs out of the root");
     expect(outcomes[6]!.content).toContain("is an absolute path");
     expect(outcomes[7]!.content).toContain("through a symbolic link");
-    expect(outcomes.slice(11).map((o) => o.code)).toEqual(["NotFound", "NotAFile", "NotADirectory", "NotUtf8", "InvalidArguments", "InvalidArguments"]);
-    expect(JSON.stringify(outcomes)).not.toContain("secret\"");
+    expect(outcomes.slice(11).map((o) => o.code)).toEqual([
+      "NotFound",
+      "NotAFile",
+      "NotADirectory",
+      "NotUtf8",
+      "InvalidArguments",
+      "InvalidArguments",
+    ]);
+    expect(JSON.stringify(outcomes)).not.toContain('secret"');
   });
 });
 
@@ -349,7 +408,10 @@ describe("ears run --record, then ears replay", () => {
   });
 
   it("reports a guest that sends different arguments (exit 1)", async () => {
-    const changed = JSON.stringify([{ name: "list", arguments: null }, { name: "read", arguments: { path: "package.json" } }]);
+    const changed = JSON.stringify([
+      { name: "list", arguments: null },
+      { name: "read", arguments: { path: "package.json" } },
+    ]);
     const run = await ears(["replay", transcript, "--", "node", SCRIPT, "--calls", changed]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(
@@ -363,13 +425,17 @@ describe("ears run --record, then ears replay", () => {
     expect(run.code).toBe(1);
     const replayed = JSON.parse(run.stdout) as { ok: boolean; divergence: string; matchedRequests: number };
     expect(replayed).toMatchObject({ ok: false, matchedRequests: 2, recordedRequests: 2 });
-    expect(replayed.divergence).toMatch(/^result: expected success .* but the guest returned success .*; first difference at structured\.tag: recorded absent, now "new"$/);
+    expect(replayed.divergence).toMatch(
+      /^result: expected success .* but the guest returned success .*; first difference at structured\.tag: recorded absent, now "new"$/,
+    );
   });
 
   it("exits 2 when the guest crashes instead of doing what was recorded", async () => {
     const run = await ears(["replay", transcript, "--", "node", "-e", "process.exit(4)"]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/ears: the guest diverged from the recording: request #1: expected list null but the guest made only 0 of the 2 recorded requests \(the run ended: GuestCrashed/);
+    expect(run.stderr).toMatch(
+      /ears: the guest diverged from the recording: request #1: expected list null but the guest made only 0 of the 2 recorded requests \(the run ended: GuestCrashed/,
+    );
   });
 
   it("refuses a transcript that is malformed or not a session (64), naming the line", async () => {

@@ -18,7 +18,15 @@ describe("ears exec", () => {
 
   it("runs a TypeScript --code body with --allow and --input: prints the result, streams logs, exits 0", async () => {
     const run = await ears(
-      ["exec", "--allow", "read", "--input", '{"path":"notes.txt"}', "--code", 'const r = await ears.call("read", { path: input.path as string });\nif (r.status === "failure") return r;\nconsole.log("read it");\nreturn { length: r.content.length };'],
+      [
+        "exec",
+        "--allow",
+        "read",
+        "--input",
+        '{"path":"notes.txt"}',
+        "--code",
+        'const r = await ears.call("read", { path: input.path as string });\nif (r.status === "failure") return r;\nconsole.log("read it");\nreturn { length: r.content.length };',
+      ],
       { cwd: dir },
     );
     expect(run.stderr).toContain("[info] read it");
@@ -30,7 +38,11 @@ describe("ears exec", () => {
     writeFileSync(join(dir, "body.ts"), "\uFEFFconst n: number = 2; null!.x;");
     const run = await ears(["exec", "--code-file", "body.ts", "--json", "--no-sandbox"], { cwd: dir });
     const report = JSON.parse(run.stdout);
-    expect(report.outcome).toEqual({ status: "failure", code: "GuestFailed", content: "Cannot read properties of null (reading 'x') (at code.ts:1:28)" });
+    expect(report.outcome).toEqual({
+      status: "failure",
+      code: "GuestFailed",
+      content: "Cannot read properties of null (reading 'x') (at code.ts:1:28)",
+    });
     expect(report.logs[0].content).toBe("TypeError: Cannot read properties of null (reading 'x')\n    at code.ts:1:28");
     expect(run.code).toBe(1);
   });
@@ -54,33 +66,53 @@ describe("ears exec", () => {
 
   it("--record writes the transcript and --timeout stops a body that never returns (exit 2, naming --timeout)", async () => {
     const record = join(dir, "run.ndjson");
-    const run = await ears(["exec", "--timeout", "1", "--record", record, "--code", "await new Promise(() => setInterval(() => {}, 1000));"], { cwd: dir });
+    const run = await ears(
+      ["exec", "--timeout", "1", "--record", record, "--code", "await new Promise(() => setInterval(() => {}, 1000));"],
+      { cwd: dir },
+    );
     expect(run.stderr).toMatch(/RunTimeout.*--timeout/);
     expect(run.code).toBe(2);
-    const frames = readFileSync(record, "utf8").trim().split("\n").map((line) => JSON.parse(line).frame.type);
+    const frames = readFileSync(record, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line).frame.type);
     expect(frames.slice(0, 2)).toEqual(["hello", "invoke"]);
   });
 
   it("--capabilities adds handlers the body calls", async () => {
     writeFileSync(join(dir, "caps.mjs"), "export const add = ({ a, b }) => ({ sum: a + b });\n");
-    const run = await ears(["exec", "--capabilities", "./caps.mjs", "--allow", "add", "--code", 'const r = await ears.call("add", { a: 2, b: 3 });\nreturn r.structured;'], { cwd: dir });
+    const run = await ears(
+      [
+        "exec",
+        "--capabilities",
+        "./caps.mjs",
+        "--allow",
+        "add",
+        "--code",
+        'const r = await ears.call("add", { a: 2, b: 3 });\nreturn r.structured;',
+      ],
+      { cwd: dir },
+    );
     expect(JSON.parse(run.stdout)).toEqual({ sum: 5 });
     expect(run.code).toBe(0);
   });
 
-  it.runIf(process.platform === "linux")("the sandbox options reach the body: a file outside is unreadable until --sandbox-read names it", async () => {
-    const outside = mkdtempSync(join(tmpdir(), "ears-exec-outside-"));
-    try {
-      writeFileSync(join(outside, "data.txt"), "outside data");
-      const body = `const fs = process.getBuiltinModule("node:fs");\ntry { return fs.readFileSync(${JSON.stringify(join(outside, "data.txt"))}, "utf8"); } catch (e) { return (e as { code: string }).code; }`;
-      const hidden = await ears(["exec", "--sandbox", "--code", body], { cwd: dir });
-      expect(JSON.parse(hidden.stdout)).toBe("ENOENT");
-      const shown = await ears(["exec", "--sandbox-read", outside, "--code", body], { cwd: dir });
-      expect(JSON.parse(shown.stdout)).toBe("outside data");
-    } finally {
-      rmSync(outside, { recursive: true, force: true });
-    }
-  });
+  it.runIf(process.platform === "linux")(
+    "the sandbox options reach the body: a file outside is unreadable until --sandbox-read names it",
+    async () => {
+      const outside = mkdtempSync(join(tmpdir(), "ears-exec-outside-"));
+      try {
+        writeFileSync(join(outside, "data.txt"), "outside data");
+        const body = `const fs = process.getBuiltinModule("node:fs");\ntry { return fs.readFileSync(${JSON.stringify(join(outside, "data.txt"))}, "utf8"); } catch (e) { return (e as { code: string }).code; }`;
+        const hidden = await ears(["exec", "--sandbox", "--code", body], { cwd: dir });
+        expect(JSON.parse(hidden.stdout)).toBe("ENOENT");
+        const shown = await ears(["exec", "--sandbox-read", outside, "--code", body], { cwd: dir });
+        expect(JSON.parse(shown.stdout)).toBe("outside data");
+      } finally {
+        rmSync(outside, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("usage errors exit 64: no body, both forms, a command after --, an unreadable file", async () => {
     const cases: [string[], RegExp][] = [

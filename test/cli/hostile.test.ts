@@ -9,7 +9,8 @@ import { ears } from "../helpers/spawn-ears.js";
 
 const GUEST = "fixtures/hostile/guest.mjs";
 const CAPABILITIES = "fixtures/hostile/capabilities.mjs";
-const run = (attack: string, ...options: string[]) => ears(["run", "--allow", "probe", "--capabilities", CAPABILITIES, ...options, "--", "node", GUEST, attack]);
+const run = (attack: string, ...options: string[]) =>
+  ears(["run", "--allow", "probe", "--capabilities", CAPABILITIES, ...options, "--", "node", GUEST, attack]);
 
 /** ESC anywhere but at the start of an SGR, or any C0/C1 control but newline and tab. */
 const TERMINAL_CONTROL = /\x1b(?!\[[0-9;:]*m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]/;
@@ -28,7 +29,12 @@ describe("ears run against hostile guests", () => {
 
     const json = await run(attack, "--json");
     expect(json.code).toBe(2);
-    const report = JSON.parse(json.stdout) as { ok: boolean; outcome?: unknown; failure?: { code: string; message: string }; calls: unknown[] };
+    const report = JSON.parse(json.stdout) as {
+      ok: boolean;
+      outcome?: unknown;
+      failure?: { code: string; message: string };
+      calls: unknown[];
+    };
     expect(report.ok).toBe(false);
     expect(report.outcome).toBeUndefined();
     expect(report.failure?.code).toBe("ProtocolViolation");
@@ -81,7 +87,9 @@ describe("ears run against hostile guests", () => {
     expect(human.code).toBe(2);
     expect(human.stderr).not.toMatch(TERMINAL_CONTROL);
     const notes = human.stderr.split("\n").filter((line) => line.startsWith("ears:"));
-    expect(notes[0]).toMatch(/^ears: the session failed: ProtocolMismatch: the guest \(evil\\x1b\]52;c;cm0gLXJmIH4K\\x07\\x0aears: the guest matched the recording\) speaks protocol 2/);
+    expect(notes[0]).toMatch(
+      /^ears: the session failed: ProtocolMismatch: the guest \(evil\\x1b\]52;c;cm0gLXJmIH4K\\x07\\x0aears: the guest matched the recording\) speaks protocol 2/,
+    );
     expect(notes.every((line) => !line.startsWith("ears: the guest matched"))).toBe(true);
   });
 
@@ -119,7 +127,10 @@ describe("ears replay against a hostile guest", () => {
     const run = await ears(["replay", transcript, ...(json ? [json] : []), "--", "node", GUEST, "deep-request"]);
     expect(run.code).toBe(2);
     expect(run.stderr).not.toMatch(/Maximum call stack|RangeError|internal error/);
-    if (json) expect((JSON.parse(run.stdout) as { report: { failure: { message: string } } }).report.failure.message).toMatch(/nested more than 512 levels/);
+    if (json)
+      expect((JSON.parse(run.stdout) as { report: { failure: { message: string } } }).report.failure.message).toMatch(
+        /nested more than 512 levels/,
+      );
     else expect(run.stderr).toMatch(/ears: the session failed: ProtocolViolation: .*nested more than 512 levels/);
   });
 });

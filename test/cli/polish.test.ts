@@ -17,7 +17,29 @@ describe("ears CLI messages", () => {
 
   it("every usage error is one line with the one prefix 'ears: ' (property, seeded)", async () => {
     // No "--" in the vocabulary, so no guest ever starts: every run ends in help, version or a usage error.
-    const word = fc.constantFrom("run", "replay", "help", "-v", "--allow", "--input", "--timeout", "--call-timeout", "--record", "--root", "--json", "--json=1", "--quiet", "--capabilities", "--bogus", "-x", "read", "0", "t.ndjson", "@", "");
+    const word = fc.constantFrom(
+      "run",
+      "replay",
+      "help",
+      "-v",
+      "--allow",
+      "--input",
+      "--timeout",
+      "--call-timeout",
+      "--record",
+      "--root",
+      "--json",
+      "--json=1",
+      "--quiet",
+      "--capabilities",
+      "--bogus",
+      "-x",
+      "read",
+      "0",
+      "t.ndjson",
+      "@",
+      "",
+    );
     await fc.assert(
       fc.asyncProperty(fc.array(word, { maxLength: 5 }), async (argv) => {
         const run = await cli(argv);
@@ -33,7 +55,9 @@ describe("ears CLI messages", () => {
     const never = ["--", process.execPath, "-e", "setInterval(() => {}, 1000)"];
     const run = await ears(["run", "--timeout", "0.3", ...never]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain("ears: the session failed: RunTimeout: the guest did not finish within 300 ms (--timeout); the run was stopped");
+    expect(run.stderr).toContain(
+      "ears: the session failed: RunTimeout: the guest did not finish within 300 ms (--timeout); the run was stopped",
+    );
     expect(run.stderr).not.toContain("limits.runTimeoutMs");
     const json = await ears(["run", "--json", "--quiet", "--timeout", "0.3", ...never]);
     expect(JSON.parse(json.stdout).failure.message).toContain("(limits.runTimeoutMs)");
@@ -43,6 +67,8 @@ describe("ears CLI messages", () => {
     // A real child: inside vitest, import() would load .ts through vite.
     const run = await ears(["run", "--capabilities", "fixtures/cli/capabilities-add.ts", "--", "node", "guest.mjs"]);
     expect(run.code).toBe(64);
-    expect(run.stderr).toMatch(/^ears: cannot load --capabilities module fixtures\/cli\/capabilities-add\.ts: Node [\d.]+ does not load TypeScript modules; compile it to \.js or \.mjs first/);
+    expect(run.stderr).toMatch(
+      /^ears: cannot load --capabilities module fixtures\/cli\/capabilities-add\.ts: Node [\d.]+ does not load TypeScript modules; compile it to \.js or \.mjs first/,
+    );
   });
 });

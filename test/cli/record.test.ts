@@ -21,7 +21,9 @@ describe("ears run --record", () => {
     symlinkSync(target, link);
     const run = await record(link);
     expect(run.code).toBe(64);
-    expect(run.stderr).toMatch(/^ears: --record: cannot create transcript .*link\.ndjson: it is a symbolic link, which ears does not follow/);
+    expect(run.stderr).toMatch(
+      /^ears: --record: cannot create transcript .*link\.ndjson: it is a symbolic link, which ears does not follow/,
+    );
     expect(readFileSync(target, "utf8")).toBe("keep me\n");
     // A dangling link is refused too: following it would create a file wherever it points.
     const dangling = join(dir, "dangling.ndjson");
@@ -73,14 +75,21 @@ describe("ears run --record", () => {
       const fifo = join(dir, "slow.fifo");
       execFileSync("mkfifo", [fifo]);
       // The reader opens the FIFO at once, then reads nothing for 8 s, then drains it and counts lines.
-      const reader = spawn(process.execPath, ["-e", `
+      const reader = spawn(
+        process.execPath,
+        [
+          "-e",
+          `
         const fs = require("node:fs");
         const fd = fs.openSync(${JSON.stringify(fifo)}, "r");
         setTimeout(() => {
           const buffer = Buffer.alloc(1 << 20); let lines = 0, bytes = 0, n;
           while ((n = fs.readSync(fd, buffer)) > 0) { bytes += n; for (let i = 0; i < n; i++) if (buffer[i] === 10) lines++; }
           process.stdout.write(JSON.stringify({ lines, bytes }));
-        }, 8000);`], { stdio: ["ignore", "pipe", "inherit"] });
+        }, 8000);`,
+        ],
+        { stdio: ["ignore", "pipe", "inherit"] },
+      );
       let counted = "";
       reader.stdout.setEncoding("utf8").on("data", (chunk: string) => (counted += chunk));
       const readerDone = new Promise((resolve) => reader.on("close", resolve));

@@ -14,7 +14,11 @@ function sink(): { stream: PassThrough; text(): string } {
 }
 
 /** Throws what JSON.stringify throws for a result too large for one string. */
-const tooLarge = { toJSON: () => { throw new RangeError("Invalid string length"); } };
+const tooLarge = {
+  toJSON: () => {
+    throw new RangeError("Invalid string length");
+  },
+};
 
 describe("report output that cannot crash", () => {
   it("printJson says why on stderr, writes nothing to stdout and returns false", () => {

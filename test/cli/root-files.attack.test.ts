@@ -66,9 +66,29 @@ describe("hostile guests against the built-in read and list", () => {
     const input = JSON.stringify({ root, seconds: 10, callers: 4 });
     // The guest swaps entries under the root itself, so it may write there (--sandbox-write): the host's
     // check must hold against a guest that can change the root, sandboxed or not.
-    const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read,list", "--root", root, "--sandbox-write", root, "--input", input, "--", "node", join(HOSTILE, "race-read-list.mjs")]);
+    const run = await earsWithin(25_000, [
+      "run",
+      "--quiet",
+      "--allow",
+      "read,list",
+      "--root",
+      root,
+      "--sandbox-write",
+      root,
+      "--input",
+      input,
+      "--",
+      "node",
+      join(HOSTILE, "race-read-list.mjs"),
+    ]);
     expect(run).toMatchObject({ code: 0, hung: false });
-    const result = JSON.parse(run.stdout) as { counts: Record<string, number>; readContents: string[]; listContents: string[]; swaps: number; swapperExit: number };
+    const result = JSON.parse(run.stdout) as {
+      counts: Record<string, number>;
+      readContents: string[];
+      listContents: string[];
+      swaps: number;
+      swapperExit: number;
+    };
     // The race really ran: the swapper swapped, and both calls succeeded often while the directory was in place.
     expect(result.swapperExit).toBe(0);
     expect(result.swaps).toBeGreaterThan(1000);
@@ -88,7 +108,11 @@ describe("hostile guests against the built-in read and list", () => {
     const fifos = ["p1", "p2", "p3", "p4", "p5"];
     for (const fifo of fifos) execFileSync("mkfifo", [join(root, fifo)]);
     writeFileSync(join(root, "notes.txt"), "hello\n");
-    const calls = [...fifos.map((path) => ({ name: "read", arguments: { path } })), { name: "read", arguments: { path: "notes.txt" } }, { name: "list", arguments: { path: "p1" } }];
+    const calls = [
+      ...fifos.map((path) => ({ name: "read", arguments: { path } })),
+      { name: "read", arguments: { path: "notes.txt" } },
+      { name: "list", arguments: { path: "p1" } },
+    ];
     const run = await earsWithin(20_000, [
       "run",
       "--quiet",
@@ -106,12 +130,12 @@ describe("hostile guests against the built-in read and list", () => {
     ]);
     expect(run).toMatchObject({ code: 0, hung: false });
     const { outcomes } = JSON.parse(run.stdout) as { outcomes: { status: string; code?: string; content: string }[] };
-    expect(outcomes.slice(0, 5)).toEqual(fifos.map((path) => ({ status: "failure", code: "NotAFile", content: `${path} is a named pipe, not a regular file` })));
+    expect(outcomes.slice(0, 5)).toEqual(
+      fifos.map((path) => ({ status: "failure", code: "NotAFile", content: `${path} is a named pipe, not a regular file` })),
+    );
     expect(outcomes[5]).toEqual({ status: "success", content: "hello\n" });
     expect(outcomes[6]).toMatchObject({ status: "failure", code: "NotADirectory" });
   });
-
-
 
   it("caps a file that grows while it is read at FileTooLarge, with the host's memory bounded", async () => {
     const { root } = freshRoot("grow");
@@ -120,7 +144,11 @@ describe("hostile guests against the built-in read and list", () => {
     // read it: a read that checks the size while the file is empty must not go on to read it all.
     const input = { root, large: 300 * 1024 * 1024, emptyMs: 2, holdMs: 200, seconds: 8, callers: 32, maxReads: 8000, enough: 2 };
     const guest = ["--", "node", join(HOSTILE, "read-growing-file.mjs")];
-    const run = await earsWithin(25_000, ["run", "--quiet", "--allow", "read", "--root", root, "--sandbox-write", root, "--input", JSON.stringify(input), ...guest], ["--import", REPORT_MAX_RSS]);
+    const run = await earsWithin(
+      25_000,
+      ["run", "--quiet", "--allow", "read", "--root", root, "--sandbox-write", root, "--input", JSON.stringify(input), ...guest],
+      ["--import", REPORT_MAX_RSS],
+    );
     expect(run).toMatchObject({ code: 0, hung: false });
     const result = JSON.parse(run.stdout) as { counts: Record<string, number>; longest: number; reads: number };
     // The attack ran: both states were seen, the short file read whole and the long one refused.
@@ -130,7 +158,8 @@ describe("hostile guests against the built-in read and list", () => {
     // "FileTooLarge grew": the size check saw the file empty and the read found it long (the window hit;
     // it is narrow, so not every run sees it). A content read whole and then cut by the next emptying can
     // be a success of up to 16 MiB of NUL bytes, whose JSON reply may pass the host's reply cap.
-    for (const key of Object.keys(result.counts)) expect(["success", "FileTooLarge", "FileTooLarge grew", "CapabilityFailed"]).toContain(key);
+    for (const key of Object.keys(result.counts))
+      expect(["success", "FileTooLarge", "FileTooLarge grew", "CapabilityFailed"]).toContain(key);
     expect(result.longest).toBeLessThanOrEqual(16 * 1024 * 1024);
     // At most two reads hold a 16 MiB buffer at once; one 300 MiB read alone would pass this bound (the
     // code before this check peaked at 3.7 to 9.6 GiB in 3 runs here).
@@ -142,7 +171,9 @@ describe("hostile guests against the built-in read and list", () => {
 
 describe("ears exits once its report is out", () => {
   it("writes a 20 MiB result whole to a reader that starts late", async () => {
-    const child = spawn(process.execPath, [EARS, "run", "--quiet", "--", "node", resolve("fixtures/guests/big-result.mjs")], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [EARS, "run", "--quiet", "--", "node", resolve("fixtures/guests/big-result.mjs")], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     child.stdout.pause();
     let length = 0;
     let newline = false;
@@ -160,7 +191,17 @@ describe("ears exits once its report is out", () => {
 
   it("exits after the report, with the guest's status, when a handler left a timer running", async () => {
     const calls = [{ name: "start" }];
-    const args = ["run", "--quiet", "--capabilities", join(HOSTILE, "leaves-timer.mjs"), "--allow", "start", "--input", JSON.stringify({ calls }), "--"];
+    const args = [
+      "run",
+      "--quiet",
+      "--capabilities",
+      join(HOSTILE, "leaves-timer.mjs"),
+      "--allow",
+      "start",
+      "--input",
+      JSON.stringify({ calls }),
+      "--",
+    ];
     const run = await earsWithin(20_000, [...args, "node", join(HOSTILE, "concurrent-calls.mjs")]);
     expect(run).toMatchObject({ code: 0, signal: null, hung: false, stderr: "" });
     expect(JSON.parse(run.stdout)).toEqual({ outcomes: [{ status: "success", content: "started" }] });
@@ -189,7 +230,9 @@ describe("ears exits once its report is out", () => {
       // The report is complete: the call timed out and the guest returned.
       expect(JSON.parse(run.stdout)).toMatchObject({ outcomes: [{ status: "failure", code: "CallTimedOut" }] });
       // Node cannot exit while a thread-pool call is stuck, so ears says so and ends with SIGKILL.
-      expect(run.stderr).toContain("ears: 1 file-system call is still stuck 2 s after the report; Node cannot exit normally while one runs, so ears ends with SIGKILL (its exit status would have been 0)\n");
+      expect(run.stderr).toContain(
+        "ears: 1 file-system call is still stuck 2 s after the report; Node cannot exit normally while one runs, so ears ends with SIGKILL (its exit status would have been 0)\n",
+      );
       expect(run.signal).toBe("SIGKILL");
     } finally {
       // Frees a thread the old code left stuck (the open completes once a writer appears), whatever happened.

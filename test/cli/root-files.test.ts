@@ -14,13 +14,16 @@ let real: string;
 let files: Capabilities;
 let socketServer: Server;
 const ctx = { name: "test", id: 1, signal: new AbortController().signal };
-const callOn = (capabilities: Capabilities, name: string, args: Json, signal = ctx.signal) => capabilities[name]!(args, { ...ctx, name, signal }) as Promise<Answer>;
+const callOn = (capabilities: Capabilities, name: string, args: Json, signal = ctx.signal) =>
+  capabilities[name]!(args, { ...ctx, name, signal }) as Promise<Answer>;
 const call = (name: string, args: Json) => callOn(files, name, args);
 
 /** The answer, or a rejection if none came within 5 s: a call that blocks must fail the test, not stall it. */
 function answerSoon(answer: Promise<Answer>): Promise<Answer> {
   let timer: NodeJS.Timeout | undefined;
-  const hang = new Promise<never>((_, fail) => (timer = setTimeout(() => fail(new Error("no answer within 5 s: the call blocked")), 5_000)));
+  const hang = new Promise<never>(
+    (_, fail) => (timer = setTimeout(() => fail(new Error("no answer within 5 s: the call blocked")), 5_000)),
+  );
   return Promise.race([answer, hang]).finally(() => clearTimeout(timer));
 }
 
@@ -126,13 +129,21 @@ describe("rootFiles", () => {
         code: "InvalidArguments",
         content: `list takes {"path": "dir"} (or null for the root), got ${JSON.stringify(args)}`,
       });
-      expect(await call("read", args)).toEqual({ status: "failure", code: "InvalidArguments", content: `read takes {"path": "file.txt"}, got ${JSON.stringify(args)}` });
+      expect(await call("read", args)).toEqual({
+        status: "failure",
+        code: "InvalidArguments",
+        content: `read takes {"path": "file.txt"}, got ${JSON.stringify(args)}`,
+      });
     }
     expect(await call("read", null)).toMatchObject({ code: "InvalidArguments" });
   });
 
   it("refuses a named pipe at once, without blocking on it, for read and list", async () => {
-    expect(await answerSoon(call("read", { path: "pipe" }))).toEqual({ status: "failure", code: "NotAFile", content: "pipe is a named pipe, not a regular file" });
+    expect(await answerSoon(call("read", { path: "pipe" }))).toEqual({
+      status: "failure",
+      code: "NotAFile",
+      content: "pipe is a named pipe, not a regular file",
+    });
     expect(await answerSoon(call("list", { path: "pipe" }))).toMatchObject({ status: "failure", code: "NotADirectory" });
   });
 
@@ -154,7 +165,9 @@ describe("rootFiles", () => {
     await expect(callOn(files, "list", null, aborted)).rejects.toThrow("the call timed out");
     // Nothing was left holding a turn: later calls still run, many at once.
     // (Each with its own signal, as the host gives every call.)
-    const answers = await Promise.all(Array.from({ length: 20 }, () => callOn(files, "read", { path: "docs/a.md" }, new AbortController().signal)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => callOn(files, "read", { path: "docs/a.md" }, new AbortController().signal)),
+    );
     expect(answers.every((answer) => answer.content === "# A\n")).toBe(true);
   });
 
@@ -164,7 +177,10 @@ describe("rootFiles", () => {
       code: "FileTooLarge",
       content: "big.txt has 16 bytes; read returns files of up to 10 bytes",
     });
-    expect(await call("read", { path: "loop-a" })).toMatchObject({ code: "FileSystemError", content: expect.stringContaining("too many levels of symbolic links") });
+    expect(await call("read", { path: "loop-a" })).toMatchObject({
+      code: "FileSystemError",
+      content: expect.stringContaining("too many levels of symbolic links"),
+    });
     for (const args of [null, [], "a.md", { path: "" }, { path: 3 }, { path: "a\0b" }, { path: null }] as Json[]) {
       expect(await call("read", args)).toMatchObject({ status: "failure", code: "InvalidArguments" });
     }

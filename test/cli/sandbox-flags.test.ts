@@ -16,7 +16,11 @@ const PROBE = resolve("fixtures/hostile/probe.mjs");
 const GRANDCHILD = resolve("fixtures/hostile/grandchild.mjs");
 
 /** Runs the CLI with `env` (default: this process's); `onStderr` may act on the child mid-run. */
-function earsWith(args: string[], env: NodeJS.ProcessEnv = process.env, onStderr?: (soFar: string, kill: (signal: NodeJS.Signals) => void) => void): Promise<EarsRun> {
+function earsWith(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  onStderr?: (soFar: string, kill: (signal: NodeJS.Signals) => void) => void,
+): Promise<EarsRun> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [EARS, ...args], { stdio: ["ignore", "pipe", "pipe"], env });
     let stdout = "";
@@ -57,7 +61,23 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     const outside = resolve(`.ears-cli-sandbox-${process.pid}.txt`);
     const input = { read: [join(dir, "in.txt")], write: [join(out, "a.txt"), outside], env: ["FROM_HOST", "SET", "HIDDEN"] };
     const run = await earsWith(
-      ["run", "--json", "--sandbox-read", join(dir, "in.txt"), "--sandbox-write", out, "--env", "FROM_HOST", "--env", "SET=1", "--input", JSON.stringify(input), "--", "node", PROBE],
+      [
+        "run",
+        "--json",
+        "--sandbox-read",
+        join(dir, "in.txt"),
+        "--sandbox-write",
+        out,
+        "--env",
+        "FROM_HOST",
+        "--env",
+        "SET=1",
+        "--input",
+        JSON.stringify(input),
+        "--",
+        "node",
+        PROBE,
+      ],
       { ...process.env, FROM_HOST: "host value", HIDDEN: "secret" },
     );
     expect(run.code, run.stderr).toBe(0);
@@ -69,23 +89,38 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     });
     expect(readFileSync(join(out, "a.txt"), "utf8")).toBe("probe");
     expect(existsSync(outside)).toBe(false);
-    expect(report.sandbox).toMatchObject({ mechanism: "bubblewrap", network: false, writable: ["/tmp", out], env: ["PATH", "HOME", "LANG", "FROM_HOST", "SET"] });
+    expect(report.sandbox).toMatchObject({
+      mechanism: "bubblewrap",
+      network: false,
+      writable: ["/tmp", out],
+      env: ["PATH", "HOME", "LANG", "FROM_HOST", "SET"],
+    });
     expect(report.sandbox?.readable).toContain(join(dir, "in.txt"));
   });
 
   it("runs sandboxed by default, and --no-sandbox runs unconfined", async () => {
     const input = JSON.stringify({ read: ["/etc/passwd"] });
     const confined = await earsWith(["run", "--json", "--input", input, "--", "node", PROBE]);
-    expect(JSON.parse(confined.stdout)).toMatchObject({ ok: true, sandbox: { mechanism: "bubblewrap" }, outcome: { structured: { read: ["blocked: ENOENT"] } } });
+    expect(JSON.parse(confined.stdout)).toMatchObject({
+      ok: true,
+      sandbox: { mechanism: "bubblewrap" },
+      outcome: { structured: { read: ["blocked: ENOENT"] } },
+    });
     const open = await earsWith(["run", "--json", "--no-sandbox", "--input", input, "--", "node", PROBE]);
-    expect(JSON.parse(open.stdout)).toMatchObject({ ok: true, sandbox: null, outcome: { structured: { read: [expect.stringMatching(/^ok: root:/)] } } });
+    expect(JSON.parse(open.stdout)).toMatchObject({
+      ok: true,
+      sandbox: null,
+      outcome: { structured: { read: [expect.stringMatching(/^ok: root:/)] } },
+    });
     expect(open.stderr).not.toContain("without a sandbox");
   });
 
   it("without bubblewrap: auto runs unconfined with a one-line note (none with --quiet); --sandbox refuses to start the guest (exit 2)", async () => {
     const auto = await earsWith(["run", "--input", "{}", "--", "node", PROBE], noBwrap);
     expect(auto.code).toBe(0);
-    expect(auto.stderr).toMatch(/^ears: the guest ran without a sandbox: bubblewrap \(bwrap\) is not installed; install the OS package bubblewrap \(--sandbox requires one, --no-sandbox silences this note\)$/m);
+    expect(auto.stderr).toMatch(
+      /^ears: the guest ran without a sandbox: bubblewrap \(bwrap\) is not installed; install the OS package bubblewrap \(--sandbox requires one, --no-sandbox silences this note\)$/m,
+    );
     expect(auto.stderr.split("\n").filter((line) => line.includes("without a sandbox"))).toHaveLength(1);
     const quiet = await earsWith(["run", "--quiet", "--input", "{}", "--", "node", PROBE], noBwrap);
     expect(quiet.stderr).toBe("");

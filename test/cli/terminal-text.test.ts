@@ -2,7 +2,13 @@
 // reaches the terminal, the escaping loses nothing, and no guest line can start with "ears:".
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { escapeJsonControls, escapeResultText, escapeTerminalText, PrefixedLines, unescapeTerminalText } from "../../src/cli/terminal-text.js";
+import {
+  escapeJsonControls,
+  escapeResultText,
+  escapeTerminalText,
+  PrefixedLines,
+  unescapeTerminalText,
+} from "../../src/cli/terminal-text.js";
 
 /** Hostile text: real attack sequences, lone controls, backslashes next to "x", and any code units. */
 const hostileText = fc
@@ -13,9 +19,27 @@ const hostileText = fc
         "\x1b]0;owned\x1b\\", // OSC 0: set the title, ST-terminated
         "\x1b[2K\x1b[1A", // erase line, cursor up
         "\x1b[8m", // conceal
-        "\x1b[31m", "\x1b[1;38;5;8m", "\x1b[38;2;1;2;3m", "\x1b[0m", "\x1b[m", // colours and styles
-        "\x1b", "\x9b31m", "\x9d0;t\x9c", "\x7f", "\r", "\b", "\x00", "\n", "\t",
-        "\\", "\\\\", "x", "x1b", "\\x1b", "ears: the session failed", "\nears:",
+        "\x1b[31m",
+        "\x1b[1;38;5;8m",
+        "\x1b[38;2;1;2;3m",
+        "\x1b[0m",
+        "\x1b[m", // colours and styles
+        "\x1b",
+        "\x9b31m",
+        "\x9d0;t\x9c",
+        "\x7f",
+        "\r",
+        "\b",
+        "\x00",
+        "\n",
+        "\t",
+        "\\",
+        "\\\\",
+        "x",
+        "x1b",
+        "\\x1b",
+        "ears: the session failed",
+        "\nears:",
       ),
       fc.string({ unit: "binary", maxLength: 6 }),
     ),
@@ -89,7 +113,9 @@ describe("PrefixedLines", () => {
         if (text === "") return;
         const shown = output.endsWith("\n") ? output.slice(0, -1).split("\n") : output.split("\n");
         for (const line of shown) expect(line.startsWith("[stderr] ")).toBe(true);
-        expect(unescapeTerminalText(shown.map((line) => line.slice("[stderr] ".length)).join("\n") + (output.endsWith("\n") ? "\n" : ""))).toBe(text);
+        expect(
+          unescapeTerminalText(shown.map((line) => line.slice("[stderr] ".length)).join("\n") + (output.endsWith("\n") ? "\n" : "")),
+        ).toBe(text);
       }),
       { numRuns: 1000, seed: 0x7e_57 },
     );

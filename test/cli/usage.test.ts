@@ -10,7 +10,10 @@ describe("usage errors exit 64 with a message that says what to do", () => {
   it.each([
     [[], "ears: no command; use ears run, ears exec or ears replay (see ears --help)"],
     [["start"], 'ears: unknown command "start"; the commands are run, exec and replay (see ears --help)'],
-    [["--allow", "read"], "ears: unknown option --allow; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)"],
+    [
+      ["--allow", "read"],
+      "ears: unknown option --allow; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)",
+    ],
     [["run", "--tmeout", "3", "--", "node"], "ears: unknown option --tmeout (did you mean --timeout?); see ears run --help"],
     [["run", "--verbose", "--", "node"], "ears: unknown option --verbose; see ears run --help"],
     [["run", "--allow"], "ears: --allow needs a value, e.g. --allow read,list; see ears run --help"],
@@ -22,11 +25,17 @@ describe("usage errors exit 64 with a message that says what to do", () => {
     ],
     [["run", "--json=yes", "--", "node"], "ears: --json is a switch and takes no value; see ears run --help"],
     [["run", "--timeout", "0", "--", "node"], 'ears: --timeout takes a positive number of seconds (e.g. --timeout 30), got "0"'],
-    [["run", "--call-timeout=-1", "--", "node"], 'ears: --call-timeout takes a positive number of seconds (e.g. --call-timeout 30), got "-1"'],
+    [
+      ["run", "--call-timeout=-1", "--", "node"],
+      'ears: --call-timeout takes a positive number of seconds (e.g. --call-timeout 30), got "-1"',
+    ],
     [["run", "--input", "", "--", "node"], /^ears: --input is not valid JSON/],
     [["run", "--input", "@", "--", "node"], "ears: --input @ needs a file name, e.g. --input @input.json"],
     [["replay", "--", "node"], "ears: no transcript; e.g. ears replay run.ndjson -- node guest.mjs (see ears replay --help)"],
-    [["replay", "a.ndjson", "b", "--", "node"], 'ears: unexpected "b" before --; write the guest command after --, e.g. ears replay -- node guest.mjs'],
+    [
+      ["replay", "a.ndjson", "b", "--", "node"],
+      'ears: unexpected "b" before --; write the guest command after --, e.g. ears replay -- node guest.mjs',
+    ],
     [["replay", "a.ndjson"], "ears: no guest command; write it after --, e.g. ears replay -- node guest.mjs (see ears replay --help)"],
     [["replay", "--allow", "read", "t.ndjson", "--", "node"], "ears: unknown option --allow; see ears replay --help"],
   ])("%j", async (argv, message) => {

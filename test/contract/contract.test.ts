@@ -6,7 +6,15 @@
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { createLinkedPair, defineCapabilities, FailureCode, Outcome, serve, type Contract, type StandardSchemaV1 } from "../../src/index.js";
+import {
+  createLinkedPair,
+  defineCapabilities,
+  FailureCode,
+  Outcome,
+  serve,
+  type Contract,
+  type StandardSchemaV1,
+} from "../../src/index.js";
 import { HostReplyCode, runHost, type Capabilities, type HostOptions } from "../../src/host/index.js";
 import { jsonValue } from "../../src/testing/index.js";
 import { failOnUnhandledRejections } from "../helpers/host.js";
@@ -77,7 +85,12 @@ describe("contracts: the guest", () => {
   });
 
   it("hands the program the input schema's output", async () => {
-    const { report } = await session({ input: { n: "41" } }, (_ears, input) => input, undefined, z.object({ n: z.coerce.number().transform((n) => n + 1) }));
+    const { report } = await session(
+      { input: { n: "41" } },
+      (_ears, input) => input,
+      undefined,
+      z.object({ n: z.coerce.number().transform((n) => n + 1) }),
+    );
     expect(report.outcome).toEqual(Outcome.success("", { n: 42 }));
   });
 
@@ -165,9 +178,8 @@ describe("contracts: the host", () => {
 
   it("refuses a handler's structured that contradicts the contract: CapabilityFailed, not sent", async () => {
     const add = (() => ({ sum: "x" })) as unknown as (args: { a: number; b: number }) => { sum: number };
-    const { report } = await session(
-      { capabilities: tools.implement({ read: () => "", add }) },
-      async (ears) => ears.call("add", { a: 1, b: 2 }),
+    const { report } = await session({ capabilities: tools.implement({ read: () => "", add }) }, async (ears) =>
+      ears.call("add", { a: 1, b: 2 }),
     );
     expect(report.outcome).toMatchObject({ status: "failure", code: HostReplyCode.CapabilityFailed });
     expect(report.outcome?.content).toMatch(/"add" answered a structured value that does not match the contract: \$\.sum/);
@@ -191,7 +203,9 @@ describe("contracts: the host", () => {
     expect(() => defineCapabilities({ read: { arguments: { parse: () => 1 } as never } })).toThrow(/Standard Schema/);
     expect(() => defineCapabilities({ read: { description: 1 as never } })).toThrow(/description must be a string/);
     const [guestEnd] = createLinkedPair();
-    await expect(serve({ wire: guestEnd, capabilities: { read: {} } as never, run: () => 1 })).rejects.toThrow(/made by defineCapabilities/);
+    await expect(serve({ wire: guestEnd, capabilities: { read: {} } as never, run: () => 1 })).rejects.toThrow(
+      /made by defineCapabilities/,
+    );
     await expect(serve({ wire: guestEnd, input: {} as never, run: () => 1 })).rejects.toThrow(/options.input must be a Standard Schema/);
   });
 
@@ -237,7 +251,9 @@ describe("contracts: describe()", () => {
 
   it("names the capability whose schema library has no Standard JSON Schema", () => {
     const bare: StandardSchemaV1<string> = { "~standard": { version: 1, vendor: "bare", validate: (value) => ({ value: String(value) }) } };
-    expect(() => defineCapabilities({ echo: { arguments: bare } }).describe()).toThrow(/"echo"\.arguments is a bare schema without Standard JSON Schema/);
+    expect(() => defineCapabilities({ echo: { arguments: bare } }).describe()).toThrow(
+      /"echo"\.arguments is a bare schema without Standard JSON Schema/,
+    );
   });
 });
 
@@ -254,14 +270,18 @@ describe("contracts: a schema that throws", () => {
   const contract = defineCapabilities({ boom: { arguments: throwing } });
 
   it("on the guest, the call rejects with the schema's error and nothing is sent", async () => {
-    const { report } = await session({ allowed: ["boom"], capabilities: { boom: () => "" } }, async (ears) => {
-      try {
-        await ears.call("boom", 1);
-        return "no rejection";
-      } catch (error) {
-        return (error as Error).message;
-      }
-    }, contract);
+    const { report } = await session(
+      { allowed: ["boom"], capabilities: { boom: () => "" } },
+      async (ears) => {
+        try {
+          await ears.call("boom", 1);
+          return "no rejection";
+        } catch (error) {
+          return (error as Error).message;
+        }
+      },
+      contract,
+    );
     expect(report.outcome).toEqual(Outcome.success("", "schema bug"));
     expect(report.calls).toEqual([]);
   });
@@ -353,7 +373,11 @@ describe("contracts: names that are Object.prototype's", () => {
 describe("contracts: arguments left out", () => {
   it("are checked as the null the wire carries, the same value the host checks", async () => {
     const contract = defineCapabilities({ ping: { arguments: z.null() } });
-    const { report } = await session({ capabilities: contract.implement({ ping: () => "pong" }) }, async (ears) => ears.call("ping"), contract);
+    const { report } = await session(
+      { capabilities: contract.implement({ ping: () => "pong" }) },
+      async (ears) => ears.call("ping"),
+      contract,
+    );
     expect(report.outcome).toEqual(Outcome.success("pong"));
     expect(report.calls.map((call) => call.arguments)).toEqual([null]);
   });

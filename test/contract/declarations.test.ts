@@ -15,13 +15,28 @@ import { defineCapabilities } from "../../src/index.js";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const tsc = join(root, "node_modules/typescript/bin/tsc");
 
-const Tree: z.ZodType<{ name: string; children: { name: string; children: unknown[] }[] }> = z.object({ name: z.string(), get children() { return z.array(Tree); } }) as never;
+const Tree: z.ZodType<{ name: string; children: { name: string; children: unknown[] }[] }> = z.object({
+  name: z.string(),
+  get children() {
+    return z.array(Tree);
+  },
+}) as never;
 const tools = defineCapabilities({
   read: { description: "Read a UTF-8 file under the root", arguments: z.object({ path: z.string().describe("Path under the root") }) },
   add: { arguments: z.object({ a: z.number(), b: z.number() }), structured: z.object({ sum: z.number() }) },
   pick: {
-    arguments: z.object({ mode: z.enum(["a", "b"]), count: z.literal(3), label: z.string().nullable(), pair: z.tuple([z.string(), z.number()]), flags: z.record(z.string(), z.boolean()), note: z.string().optional() }),
-    structured: z.union([z.object({ kind: z.literal("one"), value: z.number() }), z.object({ kind: z.literal("many"), values: z.array(z.number()) })]),
+    arguments: z.object({
+      mode: z.enum(["a", "b"]),
+      count: z.literal(3),
+      label: z.string().nullable(),
+      pair: z.tuple([z.string(), z.number()]),
+      flags: z.record(z.string(), z.boolean()),
+      note: z.string().optional(),
+    }),
+    structured: z.union([
+      z.object({ kind: z.literal("one"), value: z.number() }),
+      z.object({ kind: z.literal("many"), values: z.array(z.number()) }),
+    ]),
   },
   loose: { description: "Takes any JSON" },
 });
@@ -29,21 +44,49 @@ const inputSchema = z.object({ path: z.string(), depth: z.number().int().optiona
 
 /** [name, body, valid] */
 const bodies: [string, string, boolean][] = [
-  ["the issue's body", 'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\nreturn r.structured.sum * 2;', true],
-  ["read with input", 'const t = await ears.call("read", { path: input.path });\nif (Outcome.isError(t)) return t;\nreturn t.content.length + (input.depth ?? 0);', true],
+  [
+    "the issue's body",
+    'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\nreturn r.structured.sum * 2;',
+    true,
+  ],
+  [
+    "read with input",
+    'const t = await ears.call("read", { path: input.path });\nif (Outcome.isError(t)) return t;\nreturn t.content.length + (input.depth ?? 0);',
+    true,
+  ],
   ["wrong argument type", 'await ears.call("read", { path: 1 });', false],
   ["unknown capability", 'await ears.call("nope", {});', false],
   ["missing argument", 'await ears.call("add", { a: 1 });', false],
   ["unknown key in arguments", 'await ears.call("read", { path: "x", extra: 1 });', false],
   ["unknown input field", "return input.nope;", false],
-  ["structured used as the wrong type", 'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "success") { const s: string = r.structured.sum; return s; }', false],
+  [
+    "structured used as the wrong type",
+    'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "success") { const s: string = r.structured.sum; return s; }',
+    false,
+  ],
   ["structured before narrowing", 'const r = await ears.call("add", { a: 1, b: 2 });\nreturn r.structured.sum;', false],
-  ["enum, literal, nullable, tuple, record, optional", 'await ears.call("pick", { mode: "a", count: 3, label: null, pair: ["x", 1], flags: { on: true } });', true],
+  [
+    "enum, literal, nullable, tuple, record, optional",
+    'await ears.call("pick", { mode: "a", count: 3, label: null, pair: ["x", 1], flags: { on: true } });',
+    true,
+  ],
   ["a value outside the enum", 'await ears.call("pick", { mode: "c", count: 3, label: null, pair: ["x", 1], flags: {} });', false],
   ["a wrong tuple", 'await ears.call("pick", { mode: "a", count: 3, label: "l", pair: [1, "x"], flags: {} });', false],
-  ["a union result narrowed on its tag", 'const r = await ears.call("pick", { mode: "b", count: 3, label: "l", pair: ["x", 1], flags: {} });\nif (r.status === "failure") return r;\nreturn r.structured.kind === "one" ? r.structured.value : r.structured.values.length;', true],
-  ["a union result read without narrowing", 'const r = await ears.call("pick", { mode: "b", count: 3, label: "l", pair: ["x", 1], flags: {} });\nif (r.status === "failure") return r;\nreturn r.structured.value;', false],
-  ["a loose capability with JSON", 'const r = await ears.call("loose", { any: [1, "two", null] });\nreturn r.status === "success" ? r.structured : r.code;', true],
+  [
+    "a union result narrowed on its tag",
+    'const r = await ears.call("pick", { mode: "b", count: 3, label: "l", pair: ["x", 1], flags: {} });\nif (r.status === "failure") return r;\nreturn r.structured.kind === "one" ? r.structured.value : r.structured.values.length;',
+    true,
+  ],
+  [
+    "a union result read without narrowing",
+    'const r = await ears.call("pick", { mode: "b", count: 3, label: "l", pair: ["x", 1], flags: {} });\nif (r.status === "failure") return r;\nreturn r.structured.value;',
+    false,
+  ],
+  [
+    "a loose capability with JSON",
+    'const r = await ears.call("loose", { any: [1, "two", null] });\nreturn r.status === "success" ? r.structured : r.code;',
+    true,
+  ],
   ["a loose capability with a Map", 'await ears.call("loose", new Map());', false],
   ["logging", 'await ears.log("hello", "warn");\nreturn ears.allowed.length;', true],
   ["logging a number", "await ears.log(1);", false],
@@ -51,9 +94,17 @@ const bodies: [string, string, boolean][] = [
 ];
 
 /** tsc over a directory; the files with errors (by base name) and the full output. */
-function typecheck(dir: string, project: string, files: string[], compilerOptions: Record<string, unknown>): Promise<{ failing: Set<string>; output: string }> {
+function typecheck(
+  dir: string,
+  project: string,
+  files: string[],
+  compilerOptions: Record<string, unknown>,
+): Promise<{ failing: Set<string>; output: string }> {
   const config = join(dir, `tsconfig.${project}.json`);
-  writeFileSync(config, JSON.stringify({ compilerOptions: { strict: true, noEmit: true, skipLibCheck: true, target: "ES2022", ...compilerOptions }, files }));
+  writeFileSync(
+    config,
+    JSON.stringify({ compilerOptions: { strict: true, noEmit: true, skipLibCheck: true, target: "ES2022", ...compilerOptions }, files }),
+  );
   return new Promise((resolve) => {
     execFile(process.execPath, [tsc, "-p", config, "--pretty", "false"], { cwd: dir }, (_error, stdout) => {
       const failing = new Set([...stdout.matchAll(/^([\w.-]+)\(\d+,\d+\): error/gm)].map((match) => match[1]!));
@@ -111,13 +162,22 @@ export const inputSchema = z.object({ path: z.string(), depth: z.number().int().
       typecheck(dir, "guests", guests, { module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2023", "DOM"], types: ["node"] }),
     ]);
     expect(againstDeclarations.failing.has("ears.d.ts"), againstDeclarations.output).toBe(false);
-    const verdicts = bodies.map(([name, , valid], i) => ({ name, valid, declarations: !againstDeclarations.failing.has(`body${i}.ts`), guest: !inGuest.failing.has(`guest${i}.ts`) }));
-    expect(verdicts, `${againstDeclarations.output}\n---\n${inGuest.output}`).toEqual(bodies.map(([name, , valid]) => ({ name, valid, declarations: valid, guest: valid })));
+    const verdicts = bodies.map(([name, , valid], i) => ({
+      name,
+      valid,
+      declarations: !againstDeclarations.failing.has(`body${i}.ts`),
+      guest: !inGuest.failing.has(`guest${i}.ts`),
+    }));
+    expect(verdicts, `${againstDeclarations.output}\n---\n${inGuest.output}`).toEqual(
+      bodies.map(([name, , valid]) => ({ name, valid, declarations: valid, guest: valid })),
+    );
   });
 
   it("names a schema without Standard JSON Schema, and types input as JSON without a schema", () => {
     const noJsonSchema = { "~standard": { version: 1 as const, vendor: "custom", validate: (value: unknown) => ({ value }) } };
-    expect(() => defineCapabilities({ odd: { arguments: noJsonSchema } }).declarations()).toThrow(/"odd"\.arguments is a custom schema without Standard JSON Schema/);
+    expect(() => defineCapabilities({ odd: { arguments: noJsonSchema } }).declarations()).toThrow(
+      /"odd"\.arguments is a custom schema without Standard JSON Schema/,
+    );
     expect(defineCapabilities({}).declarations()).toContain("declare const input: Json;");
   });
 

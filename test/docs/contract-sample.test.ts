@@ -14,11 +14,32 @@ describe("the typed-contract sample", () => {
 
   it("compiles in strict nodenext and runs: guest and host agree through the contract", () => {
     const sample = ["contract", "guest", "host"].map((name) => join(root, "test-d/sample", `${name}.ts`));
-    execFileSync(process.execPath, [tsc, "--ignoreConfig", "--strict", "--module", "nodenext", "--target", "es2022", "--types", "node", "--rootDir", join(root, "test-d/sample"), "--outDir", out, ...sample], {
-      cwd: root,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const printed = execFileSync(process.execPath, ["host.js"], { cwd: out, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).split("\n");
+    execFileSync(
+      process.execPath,
+      [
+        tsc,
+        "--ignoreConfig",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--target",
+        "es2022",
+        "--types",
+        "node",
+        "--rootDir",
+        join(root, "test-d/sample"),
+        "--outDir",
+        out,
+        ...sample,
+      ],
+      {
+        cwd: root,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    const printed = execFileSync(process.execPath, ["host.js"], { cwd: out, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).split(
+      "\n",
+    );
     // console.log of the structured result, then the JSON of describe().
     expect(printed[0]).toBe(`{ length: ${"contents of README.md".length}, sum: 3 }`);
     const described = JSON.parse(printed[1]!);

@@ -29,14 +29,22 @@ describe("documentation examples", () => {
   it("no block names a file the package does not ship (the repository's fixtures, tests, sources or scripts)", () => {
     const packed = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).files as string[];
     const outside = documentationBlocks(root).flatMap((block) =>
-      [...block.code.matchAll(/["'`](?:\.\/)?((?:fixtures|test|test-d|src|scripts|bench)\/[^"'`]*)/g)].map((match) => `${block.file}:${block.line}: ${match[1]}`),
+      [...block.code.matchAll(/["'`](?:\.\/)?((?:fixtures|test|test-d|src|scripts|bench)\/[^"'`]*)/g)].map(
+        (match) => `${block.file}:${block.line}: ${match[1]}`,
+      ),
     );
     expect(packed).not.toContain("fixtures");
     expect(outside).toEqual([]);
   });
 
   it("names a broken block by its documentation file and line", () => {
-    const broken = { file: "docs/api.md", line: 10, language: "ts" as const, code: 'import { serve } from "@posoco/ears";\nconst n: number = serve;\n', checkedElsewhere: false };
+    const broken = {
+      file: "docs/api.md",
+      line: 10,
+      language: "ts" as const,
+      code: 'import { serve } from "@posoco/ears";\nconst n: number = serve;\n',
+      checkedElsewhere: false,
+    };
     const errors = typeCheckBlocks(scratch, tsc, [broken]);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatch(/^docs\/api\.md:12: error TS2322: /);

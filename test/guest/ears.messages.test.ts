@@ -11,8 +11,16 @@ const MIB = 1024 * 1024;
 describe("a host's several-MiB malformed line, as the guest reports it", () => {
   const cases: [what: string, line: string, reason: string][] = [
     ["not JSON", `{${"x".repeat(5 * MIB)}`, "not JSON ("],
-    ["a reply whose outcome is not an object", `{"type":"reply","id":1,"outcome":"${"o".repeat(5 * MIB)}"}`, "reply.outcome: an outcome must be an object: "],
-    ["an unknown type of several MiB", `{"type":"${"t".repeat(5 * MIB)}"}`, `unknown frame type "${"t".repeat(64)}"… (${5 * MIB} characters): `],
+    [
+      "a reply whose outcome is not an object",
+      `{"type":"reply","id":1,"outcome":"${"o".repeat(5 * MIB)}"}`,
+      "reply.outcome: an outcome must be an object: ",
+    ],
+    [
+      "an unknown type of several MiB",
+      `{"type":"${"t".repeat(5 * MIB)}"}`,
+      `unknown frame type "${"t".repeat(64)}"… (${5 * MIB} characters): `,
+    ],
   ];
 
   it.each(cases)("%s: the call's error and the error log quote 200 characters of it", async (_what, line, reason) => {
@@ -29,7 +37,11 @@ describe("a host's several-MiB malformed line, as the guest reports it", () => {
     expect(logged.endsWith(quoted)).toBe(true);
     expect(logged.length).toBeLessThan(1024);
     const message = result?.type === "result" ? String(result.outcome.structured) : "";
-    expect(message.startsWith(`malformed: the session with the host broke while "read" waited for its reply (the host sent a malformed frame (${reason}`)).toBe(true);
+    expect(
+      message.startsWith(
+        `malformed: the session with the host broke while "read" waited for its reply (the host sent a malformed frame (${reason}`,
+      ),
+    ).toBe(true);
     expect(message.endsWith(`${quoted}); the request may already have executed`)).toBe(true);
     expect(message.length).toBeLessThan(1024);
   });
@@ -42,7 +54,10 @@ describe("Ears.call under an empty allowlist", () => {
     expect(frames).toEqual([
       {
         type: "result",
-        outcome: Outcome.failure(FailureCode.CapabilityDenied, 'capability "read" is not allowed by the host (allowed: none); nothing was sent'),
+        outcome: Outcome.failure(
+          FailureCode.CapabilityDenied,
+          'capability "read" is not allowed by the host (allowed: none); nothing was sent',
+        ),
       },
     ]);
   });
@@ -52,7 +67,10 @@ describe("Ears.call under an empty allowlist", () => {
     expect(frames).toEqual([
       {
         type: "result",
-        outcome: Outcome.failure(FailureCode.CapabilityDenied, 'capability "write" is not allowed by the host (allowed: "read", "list"); nothing was sent'),
+        outcome: Outcome.failure(
+          FailureCode.CapabilityDenied,
+          'capability "write" is not allowed by the host (allowed: "read", "list"); nothing was sent',
+        ),
       },
     ]);
   });

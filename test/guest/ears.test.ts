@@ -102,7 +102,9 @@ describe("Ears.call on the wire", () => {
   });
 
   it("correlates out-of-order replies to the right calls", async () => {
-    const guest = startGuest(async (ears) => Promise.all([1, 2, 3].map((n) => ears.call("read", n))).then((all) => all.map((o) => o.content)));
+    const guest = startGuest(async (ears) =>
+      Promise.all([1, 2, 3].map((n) => ears.call("read", n))).then((all) => all.map((o) => o.content)),
+    );
     await guest.invoke(["read"]);
     const requests = [await guest.expect("request"), await guest.expect("request"), await guest.expect("request")];
     for (const r of [requests[2]!, requests[0]!, requests[1]!]) await guest.reply(r.id, ok(`answer ${String(r.arguments)}`));
@@ -230,7 +232,9 @@ describe("Ears.call on the wire", () => {
     void guest.reply(first.id + 1, ok("guessed"));
     const rest = await guest.rest();
     expect(rest[0]).toMatchObject({ type: "request", id: 2 });
-    expect(rest[1]).toEqual(brokenLog("the host replied to request id 2 before that request was written (a reply must follow its request)"));
+    expect(rest[1]).toEqual(
+      brokenLog("the host replied to request id 2 before that request was written (a reply must follow its request)"),
+    );
     expect(resultOf(rest)).toEqual(Outcome.success("", "handled"));
   });
 
@@ -249,9 +253,15 @@ describe("Ears.call on the wire", () => {
     expect(await next()).toMatchObject({ type: "hello" });
     toGuest.write(`${encodeFrame({ type: "invoke", protocol: 1, allowed: ["read"], input: null })}\n`);
     expect(await next()).toMatchObject({ type: "request", id: 1 });
-    toGuest.write(`${encodeFrame({ type: "reply", id: 1, outcome: ok() })}\n${encodeFrame({ type: "reply", id: 2, outcome: ok("guessed") })}\n`);
+    toGuest.write(
+      `${encodeFrame({ type: "reply", id: 1, outcome: ok() })}\n${encodeFrame({ type: "reply", id: 2, outcome: ok("guessed") })}\n`,
+    );
     expect(await next()).toMatchObject({ type: "request", id: 2 });
-    expect(await next()).toMatchObject({ type: "log", level: "error", content: expect.stringContaining("replied to request id 2 before that request was written") });
+    expect(await next()).toMatchObject({
+      type: "log",
+      level: "error",
+      content: expect.stringContaining("replied to request id 2 before that request was written"),
+    });
     toGuest.end();
     await served;
   });
@@ -269,7 +279,12 @@ describe("Ears.call on the wire", () => {
       void guest.reply(request.id, ok(`answer ${i}`));
     }
     const rest = await guest.rest();
-    expect(resultOf(rest)).toEqual(Outcome.success("", Array.from({ length: 20 }, (_, i) => `answer ${i + 1}`)));
+    expect(resultOf(rest)).toEqual(
+      Outcome.success(
+        "",
+        Array.from({ length: 20 }, (_, i) => `answer ${i + 1}`),
+      ),
+    );
   });
 
   it("a second reply to an answered id rejects the waiting call as unknown-reply", async () => {
@@ -381,7 +396,9 @@ describe("end of stream and write failures", () => {
       const waiting = await ears.call("read", 1).catch((e: unknown) => e);
       expect(waiting).toBeInstanceOf(TransportError);
       expect(waiting).toMatchObject({ kind: "closed", mayHaveExecuted: true });
-      expect((waiting as Error).message).toBe('the host closed the connection before replying to "read"; the request may already have executed');
+      expect((waiting as Error).message).toBe(
+        'the host closed the connection before replying to "read"; the request may already have executed',
+      );
       const after = await ears.call("read", 2).catch((e: unknown) => e);
       expect(after).toMatchObject({ kind: "closed", mayHaveExecuted: false });
       expect((after as Error).message).toMatch(/"read" was not sent/);
@@ -442,7 +459,11 @@ describe("end of stream and write failures", () => {
       { allowed: ["read"] },
     );
     expect(frames.map((f) => f.type)).toEqual(["request", "log", "result"]);
-    expect(frames[1]).toEqual({ type: "log", level: "warn", content: "1 call was still waiting for a reply when the program returned; await every call" });
+    expect(frames[1]).toEqual({
+      type: "log",
+      level: "warn",
+      content: "1 call was still waiting for a reply when the program returned; await every call",
+    });
     expect(await forgotten).toMatchObject({ status: "failure", code: FailureCode.ScopeClosed });
   });
 });

@@ -54,15 +54,13 @@ describe("sessions", () => {
 
 describe("allowlist", () => {
   it("for any allowlist and call sequence, no request for a denied name reaches the wire", async () => {
-    const scenario = fc
-      .uniqueArray(capabilityName(), { maxLength: 4 })
-      .chain((allowed) =>
-        fc.record({
-          allowed: fc.constant(allowed),
-          names: fc.array(allowed.length > 0 ? fc.oneof(fc.constantFrom(...allowed), capabilityName()) : capabilityName(), { maxLength: 12 }),
-          concurrent: fc.boolean(),
-        }),
-      );
+    const scenario = fc.uniqueArray(capabilityName(), { maxLength: 4 }).chain((allowed) =>
+      fc.record({
+        allowed: fc.constant(allowed),
+        names: fc.array(allowed.length > 0 ? fc.oneof(fc.constantFrom(...allowed), capabilityName()) : capabilityName(), { maxLength: 12 }),
+        concurrent: fc.boolean(),
+      }),
+    );
     await fc.assert(
       fc.asyncProperty(scenario, async ({ allowed, names, concurrent }) => {
         const outcomes: Outcome[] = [];
@@ -88,14 +86,12 @@ describe("allowlist", () => {
 
 describe("correlation", () => {
   it("replies in any order resolve the calls they answer", async () => {
-    const scenario = fc
-      .integer({ min: 1, max: 16 })
-      .chain((n) =>
-        fc.record({
-          order: fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }),
-          outcomes: fc.array(outcome(), { minLength: n, maxLength: n }),
-        }),
-      );
+    const scenario = fc.integer({ min: 1, max: 16 }).chain((n) =>
+      fc.record({
+        order: fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }),
+        outcomes: fc.array(outcome(), { minLength: n, maxLength: n }),
+      }),
+    );
     await fc.assert(
       fc.asyncProperty(scenario, async ({ order, outcomes }) => {
         let resolved: Outcome[] = [];
@@ -169,7 +165,8 @@ describe("garbage from the host", () => {
           }
         });
         const unanswered = calls > answered;
-        if (unanswered && !programCatches) expect(outcome).toMatchObject({ code: FailureCode.GuestFailed, content: expect.stringMatching(/may already have executed/) });
+        if (unanswered && !programCatches)
+          expect(outcome).toMatchObject({ code: FailureCode.GuestFailed, content: expect.stringMatching(/may already have executed/) });
         else expect(outcome).toEqual(Outcome.success("", "done"));
         await rejections.settle();
       }),

@@ -15,10 +15,18 @@ const all = [{ name: "node", command: [process.execPath] }, ...runtimes];
 for (const name of ["node", "bun", "deno"] as const) {
   const runtime = all.find((candidate) => candidate.name === name);
   const command = runtime?.command ?? [];
-  const title = name === "node" ? "a guest under node (the same test, for reference)" : `a guest under ${name} (npm package "${name}", or EARS_${name.toUpperCase()})`;
+  const title =
+    name === "node"
+      ? "a guest under node (the same test, for reference)"
+      : `a guest under ${name} (npm package "${name}", or EARS_${name.toUpperCase()})`;
   describe.skipIf(runtime === undefined)(title, () => {
     it("sends every console method and stdout write as a log frame; the wire stays pure", async () => {
-      const report = await runGuest({ command: command[0]!, args: [...command.slice(1), "fixtures/guests/console-all.mjs"], cwd: root, input: { n: 1 } });
+      const report = await runGuest({
+        command: command[0]!,
+        args: [...command.slice(1), "fixtures/guests/console-all.mjs"],
+        cwd: root,
+        input: { n: 1 },
+      });
       expect(report.failure).toBeUndefined();
       expect(report.outcome).toEqual({ status: "success", content: "", structured: { input: { n: 1 } } });
       const logs = report.logs.map(({ level, content }) => `${level} ${content}`);
@@ -44,9 +52,23 @@ for (const name of ["node", "bun", "deno"] as const) {
     });
 
     it.skipIf(name === "node")("runs the ears CLI itself, which then loads a .ts --capabilities module", async () => {
-      const guest = "import('@posoco/ears').then(({ serve, stdio }) => serve({ wire: stdio(), run: (ears) => ears.call('add', { a: 1, b: 2 }) }))";
-      const cli = [...command, "dist/cli/main.js", "run", "--quiet", "--json", "--allow", "add", "--capabilities", "fixtures/cli/capabilities-add.ts"];
-      const run = spawnSync(cli[0]!, [...cli.slice(1), "--", process.execPath, "--input-type=module", "-e", guest], { cwd: root, encoding: "utf8" });
+      const guest =
+        "import('@posoco/ears').then(({ serve, stdio }) => serve({ wire: stdio(), run: (ears) => ears.call('add', { a: 1, b: 2 }) }))";
+      const cli = [
+        ...command,
+        "dist/cli/main.js",
+        "run",
+        "--quiet",
+        "--json",
+        "--allow",
+        "add",
+        "--capabilities",
+        "fixtures/cli/capabilities-add.ts",
+      ];
+      const run = spawnSync(cli[0]!, [...cli.slice(1), "--", process.execPath, "--input-type=module", "-e", guest], {
+        cwd: root,
+        encoding: "utf8",
+      });
       expect(run.status, run.stderr).toBe(0);
       expect(JSON.parse(run.stdout).outcome).toEqual({ status: "success", content: "", structured: { sum: 3 } });
     });
@@ -76,12 +98,21 @@ describe("a .ts guest and a .ts --capabilities module on Node 20 with tsx (node 
   });
 
   it("loads a .ts --capabilities module when the CLI runs with NODE_OPTIONS=--import=tsx, and the guest is .ts too", () => {
-    const cli = [process.execPath, "dist/cli/main.js", "run", "--quiet", "--json", "--allow", "add", "--capabilities", "fixtures/cli/capabilities-add.ts"];
+    const cli = [
+      process.execPath,
+      "dist/cli/main.js",
+      "run",
+      "--quiet",
+      "--json",
+      "--allow",
+      "add",
+      "--capabilities",
+      "fixtures/cli/capabilities-add.ts",
+    ];
     const guest = ["--", process.execPath, "--import", "tsx", "fixtures/cli/add-guest.ts"];
     const env = { ...process.env, NODE_OPTIONS: "--import=tsx" };
     const run = spawnSync(cli[0]!, [...cli.slice(1), ...guest], { cwd: root, encoding: "utf8", env });
     expect(run.status, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout).outcome).toEqual({ status: "success", content: "", structured: { sum: 3 } });
   });
-
 });

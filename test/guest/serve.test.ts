@@ -14,7 +14,10 @@ describe("serve: the session", () => {
     expect(await guest.next()).toEqual({ type: "hello", protocol: 1, sdk: SDK });
     await guest.send({ type: "invoke", protocol: 1, allowed: ["read"], input: { n: [1, "two"] } });
     expect(await guest.rest()).toEqual([{ type: "result", outcome: Outcome.success("", { input: { n: [1, "two"] }, allowed: ["read"] }) }]);
-    expect(await guest.report).toEqual({ status: "completed", outcome: Outcome.success("", { input: { n: [1, "two"] }, allowed: ["read"] }) });
+    expect(await guest.report).toEqual({
+      status: "completed",
+      outcome: Outcome.success("", { input: { n: [1, "two"] }, allowed: ["read"] }),
+    });
   });
 
   it("applies the invoke's defaults: a missing input is null", async () => {
@@ -60,11 +63,41 @@ describe("serve: what the program returns", () => {
   });
 
   it.each<[string, () => unknown, RegExp]>([
-    ["an Error", () => { throw new Error("disk on fire"); }, /^disk on fire$/],
-    ["a rejected promise", async () => { throw new TypeError("bad type"); }, /^bad type$/],
-    ["a string", () => { throw "plain string"; }, /^plain string$/],
-    ["an object", () => { throw { code: 7 }; }, /^\{"code":7\}$/],
-    ["an Error without a message", () => { throw new RangeError(); }, /^RangeError$/],
+    [
+      "an Error",
+      () => {
+        throw new Error("disk on fire");
+      },
+      /^disk on fire$/,
+    ],
+    [
+      "a rejected promise",
+      async () => {
+        throw new TypeError("bad type");
+      },
+      /^bad type$/,
+    ],
+    [
+      "a string",
+      () => {
+        throw "plain string";
+      },
+      /^plain string$/,
+    ],
+    [
+      "an object",
+      () => {
+        throw { code: 7 };
+      },
+      /^\{"code":7\}$/,
+    ],
+    [
+      "an Error without a message",
+      () => {
+        throw new RangeError();
+      },
+      /^RangeError$/,
+    ],
   ])("a program that throws %s becomes GuestFailed with the message, not a crash", async (_name, run, message) => {
     const { frames, report } = await runScriptedGuest(run);
     const outcome = resultOf(frames);
@@ -158,7 +191,9 @@ describe("serve: what the host sends first", () => {
     expect(await guest.rest()).toEqual([]);
     const report = await guest.report;
     expect(report).toMatchObject({ status: "broken", error: { kind: "closed" } });
-    expect((report as { error: Error }).error.message).toBe("the host closed the connection before sending invoke; the program did not run");
+    expect((report as { error: Error }).error.message).toBe(
+      "the host closed the connection before sending invoke; the program did not run",
+    );
   });
 });
 
@@ -230,6 +265,8 @@ describe("serve with a user-written Wire", () => {
 
   it("rejects options that are not a wire and a program with a TypeError", async () => {
     await expect(serve({ wire: {} as Wire, run: () => 1 })).rejects.toThrow(/options\.wire must be a Wire/);
-    await expect(serve({ wire: { send: async () => {}, receive: async () => undefined }, run: 1 as never })).rejects.toThrow(/options\.run must be a function/);
+    await expect(serve({ wire: { send: async () => {}, receive: async () => undefined }, run: 1 as never })).rejects.toThrow(
+      /options\.run must be a function/,
+    );
   });
 });

@@ -111,7 +111,9 @@ describe("spawned guests", () => {
     guest.send(invoke(["read"], 2));
     expect(await guest.restFrames()).toEqual([]);
     expect(await guest.exited()).toEqual({ code: 1, signal: null });
-    expect(guest.stderrLines()).toEqual(["ears: the host's invoke asks for protocol 2, but this guest speaks protocol 1; the program did not run"]);
+    expect(guest.stderrLines()).toEqual([
+      "ears: the host's invoke asks for protocol 2, but this guest speaks protocol 1; the program did not run",
+    ]);
   });
 
   it("stdin already ended at start (</dev/null): hello, then exit 1 with one clear line, no hang", async () => {
@@ -128,7 +130,11 @@ describe("spawned guests", () => {
     guest.child.stdin!.write('{"type":"ping"}\n');
     const reason = 'the host sent a malformed frame (unknown frame type "ping": {"type":"ping"})';
     // Written while the program still waits for the signal: the break is never silent.
-    expect(await guest.nextFrame()).toEqual({ type: "log", level: "error", content: `ears: the session with the host is broken: ${reason}` });
+    expect(await guest.nextFrame()).toEqual({
+      type: "log",
+      level: "error",
+      content: `ears: the session with the host is broken: ${reason}`,
+    });
     guest.child.kill("SIGUSR2");
     expect(await guest.restFrames()).toEqual([
       { type: "log", level: "info", content: "still running" },
@@ -163,7 +169,11 @@ describe("spawned guests", () => {
     const rest = await guest.restFrames();
     expect(rest.at(-1)).toEqual({
       type: "result",
-      outcome: { status: "failure", code: "GuestFailed", content: "a promise rejection nobody handled escaped the program: first lost rejection" },
+      outcome: {
+        status: "failure",
+        code: "GuestFailed",
+        content: "a promise rejection nobody handled escaped the program: first lost rejection",
+      },
     });
     // Two error logs with the stacks: the first error's (before its result) and the second's.
     const logs = rest.slice(0, -1);

@@ -19,7 +19,12 @@ export const sampleNames = ["contract", "guest", "host"] as const;
 /** Every ```js and ```ts block of README.md and docs/*.md under `root`. */
 export function documentationBlocks(root: string): Block[] {
   const sample = sampleNames.map((name) => readFileSync(join(root, "test-d/sample", `${name}.ts`), "utf8")).join("\n");
-  const files = ["README.md", ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)];
+  const files = [
+    "README.md",
+    ...readdirSync(join(root, "docs"))
+      .filter((name) => name.endsWith(".md"))
+      .map((name) => `docs/${name}`),
+  ];
   return files.flatMap((file) => {
     const text = readFileSync(join(root, file), "utf8");
     return [...text.matchAll(/(<!-- (?:run|(?:code-)?example: [\w-]+) -->\n)?```(js|ts)\n([\s\S]*?)```/g)].map((match) => ({
@@ -53,7 +58,13 @@ export const strictNodeNext = {
  * named by its documentation file and line (or by the extra file's path) so the fix is easy to find.
  * `options` are compiler options on top of {@link strictNodeNext}.
  */
-export function typeCheckBlocks(folder: string, tsc: string, blocks: Block[], extra: Record<string, string> = {}, options: object = {}): string[] {
+export function typeCheckBlocks(
+  folder: string,
+  tsc: string,
+  blocks: Block[],
+  extra: Record<string, string> = {},
+  options: object = {},
+): string[] {
   rmSync(folder, { recursive: true, force: true });
   mkdirSync(folder, { recursive: true });
   const names = new Map<string, Block>();
@@ -67,10 +78,17 @@ export function typeCheckBlocks(folder: string, tsc: string, blocks: Block[], ex
     writeFileSync(join(folder, path), text);
   }
   const include = ["*.mts", "*.mjs", ...Object.keys(extra)];
-  writeFileSync(join(folder, "tsconfig.json"), JSON.stringify({ compilerOptions: { ...strictNodeNext, rootDir: ".", ...options }, include }));
+  writeFileSync(
+    join(folder, "tsconfig.json"),
+    JSON.stringify({ compilerOptions: { ...strictNodeNext, rootDir: ".", ...options }, include }),
+  );
   let output = "";
   try {
-    execFileSync(process.execPath, [tsc, "-p", join(folder, "tsconfig.json")], { cwd: folder, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    execFileSync(process.execPath, [tsc, "-p", join(folder, "tsconfig.json")], {
+      cwd: folder,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   } catch (error) {
     const failed = error as { stdout?: string; stderr?: string };
     // Anything the compiler prints is a failure; a compiler that failed silently is one too.

@@ -22,7 +22,8 @@ export function killLeftoverChildren(): void {
 
 /** Fails with a clear message when the fixtures cannot import the package because dist/ is missing. */
 export function requireBuild(): void {
-  if (!existsSync(`${ROOT}dist/index.js`)) throw new Error("dist/index.js is missing: run `npm run build:fast` before the spawned-child tests");
+  if (!existsSync(`${ROOT}dist/index.js`))
+    throw new Error("dist/index.js is missing: run `npm run build:fast` before the spawned-child tests");
 }
 
 export interface Exit {

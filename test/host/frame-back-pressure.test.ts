@@ -38,13 +38,19 @@ describe("onFrame back-pressure", () => {
   });
 
   it("a thenable whose then() throws holds nothing, and the run goes on", async () => {
-    const broken = { then: () => { throw new Error("broken then"); } };
+    const broken = {
+      then: () => {
+        throw new Error("broken then");
+      },
+    };
     const report = await testGuest(flood(3), { onFrame: (direction) => (direction === "guest" ? broken : undefined) });
     expect(report.ok).toBe(true);
   });
 
   it("a rejected gate opens it like a settled one", async () => {
-    const report = await testGuest(flood(3), { onFrame: (direction) => (direction === "guest" ? Promise.reject(new Error("sink failed")) : undefined) });
+    const report = await testGuest(flood(3), {
+      onFrame: (direction) => (direction === "guest" ? Promise.reject(new Error("sink failed")) : undefined),
+    });
     expect(report.ok).toBe(true);
   });
 

@@ -61,12 +61,25 @@ describe("call records keep payloads up to maxCallPayloadChars", () => {
 
   it("counts the arguments of a denied call against the same budget, so 60 MiB of arguments is not kept", async () => {
     const { report, received } = await hostRaw(
-      [hello, { type: "request", id: 1, name: "secret", arguments: "s".repeat(5000) }, { type: "request", id: 2, name: "secret", arguments: 1 }, result],
+      [
+        hello,
+        { type: "request", id: 1, name: "secret", arguments: "s".repeat(5000) },
+        { type: "request", id: 2, name: "secret", arguments: 1 },
+        result,
+      ],
       { allowed: [], limits: { maxCallPayloadChars: 1000 } },
     );
     expect(received.slice(1).map((frame) => (frame.outcome as { code?: string }).code)).toEqual(["CapabilityDenied", "CapabilityDenied"]);
     expect(report.calls).toMatchObject([
-      { id: 1, name: "secret", arguments: null, argumentsDropped: true, denied: true, status: "failure", outcome: { code: "CapabilityDenied" } },
+      {
+        id: 1,
+        name: "secret",
+        arguments: null,
+        argumentsDropped: true,
+        denied: true,
+        status: "failure",
+        outcome: { code: "CapabilityDenied" },
+      },
       { id: 2, name: "secret", arguments: 1, denied: true, status: "failure", outcome: { code: "CapabilityDenied" } },
     ]);
     expect(report.droppedCallPayloads).toBe(1);
@@ -76,10 +89,10 @@ describe("call records keep payloads up to maxCallPayloadChars", () => {
 describe("logs are bounded by maxLogBytes, level included", () => {
   it("cuts an entry alone over the budget, with a marker, and counts what it dropped; onLog sees it whole", async () => {
     const live: number[] = [];
-    const { report } = await hostRaw(
-      [hello, { type: "log", level: "L".repeat(5000), content: "c".repeat(50_000) }, result],
-      { limits: { maxLogBytes: 2000 }, onLog: (entry) => live.push(entry.level.length + entry.content.length) },
-    );
+    const { report } = await hostRaw([hello, { type: "log", level: "L".repeat(5000), content: "c".repeat(50_000) }, result], {
+      limits: { maxLogBytes: 2000 },
+      onLog: (entry) => live.push(entry.level.length + entry.content.length),
+    });
     expect(live).toEqual([55_000]);
     const [cut] = report.logs;
     expect(cut!.level).toMatch(/^L{900,1024}/);
@@ -97,7 +110,10 @@ describe("logs are bounded by maxLogBytes, level included", () => {
       [hello, { type: "log", level: "info", content: "before" }, { type: "log", level: "warn", content: "w".repeat(3000) }, result],
       { limits: { maxLogBytes: 100_000, maxLogEntryBytes: 1000 } },
     );
-    expect(report.logs).toMatchObject([{ level: "info", content: "before" }, { level: "warn", content: expect.stringMatching(/^w+ …\[cut 3000 bytes to 996\]$/) }]);
+    expect(report.logs).toMatchObject([
+      { level: "info", content: "before" },
+      { level: "warn", content: expect.stringMatching(/^w+ …\[cut 3000 bytes to 996\]$/) },
+    ]);
     expect(Buffer.byteLength(report.logs[1]!.content)).toBeLessThanOrEqual(996);
     expect(report.logs[1]!.cutBytes).toBe(3004 - 4 - Buffer.byteLength(report.logs[1]!.content));
     expect(report.droppedLogBytes).toBe(report.logs[1]!.cutBytes);
@@ -233,7 +249,10 @@ describe("no handler starts while the guest leaves too much unread", () => {
       let text = "";
       toGuest.setEncoding("utf8");
       for await (const chunk of toGuest) text += chunk;
-      return text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
+      return text
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
     };
     return { running, send, readAll, fromGuest };
   }
@@ -291,7 +310,8 @@ describe("the stream wire stops reading when its unread frames reach 16 Mi chara
     // Write 100 frames as the stream takes them; a reader that never calls receive again must not get them all.
     const writing = (async () => {
       for (; written < 100; written++) {
-        if (!input.write(frame)) await Promise.race([new Promise((resolve) => input.once("drain", resolve)), new Promise((resolve) => setTimeout(resolve, 200))]);
+        if (!input.write(frame))
+          await Promise.race([new Promise((resolve) => input.once("drain", resolve)), new Promise((resolve) => setTimeout(resolve, 200))]);
       }
     })();
     await wire.receive(); // starts reading; the first frame is taken
@@ -310,12 +330,17 @@ describe("the new limits and report fields", () => {
   it("are checked like the others, and a report says it dropped nothing when it dropped nothing", async () => {
     const [, hostEnd] = createLinkedPair();
     for (const key of ["maxCallPayloadChars", "maxUnreadChars", "maxScatteredIds", "maxLogEntryBytes"]) {
-      expect(() => runHost(hostEnd, { limits: { [key]: 0 } })).toThrow(new RangeError(`runHost: limits.${key} must be a positive integer, got 0`));
+      expect(() => runHost(hostEnd, { limits: { [key]: 0 } })).toThrow(
+        new RangeError(`runHost: limits.${key} must be a positive integer, got 0`),
+      );
       expect(() => runHost(hostEnd, { limits: { [key]: 1.5 } })).toThrow(RangeError);
     }
-    const { report } = await hostRaw([hello, { type: "log", level: "info", content: "hi" }, { type: "request", id: 1, name: "echo", arguments: 1 }, result], {
-      capabilities: { echo: (n) => n },
-    });
+    const { report } = await hostRaw(
+      [hello, { type: "log", level: "info", content: "hi" }, { type: "request", id: 1, name: "echo", arguments: 1 }, result],
+      {
+        capabilities: { echo: (n) => n },
+      },
+    );
     expect(report).toMatchObject({ ok: true, droppedLogs: 0, droppedLogBytes: 0, droppedCalls: 0, droppedCallPayloads: 0 });
   });
 });

@@ -32,7 +32,13 @@ for (const sandbox of [false, true] as const) {
   describe.runIf(process.platform === "linux")(`a guest's grandchild (${sandbox ? "sandboxed" : "unconfined"})`, () => {
     it("does not outlive a successful run", async () => {
       const marker = newMarker();
-      const report = await runGuest({ command: process.execPath, args: [grandchild, marker, "return"], cwd: root, sandbox, killGraceMs: 500 });
+      const report = await runGuest({
+        command: process.execPath,
+        args: [grandchild, marker, "return"],
+        cwd: root,
+        sandbox,
+        killGraceMs: 500,
+      });
       expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
       expect(report.ok).toBe(true);
       expect(report.sandbox === null).toBe(!sandbox);
@@ -40,18 +46,35 @@ for (const sandbox of [false, true] as const) {
 
     it("does not outlive a successful run when it holds the guest's stdout and stderr", async () => {
       const marker = newMarker();
-      const report = await runGuest({ command: process.execPath, args: [grandchild, marker, "return", "pipes"], cwd: root, sandbox, killGraceMs: 500 });
+      const report = await runGuest({
+        command: process.execPath,
+        args: [grandchild, marker, "return", "pipes"],
+        cwd: root,
+        sandbox,
+        killGraceMs: 500,
+      });
       expect(report.ok).toBe(true);
       expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
     });
 
-    it(sandbox ? "does not outlive the run even when it left the guest's session (setsid)" : "outlives the run when it left the guest's session (setsid): the documented limit", async () => {
-      const marker = newMarker();
-      const report = await runGuest({ command: process.execPath, args: [grandchild, marker, "return", "setsid"], cwd: root, sandbox, killGraceMs: 500 });
-      expect(report.ok).toBe(true);
-      if (sandbox) expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
-      else expect(liveWith(marker)).toHaveLength(1); // afterEach kills it
-    });
+    it(
+      sandbox
+        ? "does not outlive the run even when it left the guest's session (setsid)"
+        : "outlives the run when it left the guest's session (setsid): the documented limit",
+      async () => {
+        const marker = newMarker();
+        const report = await runGuest({
+          command: process.execPath,
+          args: [grandchild, marker, "return", "setsid"],
+          cwd: root,
+          sandbox,
+          killGraceMs: 500,
+        });
+        expect(report.ok).toBe(true);
+        if (sandbox) expect(await goneWithin(marker, GONE_MS), "processes left after the run").toEqual([]);
+        else expect(liveWith(marker)).toHaveLength(1); // afterEach kills it
+      },
+    );
 
     it("does not outlive a timed-out run", async () => {
       const marker = newMarker();

@@ -23,7 +23,11 @@ describe("runGuest with a well-behaved guest", () => {
     });
     expect(report.failure).toBeUndefined();
     expect(report.ok).toBe(true);
-    expect(report.outcome).toEqual({ status: "success", content: "", structured: { echo: { greeting: "hi" }, length: "contents of README.md".length } });
+    expect(report.outcome).toEqual({
+      status: "success",
+      content: "",
+      structured: { echo: { greeting: "hi" }, length: "contents of README.md".length },
+    });
     expect(report.hello).toEqual({ protocol: 1, sdk: "@posoco/ears@0.1.0" });
     expect(report.logs.map(({ level, content }) => [level, content])).toEqual([
       ["info", "starting { input: { greeting: 'hi' } }"],
@@ -50,7 +54,11 @@ describe("runGuest with a well-behaved guest", () => {
   it("runs the demo guest: lists the root, reads README.md and summarises it", async () => {
     const report = await runFixture("demo.mjs", [], {
       capabilities: {
-        list: () => Outcome.success("README.md\nsrc/", [{ name: "README.md", type: "file" }, { name: "src", type: "directory" }]),
+        list: () =>
+          Outcome.success("README.md\nsrc/", [
+            { name: "README.md", type: "file" },
+            { name: "src", type: "directory" },
+          ]),
         read: () => "# Title\n\nSome words here.\n\n## Usage\n",
       },
     });
@@ -86,7 +94,12 @@ describe("runGuest passes the guest's stderr to onStderr as it arrives", () => {
         wrote: async (args) => {
           const { bytes: written } = args as { bytes: number };
           // A character cut in two is held back until its last bytes arrive, so only whole ones count.
-          const whole = Buffer.byteLength(bytes.subarray(0, written).toString().replace(/\uFFFD$/, ""));
+          const whole = Buffer.byteLength(
+            bytes
+              .subarray(0, written)
+              .toString()
+              .replace(/\uFFFD$/, ""),
+          );
           while (seen < whole) await new Promise<void>((resolve) => (waiter = resolve));
         },
       },
@@ -128,7 +141,9 @@ describe("runGuest passes the guest's stderr to onStderr as it arrives", () => {
   });
 
   it("refuses an onStderr that is not a function before starting anything", () => {
-    expect(() => runFixture("stderr-chunks.mjs", [], { onStderr: "log" as never })).toThrow(new TypeError("runGuest: options.onStderr must be a function"));
+    expect(() => runFixture("stderr-chunks.mjs", [], { onStderr: "log" as never })).toThrow(
+      new TypeError("runGuest: options.onStderr must be a function"),
+    );
   });
 });
 
@@ -161,7 +176,8 @@ describe("runGuest with a guest that crashes", () => {
     const report = await runFixture("crash-mid-run.mjs", ["0"], { capabilities: { read: () => "text" } });
     expect(report.failure).toEqual({
       code: HostFailureCode.NoResult,
-      message: 'the guest\'s output ended before it sent a result; the guest exited with exit code 0; its stderr ends with: "fatal: giving up mid-run"',
+      message:
+        'the guest\'s output ended before it sent a result; the guest exited with exit code 0; its stderr ends with: "fatal: giving up mid-run"',
     });
     expect(report.exit).toEqual({ code: 0, signal: null });
     expect(report.calls).toHaveLength(1);
@@ -182,7 +198,10 @@ describe("runGuest with a guest that crashes", () => {
 describe("runGuest with a guest that hangs", () => {
   it("stops it at the run deadline: RunTimeout, and the child is gone", async () => {
     const report = await runFixture("hang.mjs", [], { limits: { runTimeoutMs: 1500 } });
-    expect(report.failure).toEqual({ code: HostFailureCode.RunTimeout, message: "the guest did not finish within 1500 ms (limits.runTimeoutMs); the run was stopped" });
+    expect(report.failure).toEqual({
+      code: HostFailureCode.RunTimeout,
+      message: "the guest did not finish within 1500 ms (limits.runTimeoutMs); the run was stopped",
+    });
     // Usually SIGTERM ends it; on a very slow machine the deadline can come before the guest's hello,
     // and the guest then exits by itself on the closed pipes. Either way it must be gone.
     expect(report.exit).toBeDefined();
@@ -216,7 +235,10 @@ describe("runGuest with a guest that hangs", () => {
 
   it("does not start the guest when the signal is already aborted", async () => {
     const report = await runFixture("echo.mjs", [], { signal: AbortSignal.abort(new Error("not now")) });
-    expect(report.failure).toEqual({ code: HostFailureCode.Aborted, message: "the host aborted the run before the guest was started (not now)" });
+    expect(report.failure).toEqual({
+      code: HostFailureCode.Aborted,
+      message: "the host aborted the run before the guest was started (not now)",
+    });
     expect(report.pid).toBeUndefined();
     expect(report.exit).toBeUndefined();
   });
@@ -376,9 +398,7 @@ describe("runGuest enforces the host's allowlist", () => {
       code: "CapabilityDenied",
       content: 'capability "delete" is not allowed by the host (allowed: "read"); it did not run',
     });
-    expect(report.calls).toEqual([
-      expect.objectContaining({ id: 1, name: "delete", arguments: { path: "/etc/passwd" }, denied: true }),
-    ]);
+    expect(report.calls).toEqual([expect.objectContaining({ id: 1, name: "delete", arguments: { path: "/etc/passwd" }, denied: true })]);
     expectGone(report);
   });
 });
@@ -388,7 +408,9 @@ describe("runGuest refuses what it cannot host", () => {
     const frames: string[] = [];
     const report = await runFixture("protocol-2.mjs", [], { onFrame: (direction) => frames.push(direction) });
     expect(report.failure?.code).toBe(HostFailureCode.ProtocolMismatch);
-    expect(report.failure?.message).toContain("the guest (future-sdk@2.0.0) speaks protocol 2, but this host speaks protocol 1; the guest was not invoked");
+    expect(report.failure?.message).toContain(
+      "the guest (future-sdk@2.0.0) speaks protocol 2, but this host speaks protocol 1; the guest was not invoked",
+    );
     expect(report.hello).toEqual({ protocol: 2, sdk: "future-sdk@2.0.0" });
     expect(frames).toEqual(["guest"]);
     expect(report.stderr).toBe("stdin closed after 0 bytes\n");
@@ -437,6 +459,8 @@ describe("runGuest refuses what it cannot host", () => {
     expect(() => runGuest({ command: process.execPath, killGraceMs: -1 })).toThrow(RangeError);
     expect(() => runGuest({ command: process.execPath, limits: { runTimeoutMs: 0 } })).toThrow(/runTimeoutMs must be a positive number/);
     expect(() => runGuest({ command: process.execPath, input: { n: 1n } as unknown as Json })).toThrow(/BigInt/);
-    expect(() => runGuest({ command: process.execPath, args: [fixture("echo.mjs")], limits: { maxInFlight: 1.5 } })).toThrow(/positive integer/);
+    expect(() => runGuest({ command: process.execPath, args: [fixture("echo.mjs")], limits: { maxInFlight: 1.5 } })).toThrow(
+      /positive integer/,
+    );
   });
 });

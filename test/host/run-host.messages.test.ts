@@ -35,8 +35,16 @@ describe("runHost: a several-MiB bad line is quoted in at most 200 characters", 
       [hello, `{"type":"log","content":7,"pad":"${"y".repeat(5 * MIB)}"}`],
       'the guest wrote a line that is not a protocol 1 frame (log.content must be a string): "{\\"type\\":\\"log\\",',
     ],
-    ["an unknown type of several MiB", [hello, `{"type":"${"t".repeat(5 * MIB)}"}`], `the guest wrote a line that is not a protocol 1 frame (unknown frame type "${"t".repeat(64)}"… (${5 * MIB} characters)): "`],
-    ["a first frame that is not hello", [`{"type":"log","content":"${"z".repeat(5 * MIB)}"}`], 'the guest\'s first frame must be hello, but it sent a "log" frame: "'],
+    [
+      "an unknown type of several MiB",
+      [hello, `{"type":"${"t".repeat(5 * MIB)}"}`],
+      `the guest wrote a line that is not a protocol 1 frame (unknown frame type "${"t".repeat(64)}"… (${5 * MIB} characters)): "`,
+    ],
+    [
+      "a first frame that is not hello",
+      [`{"type":"log","content":"${"z".repeat(5 * MIB)}"}`],
+      'the guest\'s first frame must be hello, but it sent a "log" frame: "',
+    ],
     ["a second hello", [hello, `{"type":"hello","protocol":1,"sdk":"${"s".repeat(5 * MIB)}"}`], "the guest said hello a second time: "],
     [
       "a host frame",
@@ -82,7 +90,11 @@ describe("runHost: a denial under an empty allowlist", () => {
     expect(sent).toContainEqual({
       type: "reply",
       id: 1,
-      outcome: { status: "failure", code: "CapabilityDenied", content: 'capability "read" is not allowed by the host (allowed: none); it did not run' },
+      outcome: {
+        status: "failure",
+        code: "CapabilityDenied",
+        content: 'capability "read" is not allowed by the host (allowed: none); it did not run',
+      },
     });
     expect(report.ok).toBe(true);
     expect(report.calls).toMatchObject([{ id: 1, name: "read", denied: true }]);
@@ -90,11 +102,18 @@ describe("runHost: a denial under an empty allowlist", () => {
 
   it("lists the allowed names, quoted, when there are some", async () => {
     const request = JSON.stringify({ type: "request", id: 1, name: "write", arguments: null });
-    const { sent } = await scripted([hello, request, result], { allowed: ["read", "list"], capabilities: { read: () => "", list: () => "" } });
+    const { sent } = await scripted([hello, request, result], {
+      allowed: ["read", "list"],
+      capabilities: { read: () => "", list: () => "" },
+    });
     expect(sent).toContainEqual({
       type: "reply",
       id: 1,
-      outcome: { status: "failure", code: "CapabilityDenied", content: 'capability "write" is not allowed by the host (allowed: "read", "list"); it did not run' },
+      outcome: {
+        status: "failure",
+        code: "CapabilityDenied",
+        content: 'capability "write" is not allowed by the host (allowed: "read", "list"); it did not run',
+      },
     });
   });
 });
@@ -106,13 +125,17 @@ describe("runHost: a capability name of several MiB", () => {
     const { report, sent } = await scripted([hello, denied, result], { allowed: ["read"], capabilities: { read: () => "" } });
     const reply = sent.find((frame) => (frame as { type?: string }).type === "reply") as { outcome: { code: string; content: string } };
     expect(reply.outcome.code).toBe("CapabilityDenied");
-    expect(reply.outcome.content).toBe(`capability ${JSON.stringify("n".repeat(64))}… (${5 * MIB} characters) is not allowed by the host (allowed: "read"); it did not run`);
+    expect(reply.outcome.content).toBe(
+      `capability ${JSON.stringify("n".repeat(64))}… (${5 * MIB} characters) is not allowed by the host (allowed: "read"); it did not run`,
+    );
     expect(report.calls[0]!.name.length).toBeLessThanOrEqual(1100);
     expect(report.calls[0]!.name).toMatch(/^n{1024}… \(5242880 characters\)$/);
 
     const missing = JSON.stringify({ type: "request", id: 1, name, arguments: null });
     const second = await scripted([hello, missing, result], { allowed: [name] });
-    const missingReply = second.sent.find((frame) => (frame as { type?: string }).type === "reply") as { outcome: { code: string; content: string } };
+    const missingReply = second.sent.find((frame) => (frame as { type?: string }).type === "reply") as {
+      outcome: { code: string; content: string };
+    };
     expect(missingReply.outcome.code).toBe("CapabilityMissing");
     expect(missingReply.outcome.content.length).toBeLessThan(300);
   });

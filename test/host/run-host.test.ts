@@ -45,13 +45,14 @@ const hello = { type: "hello", protocol: 1, sdk: "test" };
 describe("runHost answering a serve() guest", () => {
   it("maps each kind of handler answer to its reply", async () => {
     const { report } = await session(
-      async (ears) => [
-        await ears.call("text"),
-        await ears.call("nothing"),
-        await ears.call("json", { n: 1 }),
-        await ears.call("made"),
-        await ears.call("fails"),
-      ].map((o) => Outcome.toJson(o)),
+      async (ears) =>
+        [
+          await ears.call("text"),
+          await ears.call("nothing"),
+          await ears.call("json", { n: 1 }),
+          await ears.call("made"),
+          await ears.call("fails"),
+        ].map((o) => Outcome.toJson(o)),
       {
         capabilities: {
           text: () => "plain",
@@ -200,7 +201,9 @@ describe("runHost answering a serve() guest", () => {
     const codes = report.outcome?.structured as string[];
     expect(codes.filter((c) => c === "ok")).toHaveLength(5);
     expect(codes.filter((c) => c === "TooManyCalls")).toHaveLength(15);
-    expect(report.calls.find((c) => c.outcome?.status === "failure")?.outcome?.content).toContain("already running 5 calls (limits.maxInFlight)");
+    expect(report.calls.find((c) => c.outcome?.status === "failure")?.outcome?.content).toContain(
+      "already running 5 calls (limits.maxInFlight)",
+    );
     expect(most).toBe(5);
   });
 
@@ -234,9 +237,12 @@ describe("runHost answering a serve() guest", () => {
   });
 
   it("keeps at most maxCallRecords call records and counts the rest", async () => {
-    const { report } = await session(async (ears) => {
-      for (let i = 0; i < 8; i++) await ears.call("ping", i);
-    }, { limits: { maxCallRecords: 3 }, capabilities: { ping: (n) => n } });
+    const { report } = await session(
+      async (ears) => {
+        for (let i = 0; i < 8; i++) await ears.call("ping", i);
+      },
+      { limits: { maxCallRecords: 3 }, capabilities: { ping: (n) => n } },
+    );
     expect(report.calls.map((c) => c.arguments)).toEqual([0, 1, 2]);
     expect(report.droppedCalls).toBe(5);
     expect(report.ok).toBe(true);
@@ -244,28 +250,34 @@ describe("runHost answering a serve() guest", () => {
 
   it("passes every frame both ways to onFrame, in order", async () => {
     const frames: string[] = [];
-    await session(async (ears) => {
-      await ears.log("hi");
-      await ears.call("echo", 1);
-    }, { capabilities: { echo: (n) => n }, onFrame: (direction, line) => frames.push(`${direction} ${JSON.parse(line).type}`) });
+    await session(
+      async (ears) => {
+        await ears.log("hi");
+        await ears.call("echo", 1);
+      },
+      { capabilities: { echo: (n) => n }, onFrame: (direction, line) => frames.push(`${direction} ${JSON.parse(line).type}`) },
+    );
     expect(frames).toEqual(["guest hello", "host invoke", "guest log", "guest request", "host reply", "guest result"]);
   });
 
   it("keeps going when onLog or onFrame throws, warning once per callback", async () => {
     const { messages: warnings, restore } = captureWarnings();
     try {
-      const { report } = await session(async (ears) => {
-        await ears.log("one");
-        await ears.log("two");
-        return "done";
-      }, {
-        onLog: () => {
-          throw new Error("log sink broke");
+      const { report } = await session(
+        async (ears) => {
+          await ears.log("one");
+          await ears.log("two");
+          return "done";
         },
-        onFrame: () => {
-          throw new Error("recorder broke");
+        {
+          onLog: () => {
+            throw new Error("log sink broke");
+          },
+          onFrame: () => {
+            throw new Error("recorder broke");
+          },
         },
-      });
+      );
       expect(report.ok).toBe(true);
       expect(report.logs).toHaveLength(2);
       await new Promise((resolve) => setImmediate(resolve));
@@ -283,12 +295,19 @@ describe("runHost enforcing the protocol against a raw guest", () => {
     const handler = vi.fn(() => "ran");
     guest.send(hello, { type: "request", id: 1, name: "secret", arguments: null }, { type: "result", outcome: { status: "success" } });
     guest.end();
-    const [report, frames] = await Promise.all([runHost(guest.hostEnd, { allowed: ["read"], capabilities: { read: () => "", secret: handler } }), guest.received()]);
+    const [report, frames] = await Promise.all([
+      runHost(guest.hostEnd, { allowed: ["read"], capabilities: { read: () => "", secret: handler } }),
+      guest.received(),
+    ]);
     expect(handler).not.toHaveBeenCalled();
     expect(frames[1]).toEqual({
       type: "reply",
       id: 1,
-      outcome: { status: "failure", code: "CapabilityDenied", content: 'capability "secret" is not allowed by the host (allowed: "read"); it did not run' },
+      outcome: {
+        status: "failure",
+        code: "CapabilityDenied",
+        content: 'capability "secret" is not allowed by the host (allowed: "read"); it did not run',
+      },
     });
     expect(report.calls).toMatchObject([{ id: 1, name: "secret", denied: true }]);
     expect(report.ok).toBe(true);
@@ -304,14 +323,26 @@ describe("runHost enforcing the protocol against a raw guest", () => {
   });
 
   const violations: [what: string, frames: (object | string)[], fragment: string][] = [
-    ["a non-frame line", [hello, "Debugger attached."], 'not a protocol 1 frame (not JSON'],
+    ["a non-frame line", [hello, "Debugger attached."], "not a protocol 1 frame (not JSON"],
     ["a frame that is not hello first", [{ type: "log", content: "early" }], 'first frame must be hello, but it sent a "log" frame'],
     ["a second hello", [hello, hello], "said hello a second time"],
     ["a host frame", [hello, { type: "reply", id: 1, outcome: { status: "success" } }], 'sent a "reply" frame, which only a host sends'],
     ["an invalid request", [hello, { type: "request", id: 0, name: "x" }], "request.id must be a positive integer"],
-    ["an id reused after its reply", [hello, { type: "request", id: 1, name: "denied" }, { type: "request", id: 1, name: "echo" }], "reused request id 1 after that call was answered"],
-    ["an id reused while in flight", [hello, { type: "request", id: 1, name: "echo" }, { type: "request", id: 1, name: "echo" }], "reused request id 1 while that call was still in flight"],
-    ["a frame after the result", [hello, { type: "result", outcome: { status: "success" } }, { type: "log", content: "late" }], "wrote after its result"],
+    [
+      "an id reused after its reply",
+      [hello, { type: "request", id: 1, name: "denied" }, { type: "request", id: 1, name: "echo" }],
+      "reused request id 1 after that call was answered",
+    ],
+    [
+      "an id reused while in flight",
+      [hello, { type: "request", id: 1, name: "echo" }, { type: "request", id: 1, name: "echo" }],
+      "reused request id 1 while that call was still in flight",
+    ],
+    [
+      "a frame after the result",
+      [hello, { type: "result", outcome: { status: "success" } }, { type: "log", content: "late" }],
+      "wrote after its result",
+    ],
   ];
   it.each(violations)("reports ProtocolViolation for %s", async (_what, frames, fragment) => {
     const guest = rawGuest();

@@ -13,7 +13,12 @@ import { sandboxPolicy } from "../../src/host/sandbox/policy.js";
 
 describe.runIf(process.platform === "linux")("the sandbox policy", () => {
   let base: string;
-  const launch = (cwd: string, args: string[] = [], env: NodeJS.ProcessEnv = { PATH: process.env.PATH }) => ({ command: process.execPath, args, cwd, env });
+  const launch = (cwd: string, args: string[] = [], env: NodeJS.ProcessEnv = { PATH: process.env.PATH }) => ({
+    command: process.execPath,
+    args,
+    cwd,
+    env,
+  });
 
   beforeAll(() => {
     base = realpathSync(mkdtempSync(join(tmpdir(), "ears-policy-")));
@@ -30,7 +35,8 @@ describe.runIf(process.platform === "linux")("the sandbox policy", () => {
         const policy = sandboxPolicy(launch(cwd), { readable, writable });
         const targets = policy.binds.map((bind) => bind.target);
         for (const [i, target] of targets.entries()) {
-          for (const later of targets.slice(i + 1)) expect(target.startsWith(`${later}/`), `${later} is bound after ${target}, hiding it`).toBe(false);
+          for (const later of targets.slice(i + 1))
+            expect(target.startsWith(`${later}/`), `${later} is bound after ${target}, hiding it`).toBe(false);
         }
         const writableTargets = new Set(writable.map((path) => join(cwd, path)));
         for (const bind of policy.binds) expect(bind.writable, bind.target).toBe(writableTargets.has(bind.target));
@@ -80,8 +86,17 @@ describe.runIf(process.platform === "linux")("the sandbox policy", () => {
   });
 
   it("builds the environment from PATH, HOME, LANG, TZ and the names asked for", () => {
-    const policy = sandboxPolicy(launch(base, [], { PATH: process.env.PATH, TZ: "Europe/Paris", SECRET: "x", KEEP: "k" }), { env: ["KEEP", "NEW=v", "ABSENT"] });
-    expect(policy.env).toEqual({ PATH: expect.stringContaining("/usr/bin"), HOME: "/tmp/home", LANG: "C.UTF-8", TZ: "Europe/Paris", KEEP: "k", NEW: "v" });
+    const policy = sandboxPolicy(launch(base, [], { PATH: process.env.PATH, TZ: "Europe/Paris", SECRET: "x", KEEP: "k" }), {
+      env: ["KEEP", "NEW=v", "ABSENT"],
+    });
+    expect(policy.env).toEqual({
+      PATH: expect.stringContaining("/usr/bin"),
+      HOME: "/tmp/home",
+      LANG: "C.UTF-8",
+      TZ: "Europe/Paris",
+      KEEP: "k",
+      NEW: "v",
+    });
   });
 
   it("has bubblewrap unshare every namespace, start a new session and die with the host; network only when asked", () => {
@@ -94,7 +109,11 @@ describe.runIf(process.platform === "linux")("the sandbox policy", () => {
     expect(open.args).toContain("--share-net");
     expect(open.report.network).toBe(true);
     for (const args of [closed.args, open.args]) {
-      expect(args.some((arg) => arg === "/etc/passwd" || arg === "/etc/ssl" || arg.startsWith("/etc/ssl/private") || arg === "/root" || arg === "/home")).toBe(false);
+      expect(
+        args.some(
+          (arg) => arg === "/etc/passwd" || arg === "/etc/ssl" || arg.startsWith("/etc/ssl/private") || arg === "/root" || arg === "/home",
+        ),
+      ).toBe(false);
     }
   });
 });

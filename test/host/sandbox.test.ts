@@ -81,7 +81,15 @@ describe.runIf(process.platform === "linux")("a hostile guest", () => {
       args: [escape],
       cwd: root,
       sandbox,
-      input: { secretFile: join(outside, "secret.txt"), homeSecret, writeTargets, writableDir, envName: SECRET_ENV, port, hostPid: process.pid },
+      input: {
+        secretFile: join(outside, "secret.txt"),
+        homeSecret,
+        writeTargets,
+        writableDir,
+        envName: SECRET_ENV,
+        port,
+        hostPid: process.pid,
+      },
       capabilities: {
         list: () => Outcome.success("README.md", [{ name: "README.md", type: "file" }]),
         read: ({ path }: { path: string }) => readFileSync(join(root, path), "utf8"),
@@ -109,7 +117,10 @@ describe.runIf(process.platform === "linux")("a hostile guest", () => {
     for (const path of writeTargets) expect(existsSync(path), path).toBe(false);
     expect(attempts.env).toBe("blocked: unset");
     // PWD: bubblewrap sets it to the working directory it changes to.
-    expect(attempts.envNames.every((name) => ["HOME", "LANG", "PATH", "TZ", "PWD"].includes(name)), attempts.envNames.join()).toBe(true);
+    expect(
+      attempts.envNames.every((name) => ["HOME", "LANG", "PATH", "TZ", "PWD"].includes(name)),
+      attempts.envNames.join(),
+    ).toBe(true);
     expect(attempts.connect).toMatch(/^blocked: /);
     expect(received).toEqual([]);
     expect(attempts.seeHost).toBe("blocked: ESRCH");
@@ -120,7 +131,10 @@ describe.runIf(process.platform === "linux")("a hostile guest", () => {
     expect(readFileSync(join(writableDir, "allowed.txt"), "utf8")).toBe("allowed");
     // The wire: capabilities, logs, console capture, the result and the exit.
     expect(report.ok).toBe(true);
-    expect(report.outcome?.structured).toMatchObject({ listed: "success", readLength: readFileSync(join(root, "README.md"), "utf8").length });
+    expect(report.outcome?.structured).toMatchObject({
+      listed: "success",
+      readLength: readFileSync(join(root, "README.md"), "utf8").length,
+    });
     expect(report.calls.map((call) => call.name)).toEqual(["list", "read"]);
     expect(report.logs.map(({ level, content }) => [level, content])).toEqual([
       ["info", "console works"],
@@ -165,7 +179,15 @@ describe.runIf(process.platform === "linux")("runGuest's sandbox options", () =>
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   const runProbe = (sandbox: unknown, input: object, env?: NodeJS.ProcessEnv) =>
-    runGuest({ command: process.execPath, args: [probe], cwd: root, sandbox: sandbox as never, input: input as never, env, killGraceMs: 500 });
+    runGuest({
+      command: process.execPath,
+      args: [probe],
+      cwd: root,
+      sandbox: sandbox as never,
+      input: input as never,
+      env,
+      killGraceMs: 500,
+    });
 
   it("readable: the guest reads the path but cannot write it", async () => {
     const report = await runProbe({ readable: [dir] }, { read: [join(dir, "data.txt")], write: [join(dir, "new.txt")] });
@@ -175,12 +197,18 @@ describe.runIf(process.platform === "linux")("runGuest's sandbox options", () =>
   });
 
   it("env: NAME passes the value from options.env, NAME=value sets one, nothing else passes", async () => {
-    const report = await runProbe({ env: ["GIVEN", "SET=chosen value", "UNSET_ONE"] }, { env: ["GIVEN", "SET", "UNSET_ONE", "OTHER", "HOME"] }, {
-      GIVEN: "from the host",
-      OTHER: "not asked for",
-      PATH: process.env.PATH,
+    const report = await runProbe(
+      { env: ["GIVEN", "SET=chosen value", "UNSET_ONE"] },
+      { env: ["GIVEN", "SET", "UNSET_ONE", "OTHER", "HOME"] },
+      {
+        GIVEN: "from the host",
+        OTHER: "not asked for",
+        PATH: process.env.PATH,
+      },
+    );
+    expect(report.outcome?.structured).toMatchObject({
+      env: { GIVEN: "from the host", SET: "chosen value", UNSET_ONE: null, OTHER: null, HOME: "/tmp/home" },
     });
-    expect(report.outcome?.structured).toMatchObject({ env: { GIVEN: "from the host", SET: "chosen value", UNSET_ONE: null, OTHER: null, HOME: "/tmp/home" } });
     expect(report.sandbox?.env).toEqual(["PATH", "HOME", "LANG", "GIVEN", "SET"]);
   });
 

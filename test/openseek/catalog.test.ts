@@ -10,7 +10,15 @@ import { readOptions, searchCatalog } from "../../src/openseek/search.js";
 describe("catalog building", () => {
   it("reads replies in order; a server's tools may continue in the next reply", () => {
     const builder = new CatalogBuilder();
-    builder.add(parseCatalogPage({ items: [{ server: "a", instructions: "Hi" }, { server: "a", tool: { name: "one", input_schema: {} } }], next_cursor: "x" }).items);
+    builder.add(
+      parseCatalogPage({
+        items: [
+          { server: "a", instructions: "Hi" },
+          { server: "a", tool: { name: "one", input_schema: {} } },
+        ],
+        next_cursor: "x",
+      }).items,
+    );
     builder.add(
       parseCatalogPage({
         items: [
@@ -20,7 +28,10 @@ describe("catalog building", () => {
       }).items,
     );
     expect(builder.build()).toEqual({
-      servers: [{ name: "a", instructions: "Hi" }, { name: "b", error: "down" }],
+      servers: [
+        { name: "a", instructions: "Hi" },
+        { name: "b", error: "down" },
+      ],
       tools: [
         { server: "a", name: "one", description: "", inputSchema: {} },
         { server: "a", name: "two", description: "Second", inputSchema: { type: "object" } },
@@ -42,7 +53,13 @@ function toolWithDescription(index: number, length: number): McpTool {
 }
 
 function catalogOf(tools: McpTool[]): Catalog {
-  return { servers: [{ name: "big", instructions: "Read me first." }, { name: "down", error: "offline" }], tools };
+  return {
+    servers: [
+      { name: "big", instructions: "Read me first." },
+      { name: "down", error: "offline" },
+    ],
+    tools,
+  };
 }
 
 describe("search pages", () => {

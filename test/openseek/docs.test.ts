@@ -82,7 +82,13 @@ describe("docs/openseek.md examples", () => {
     writeFileSync(join(project, "src/b.mbt"), b.join("\n"));
     const deprecated = (path: string, lines: string[], line: number, name: string, use: string) => {
       const from = column(lines[line - 1]!, name);
-      return { level: "warning", error_code: 20, path, loc: `${line}:${from}-${line}:${from + name.length}`, message: `${name} is deprecated. Use \`${use}\` instead` };
+      return {
+        level: "warning",
+        error_code: 20,
+        path,
+        loc: `${line}:${from}-${line}:${from + name.length}`,
+        message: `${name} is deprecated. Use \`${use}\` instead`,
+      };
     };
     const diagnostics = [
       deprecated("src/a.mbt", a, 2, "old_a", "new_a"),
@@ -105,12 +111,15 @@ describe("docs/openseek.md examples", () => {
           edit: (args) => {
             const edit = args as { path: string; start_line: number; old_string: string; new_string: string };
             edits.push(args);
-            if (edit.old_string.endsWith("old_c")) return { content: "reverted: warnings did not decrease", data: { outcome: "reverted", reason: "warning_delta" } };
-            if (edit.old_string.endsWith("old_e")) return { content: "reverted", isError: true, data: { outcome: "reverted", reason: "error_delta", restore_failed: true } };
+            if (edit.old_string.endsWith("old_c"))
+              return { content: "reverted: warnings did not decrease", data: { outcome: "reverted", reason: "warning_delta" } };
+            if (edit.old_string.endsWith("old_e"))
+              return { content: "reverted", isError: true, data: { outcome: "reverted", reason: "error_delta", restore_failed: true } };
             const file = join(project, edit.path);
             const lines = readFileSync(file, "utf8").split("\n");
             const line = lines[edit.start_line - 1]!;
-            if (!line.startsWith(edit.old_string)) return { content: "old_string not found", isError: true, data: { outcome: "not_found" } };
+            if (!line.startsWith(edit.old_string))
+              return { content: "old_string not found", isError: true, data: { outcome: "not_found" } };
             lines[edit.start_line - 1] = edit.new_string + line.slice(edit.old_string.length);
             writeFileSync(file, lines.join("\n"));
             return { content: "applied", data: { outcome: "applied", path: edit.path } };
@@ -133,7 +142,9 @@ describe("docs/openseek.md examples", () => {
       "left: src/b.mbt:2: reverted, but the file could not be restored",
       "left: src/b.mbt:1: skipped after a failed restore",
     ]);
-    expect(readFileSync(join(project, "src/a.mbt"), "utf8")).toBe(["fn main {", '  let s = "😀"; new_a(1) + new_b(2)', "  old_c()", "}", ""].join("\n"));
+    expect(readFileSync(join(project, "src/a.mbt"), "utf8")).toBe(
+      ["fn main {", '  let s = "😀"; new_a(1) + new_b(2)', "  old_c()", "}", ""].join("\n"),
+    );
     expect(readFileSync(join(project, "src/b.mbt"), "utf8")).toBe(b.join("\n"));
     // Right to left on line 2: old_b first, anchored on the whole prefix through its span, with both guards.
     expect(edits[1]).toEqual({
@@ -172,15 +183,26 @@ describe("docs/openseek.md examples", () => {
     mcpHost.install();
     ptc.install();
     const printed = await run("mcp-search-call");
-    expect(printed[0]).toMatch(/^Instructions from MCP server "github":\nRepositories are owner\/name\.\n\nMCP tools 1-1 of 1 matching "list issues"/);
+    expect(printed[0]).toMatch(
+      /^Instructions from MCP server "github":\nRepositories are owner\/name\.\n\nMCP tools 1-1 of 1 matching "list issues"/,
+    );
     expect(printed[0]).toContain('Call: mcp.call("github", "list_issues", arguments)');
     expect(printed[1]).toBe("2 issues in moonbitlang/openseek");
-    expect(ptc.requests.map((request) => request.body)).toEqual([{ version: 1, name: "read_image", arguments: { path: "/tmp/mcp/chart.png" } }]);
+    expect(ptc.requests.map((request) => request.body)).toEqual([
+      { version: 1, name: "read_image", arguments: { path: "/tmp/mcp/chart.png" } },
+    ]);
   });
 
   it("mcp-listing pages through every tool and ends with the unavailable servers", async () => {
     const tools = Array.from({ length: 25 }, (_, index) => ({ name: `tool_${index}` }));
-    const host = await track(startMcpHost({ servers: [{ name: "many", tools }, { name: "down", error: "timed out during initialize" }] }));
+    const host = await track(
+      startMcpHost({
+        servers: [
+          { name: "many", tools },
+          { name: "down", error: "timed out during initialize" },
+        ],
+      }),
+    );
     host.install();
     const printed = await run("mcp-listing");
     expect(printed).toHaveLength(2);

@@ -87,7 +87,9 @@ describe("mcp.call", () => {
     }
 
     host.install();
-    await expect(mcp.call("github", "list_issues", { n: Number.POSITIVE_INFINITY })).rejects.toThrow(/\$\.n is Infinity.*nothing was sent$/);
+    await expect(mcp.call("github", "list_issues", { n: Number.POSITIVE_INFINITY })).rejects.toThrow(
+      /\$\.n is Infinity.*nothing was sent$/,
+    );
     await expect(mcp.call(1 as never, "list_issues", {})).rejects.toThrow(TypeError);
     await expect(mcp.call("github", undefined as never, {})).rejects.toThrow(/MCP tool name must be a string/);
     await expect(mcp.call("github", "list_issues", {}, { deadline: 1 } as never)).rejects.toThrow(/Unknown call option "deadline"/);
@@ -99,7 +101,11 @@ describe("mcp.call", () => {
     ["invalid JSON", hostReplies.raw("not json"), /^MCP host returned invalid JSON/],
     ["version 2", hostReplies.json({ version: 2, content: "", is_error: false }), /^Invalid MCP response/],
     ["a non-boolean is_error", hostReplies.json({ version: 1, content: "", is_error: 0 }), /^Invalid MCP error flag/],
-    ["images that are not paths", hostReplies.json({ version: 1, content: "", is_error: false, images: [1] }), /^Invalid MCP response \("images"/],
+    [
+      "images that are not paths",
+      hostReplies.json({ version: 1, content: "", is_error: false, images: [1] }),
+      /^Invalid MCP response \("images"/,
+    ],
     ["a dropped connection", hostReplies.drop(), /^MCP connection failed/],
   ])("raises a TransportError for %s and never retries", async (_, reply, message) => {
     const host = await track(startMcpHost({ servers: [github] }));

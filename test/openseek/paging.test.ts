@@ -40,7 +40,9 @@ describe("paginate", () => {
     const cut = second.entries[0]!;
     expect(cut.length).toBeLessThanOrEqual(PAGE_BUDGET);
     expect(cut.startsWith("1".repeat(39_000))).toBe(true);
-    expect(cut).toContain("[... entry cut: 55000 characters do not fit the 40000-character page; the full schemas are in the page's tools records]");
+    expect(cut).toContain(
+      "[... entry cut: 55000 characters do not fit the 40000-character page; the full schemas are in the page's tools records]",
+    );
     const third = paginate(4, 2, 8, texts);
     expect(third.entries[0]).toContain("entry cut: 70000 characters");
     expect(third.nextOffset).toBe(3);

@@ -110,8 +110,14 @@ describe("PTC call: requests", () => {
 
 /** Makes a capability from the double's valid one. */
 type CapabilityMaker = (capability: (overrides?: Record<string, unknown>) => string) => string;
-const verbatim = (text: string): CapabilityMaker => () => text;
-const overriding = (overrides: Record<string, unknown>): CapabilityMaker => (capability) => capability(overrides);
+const verbatim =
+  (text: string): CapabilityMaker =>
+  () =>
+    text;
+const overriding =
+  (overrides: Record<string, unknown>): CapabilityMaker =>
+  (capability) =>
+    capability(overrides);
 
 describe("PTC call: the handoff fails before any I/O", () => {
   it("refuses a missing capability with a TransportError that says how to get one", async () => {
@@ -186,7 +192,9 @@ describe("PTC call: the handoff fails before any I/O", () => {
     await expect(call("edit", {}, { timeoutMs: 5 } as never)).rejects.toThrow(
       'Unknown call option "timeoutMs": the only option is signal (for a deadline, pass signal: AbortSignal.timeout(ms)); nothing was sent',
     );
-    await expect(call("edit", {}, { signal: "stop" } as never)).rejects.toThrow("The call option signal must be an AbortSignal; nothing was sent");
+    await expect(call("edit", {}, { signal: "stop" } as never)).rejects.toThrow(
+      "The call option signal must be an AbortSignal; nothing was sent",
+    );
     await expect(call("edit", {}, null as never)).rejects.toThrow(TypeError);
     expect(host.requests).toHaveLength(0);
     await expect(call("edit", {}, { signal: undefined })).resolves.toMatchObject({ content: "mock reply" });

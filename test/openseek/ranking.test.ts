@@ -94,7 +94,10 @@ describe("rankTools", () => {
         },
       },
     });
-    const withOutput: McpTool = { ...tool("files", "stat", "File facts"), outputSchema: { type: "object", properties: { modifiedAt: { description: "last write" } } } };
+    const withOutput: McpTool = {
+      ...tool("files", "stat", "File facts"),
+      outputSchema: { type: "object", properties: { modifiedAt: { description: "last write" } } },
+    };
     const tools = [tool("github", "list_issues", "List issues"), deep, withOutput];
     expect(rankTools(tools, "timezone")).toEqual([deep]);
     expect(rankTools(tools, "attendee")).toEqual([deep]);

@@ -30,7 +30,14 @@ describe("renderEntry", () => {
   it("says when there is no description or no result schema", () => {
     const bare: McpTool = { server: "s", name: 'odd "name"', description: " ", inputSchema: {} };
     expect(renderEntry(bare)).toBe(
-      ['### s / odd "name"', 'Call: mcp.call("s", "odd \\"name\\"", arguments)', "(no description)", "Arguments (JSON Schema):", "{}", "Result data: no schema declared."].join("\n"),
+      [
+        '### s / odd "name"',
+        'Call: mcp.call("s", "odd \\"name\\"", arguments)',
+        "(no description)",
+        "Arguments (JSON Schema):",
+        "{}",
+        "Result data: no schema declared.",
+      ].join("\n"),
     );
   });
 });
@@ -56,13 +63,20 @@ describe("renderPage", () => {
         instructions: { server: "github", text: "Be careful." },
         heading: "HEADING",
         entries: ["ENTRY 1", "ENTRY 2"],
-        unavailable: [{ name: "slack", error: "down" }, { name: "jira", error: "auth\nexpired" }],
+        unavailable: [
+          { name: "slack", error: "down" },
+          { name: "jira", error: "auth\nexpired" },
+        ],
       }),
-    ).toBe('Instructions from MCP server "github":\nBe careful.\n\nHEADING\n\nENTRY 1\n\nENTRY 2\n\nUnavailable MCP servers:\n- slack: down\n- jira: auth\nexpired');
+    ).toBe(
+      'Instructions from MCP server "github":\nBe careful.\n\nHEADING\n\nENTRY 1\n\nENTRY 2\n\nUnavailable MCP servers:\n- slack: down\n- jira: auth\nexpired',
+    );
     expect(renderPage({ heading: "HEADING", entries: [], unavailable: [] })).toBe("HEADING");
   });
 
   it("renders the page of an unavailable server", () => {
-    expect(renderUnavailableServer({ name: "slack", error: "connection refused" })).toBe('MCP server "slack" is unavailable: connection refused');
+    expect(renderUnavailableServer({ name: "slack", error: "connection refused" })).toBe(
+      'MCP server "slack" is unavailable: connection refused',
+    );
   });
 });

@@ -4,12 +4,7 @@ import { describe, expect, it } from "vitest";
 import { mcp, SearchError, TransportError } from "../../src/openseek/index.js";
 import { defaultSettings } from "../../src/openseek/ptc.js";
 import { searchWithSettings } from "../../src/openseek/search.js";
-import {
-  hostReplies,
-  mcpCatalogItems,
-  startMcpHost,
-  type McpServerDouble,
-} from "../../src/testing/openseek-doubles.js";
+import { hostReplies, mcpCatalogItems, startMcpHost, type McpServerDouble } from "../../src/testing/openseek-doubles.js";
 import { rejection, useOpenSeekLifecycle } from "../helpers/openseek-lifecycle.js";
 
 const track = useOpenSeekLifecycle();
@@ -134,7 +129,11 @@ describe("mcp.search: catalog download", () => {
   });
 
   it.each([
-    ["a refused listing", hostReplies.result("catalog unavailable: still connecting", { isError: true }), /the host refused the listing: catalog unavailable: still connecting$/],
+    [
+      "a refused listing",
+      hostReplies.result("catalog unavailable: still connecting", { isError: true }),
+      /the host refused the listing: catalog unavailable: still connecting$/,
+    ],
     ["a 503", hostReplies.status(503), /MCP transport failed \(HTTP 503\); execution outcome may be unknown$/],
     ["a dropped connection", hostReplies.drop(), /MCP connection failed/],
     ["invalid JSON", hostReplies.raw("<html>"), /MCP host returned invalid JSON/],
@@ -142,12 +141,31 @@ describe("mcp.search: catalog download", () => {
     ["no data", hostReplies.result(""), /malformed: its data is missing/],
     ["items that are not an array", hostReplies.result("", { data: { items: {} } }), /malformed: "items" is an object, not an array/],
     ["an item that is not an object", hostReplies.catalogPage(["github"]), /malformed: an item is the string "github"/],
-    ["a tool before its server", hostReplies.catalogPage([{ server: "x", tool: { name: "t", input_schema: {} } }]), /comes before that server's item/],
-    ["a tool without input_schema", hostReplies.catalogPage([{ server: "x" }, { server: "x", tool: { name: "t" } }]), /"input_schema" that is missing/],
-    ["a tool with a numeric name", hostReplies.catalogPage([{ server: "x" }, { server: "x", tool: { name: 3, input_schema: {} } }]), /"name" that is number 3/],
+    [
+      "a tool before its server",
+      hostReplies.catalogPage([{ server: "x", tool: { name: "t", input_schema: {} } }]),
+      /comes before that server's item/,
+    ],
+    [
+      "a tool without input_schema",
+      hostReplies.catalogPage([{ server: "x" }, { server: "x", tool: { name: "t" } }]),
+      /"input_schema" that is missing/,
+    ],
+    [
+      "a tool with a numeric name",
+      hostReplies.catalogPage([{ server: "x" }, { server: "x", tool: { name: 3, input_schema: {} } }]),
+      /"name" that is number 3/,
+    ],
     ["a server listed twice", hostReplies.catalogPage([{ server: "x" }, { server: "x" }]), /listed twice/],
     ["a numeric error", hostReplies.catalogPage([{ server: "x", error: 500 }]), /"error" that is number 500/],
-    ["tools of an unavailable server", hostReplies.catalogPage([{ server: "x", error: "down" }, { server: "x", tool: { name: "t", input_schema: {} } }]), /unavailable server "x" lists tools/],
+    [
+      "tools of an unavailable server",
+      hostReplies.catalogPage([
+        { server: "x", error: "down" },
+        { server: "x", tool: { name: "t", input_schema: {} } },
+      ]),
+      /unavailable server "x" lists tools/,
+    ],
     ["a numeric next_cursor", hostReplies.catalogPage([], 2 as never), /"next_cursor" is number 2/],
   ])("raises a SearchError for %s and does not cache the failure", async (_, reply, message) => {
     const host = await track(startMcpHost({ servers }));
@@ -189,7 +207,11 @@ describe("mcp.search: pages", () => {
     expect(first.total).toBe(3);
     expect(first.nextOffset).toBe(2);
     expect(first.instructions).toBe("Use owner/name for repositories.");
-    expect(first.text.startsWith('Instructions from MCP server "github":\nUse owner/name for repositories.\n\nMCP tools 1-2 of 3 on MCP server "github". Next page: offset 2.')).toBe(true);
+    expect(
+      first.text.startsWith(
+        'Instructions from MCP server "github":\nUse owner/name for repositories.\n\nMCP tools 1-2 of 3 on MCP server "github". Next page: offset 2.',
+      ),
+    ).toBe(true);
     const second = await mcp.search({ server: "github", limit: 2, offset: 2 });
     expect(second.tools.map((tool) => tool.name)).toEqual(["get_file"]);
     expect(second.nextOffset).toBeUndefined();
@@ -207,7 +229,11 @@ describe("mcp.search: pages", () => {
     expect(withinGithub.instructions).toBe("Use owner/name for repositories.");
     // A property description counts: "owner/name" is only in list_issues' schema.
     expect((await mcp.search({ query: "owner" })).tools.map((tool) => tool.name)).toEqual(["list_issues"]);
-    expect(await mcp.search({ query: "weather forecast" })).toEqual({ text: 'No MCP tools matching "weather forecast".', tools: [], total: 0 });
+    expect(await mcp.search({ query: "weather forecast" })).toEqual({
+      text: 'No MCP tools matching "weather forecast".',
+      tools: [],
+      total: 0,
+    });
   });
 
   it("treats blank strings as absent", async () => {

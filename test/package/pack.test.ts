@@ -31,7 +31,9 @@ describe("npm pack", () => {
 
   it("installs without the optional peers: no fast-check, no zod", () => {
     expect(readdirSync(join(folder, "node_modules")).sort()).toEqual([".bin", ".package-lock.json", "@posoco"]);
-    expect(readFileSync(join(folder, "node_modules/@posoco/ears/LICENSE"), "utf8")).toContain("Apache License\n                           Version 2.0");
+    expect(readFileSync(join(folder, "node_modules/@posoco/ears/LICENSE"), "utf8")).toContain(
+      "Apache License\n                           Version 2.0",
+    );
   });
 
   it("without its optional peer, /testing and /schemas say what to install; the other entries import", () => {
@@ -41,7 +43,9 @@ describe("npm pack", () => {
     expect(output("@posoco/ears/testing")).toBe(
       "@posoco/ears/testing needs fast-check, an optional peer dependency that is not installed: npm install --save-dev fast-check",
     );
-    expect(output("@posoco/ears/schemas")).toBe("@posoco/ears/schemas needs zod, an optional peer dependency that is not installed: npm install zod");
+    expect(output("@posoco/ears/schemas")).toBe(
+      "@posoco/ears/schemas needs zod, an optional peer dependency that is not installed: npm install zod",
+    );
     for (const entry of ["@posoco/ears", "@posoco/ears/host", "@posoco/ears/openseek"]) expect(output(entry), entry).toBe("imported");
     const runCode = `import { runCode } from "@posoco/ears/host"; try { runCode({ code: "return 1;" }); } catch (error) { console.log(error.message); }`;
     expect(run(process.execPath, ["--input-type=module", "-e", runCode], folder).trim()).toBe(
@@ -67,7 +71,11 @@ describe("npm pack", () => {
       import { runCode } from "@posoco/ears/host";
       const report = await runCode({ code: "const n: number = input.n as number;\\nreturn n * 2;", input: { n: 21 } });
       console.log(JSON.stringify(report.outcome ?? report.failure));`;
-    expect(JSON.parse(run(process.execPath, ["--input-type=module", "-e", script], folder))).toEqual({ status: "success", content: "", structured: 42 });
+    expect(JSON.parse(run(process.execPath, ["--input-type=module", "-e", script], folder))).toEqual({
+      status: "success",
+      content: "",
+      structured: 42,
+    });
   });
 
   it("type-checks the contract sample, the documentation examples no test runs and the package's declarations in strict nodenext, with TypeScript 7 and 5.9", () => {
@@ -80,13 +88,27 @@ describe("npm pack", () => {
     symlinkSync(join(root, "node_modules/vitest"), join(folder, "node_modules/vitest"), "dir");
     // The same blocks as test/docs/examples.test.ts (the others run in tests), and the contract sample.
     const blocks = documentationBlocks(root).filter((block) => !block.checkedElsewhere);
-    const sample = Object.fromEntries(sampleNames.map((name) => [`sample/${name}.ts`, readFileSync(join(root, "test-d/sample", `${name}.ts`), "utf8")]));
-    const entries = ["", "/host", "/testing", "/openseek", "/schemas"].map((entry, index) => `export type * as entry${index} from "@posoco/ears${entry}";\n`).join("");
+    const sample = Object.fromEntries(
+      sampleNames.map((name) => [`sample/${name}.ts`, readFileSync(join(root, "test-d/sample", `${name}.ts`), "utf8")]),
+    );
+    const entries = ["", "/host", "/testing", "/openseek", "/schemas"]
+      .map((entry, index) => `export type * as entry${index} from "@posoco/ears${entry}";\n`)
+      .join("");
     const compilers = {
-      [run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-v"], folder).trim()]: join(root, "node_modules/typescript/bin/tsc"),
-      [run(process.execPath, [join(folder, "node_modules/typescript/bin/tsc"), "-v"], folder).trim()]: join(folder, "node_modules/typescript/bin/tsc"),
+      [run(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-v"], folder).trim()]: join(
+        root,
+        "node_modules/typescript/bin/tsc",
+      ),
+      [run(process.execPath, [join(folder, "node_modules/typescript/bin/tsc"), "-v"], folder).trim()]: join(
+        folder,
+        "node_modules/typescript/bin/tsc",
+      ),
     };
-    expect(Object.keys(compilers).map((version) => version.replace(/^Version (\d+)\..*$/, "$1")).sort()).toEqual(["5", "7"]);
+    expect(
+      Object.keys(compilers)
+        .map((version) => version.replace(/^Version (\d+)\..*$/, "$1"))
+        .sort(),
+    ).toEqual(["5", "7"]);
     for (const [version, tsc] of Object.entries(compilers)) {
       // In the consumer, so "@posoco/ears" resolves to the installed tarball, not to this repository.
       expect(typeCheckBlocks(join(folder, "check"), tsc, blocks, sample), version).toEqual([]);
@@ -102,7 +124,11 @@ describe("npm pack", () => {
       `import { serve, stdio } from "@posoco/ears";
        await serve({ wire: stdio(), run: async (ears, input) => ({ got: input, allowed: ears.allowed }) });`,
     );
-    const out = run(join(folder, "node_modules/.bin/ears"), ["run", "--json", "--input", '{"n":1}', "--", process.execPath, "guest.mjs"], folder);
+    const out = run(
+      join(folder, "node_modules/.bin/ears"),
+      ["run", "--json", "--input", '{"n":1}', "--", process.execPath, "guest.mjs"],
+      folder,
+    );
     const report = JSON.parse(out);
     expect(report.outcome).toEqual({ status: "success", content: "", structured: { got: { n: 1 }, allowed: [] } });
   });

@@ -38,18 +38,32 @@ function decodeProblem(line: string): string | undefined {
 const numberLiteral = fc
   .record({
     minus: fc.boolean(),
-    integer: fc.oneof(fc.constant("0"), fc.tuple(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 0, max: 420 }), fc.integer({ min: 0, max: 9 })).map(([first, length, fill]) => `${first}${String(fill).repeat(length)}`)),
+    integer: fc.oneof(
+      fc.constant("0"),
+      fc
+        .tuple(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 0, max: 420 }), fc.integer({ min: 0, max: 9 }))
+        .map(([first, length, fill]) => `${first}${String(fill).repeat(length)}`),
+    ),
     fraction: fc.option(fc.stringMatching(/^[0-9]{1,30}$/), { nil: undefined }),
-    exponent: fc.option(fc.tuple(fc.constantFrom("e", "E"), fc.constantFrom("", "+", "-"), fc.stringMatching(/^[0-9]{1,4}$/)), { nil: undefined }),
+    exponent: fc.option(fc.tuple(fc.constantFrom("e", "E"), fc.constantFrom("", "+", "-"), fc.stringMatching(/^[0-9]{1,4}$/)), {
+      nil: undefined,
+    }),
   })
-  .map(({ minus, integer, fraction, exponent }) => `${minus ? "-" : ""}${integer}${fraction === undefined ? "" : `.${fraction}`}${exponent === undefined ? "" : exponent.join("")}`);
+  .map(
+    ({ minus, integer, fraction, exponent }) =>
+      `${minus ? "-" : ""}${integer}${fraction === undefined ? "" : `.${fraction}`}${exponent === undefined ? "" : exponent.join("")}`,
+  );
 
 /** A value as text: a chain of arrays/objects around the limit's depth, with a number (or a string that looks like one) inside. */
 const valueText = fc
   .record({
     depth: fc.oneof(fc.integer({ min: 0, max: 8 }), fc.integer({ min: MAX_FRAME_DEPTH - 6, max: MAX_FRAME_DEPTH + 2 })),
     kinds: fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }),
-    leaf: fc.oneof(numberLiteral, numberLiteral.map((n) => JSON.stringify(`id ${n}`)), fc.constantFrom("null", "true", '"[[[{{{"')),
+    leaf: fc.oneof(
+      numberLiteral,
+      numberLiteral.map((n) => JSON.stringify(`id ${n}`)),
+      fc.constantFrom("null", "true", '"[[[{{{"'),
+    ),
     siblings: fc.array(numberLiteral, { maxLength: 3 }),
   })
   .map(({ depth, kinds, leaf, siblings }) => {
@@ -91,7 +105,10 @@ describe("decodeFrame: depth and range", () => {
 
   const deep = (depth: number, open = "[", close = "]") => `${open.repeat(depth)}0${close.repeat(depth)}`;
   it.each([
-    ["a reply 513 levels deep (arrays)", `{"type":"reply","id":1,"outcome":{"status":"success","structured":${deep(MAX_FRAME_DEPTH - 1)}}}`],
+    [
+      "a reply 513 levels deep (arrays)",
+      `{"type":"reply","id":1,"outcome":{"status":"success","structured":${deep(MAX_FRAME_DEPTH - 1)}}}`,
+    ],
     ["a request 100,000 levels deep", `{"type":"request","id":1,"name":"x","arguments":${deep(100_000)}}`],
     ["a log with a deep ignored field", `{"type":"log","content":"","x":${'{"a":'.repeat(600)}1${"}".repeat(600)}}`],
     ["1e400", '{"type":"request","id":1,"name":"x","arguments":1e400}'],
@@ -171,7 +188,11 @@ describe("the encoding side refuses what the decoding side would refuse", () => 
       async (ears) => {
         const sent = await ears.call("echo", nested(100_000) as never);
         const answered = await ears.call("deep", null);
-        return { sent: sent.status === "failure" ? sent.code : "sent", answered: answered.status === "failure" ? answered.code : "ok", why: answered.content };
+        return {
+          sent: sent.status === "failure" ? sent.code : "sent",
+          answered: answered.status === "failure" ? answered.code : "ok",
+          why: answered.content,
+        };
       },
       {
         allowed: ["echo", "deep"],

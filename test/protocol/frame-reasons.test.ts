@@ -25,8 +25,16 @@ describe("validateFrame: the reason a value is not a frame", () => {
     ["reply id as a string", { type: "reply", id: "1", outcome: { status: "success" } }, "reply.id must be a positive integer"],
     ["reply outcome not an object", { type: "reply", id: 1, outcome: "ok" }, "reply.outcome: an outcome must be an object"],
     ["reply outcome without status", { type: "reply", id: 1, outcome: {} }, 'reply.outcome: status must be "success" or "failure"'],
-    ["reply failure without code", { type: "reply", id: 1, outcome: { status: "failure" } }, "reply.outcome: a failure needs a string code"],
-    ["reply content not a string", { type: "reply", id: 1, outcome: { status: "success", content: 1 } }, "reply.outcome: content must be a string"],
+    [
+      "reply failure without code",
+      { type: "reply", id: 1, outcome: { status: "failure" } },
+      "reply.outcome: a failure needs a string code",
+    ],
+    [
+      "reply content not a string",
+      { type: "reply", id: 1, outcome: { status: "success", content: 1 } },
+      "reply.outcome: content must be a string",
+    ],
     ["request id -1", { type: "request", id: -1, name: "read" }, "request.id must be a positive integer"],
     ["request without name", { type: "request", id: 1 }, "request.name must be a string"],
     ["log level not a string", { type: "log", level: 3, content: "x" }, "log.level must be a string"],
@@ -63,7 +71,9 @@ describe("validateFrame: the reason a value is not a frame", () => {
   });
 
   it("a line that is not JSON is refused as not JSON, with the parser's words in brackets", () => {
-    expect(() => decodeFrame("{nope")).toThrow(expect.objectContaining({ reason: expect.stringMatching(/^not JSON \(.+\)$/), excerpt: "{nope" }));
+    expect(() => decodeFrame("{nope")).toThrow(
+      expect.objectContaining({ reason: expect.stringMatching(/^not JSON \(.+\)$/), excerpt: "{nope" }),
+    );
   });
 });
 

@@ -26,7 +26,9 @@ const framedStream = fc
   });
 
 /** Every character String.prototype.trim removes (ECMAScript WhiteSpace and LineTerminator), except \n. */
-const TRIM_WHITESPACE = [..."\t\v\f \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\r"];
+const TRIM_WHITESPACE = [
+  ..."\t\v\f \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\r",
+];
 
 function split(chunks: Buffer[], maxLineBytes = 1 << 24): string[] {
   const splitter = new LineSplitter(maxLineBytes);
@@ -118,7 +120,9 @@ describe("LineSplitter", () => {
     fc.assert(
       fc.property(
         fc
-          .array(fc.oneof(fc.string({ unit: fc.constantFrom(...TRIM_WHITESPACE), maxLength: 6 }), frame().map(encodeFrame)), { maxLength: 12 })
+          .array(fc.oneof(fc.string({ unit: fc.constantFrom(...TRIM_WHITESPACE), maxLength: 6 }), frame().map(encodeFrame)), {
+            maxLength: 12,
+          })
           .chain((items) => {
             const bytes = Buffer.from(items.map((item) => `${item}\n`).join(""));
             return chunking(bytes).map((chunks) => ({ items, chunks }));
@@ -158,7 +162,14 @@ describe("LineSplitter", () => {
 
   it("handles empty chunks and a character split over three chunks", () => {
     const emoji = Buffer.from('{"e":"🎉"}\n');
-    const chunks = [emoji.subarray(0, 0), emoji.subarray(0, 7), Buffer.alloc(0), emoji.subarray(7, 8), emoji.subarray(8, 9), emoji.subarray(9)];
+    const chunks = [
+      emoji.subarray(0, 0),
+      emoji.subarray(0, 7),
+      Buffer.alloc(0),
+      emoji.subarray(7, 8),
+      emoji.subarray(8, 9),
+      emoji.subarray(9),
+    ];
     expect(split(chunks)).toEqual(['{"e":"🎉"}']);
   });
 });
@@ -172,7 +183,10 @@ describe("LineSplitter: lines of 1 MiB and more", () => {
   /** Text repeated past `bytes` UTF-8 bytes: any code point but \n, so characters of 1 to 4 bytes, real U+FFFD and \r. */
   const longText = (bytes: number) =>
     fc
-      .tuple(fc.string({ unit: "binary", minLength: 1, maxLength: 24 }).filter((unit) => !unit.includes("\n")), fc.nat({ max: 70_000 }))
+      .tuple(
+        fc.string({ unit: "binary", minLength: 1, maxLength: 24 }).filter((unit) => !unit.includes("\n")),
+        fc.nat({ max: 70_000 }),
+      )
       .map(([unit, extra]) => {
         const text = unit.repeat(Math.ceil((bytes + extra) / Buffer.byteLength(unit)));
         return `{${text}`;
@@ -202,7 +216,12 @@ describe("LineSplitter: lines of 1 MiB and more", () => {
             const at = Math.floor(text.length * where);
             // Cut between whole characters (never inside a surrogate pair), so the only invalid bytes are the inserted ones.
             const cut = at > 0 && text.charCodeAt(at - 1) >= 0xd800 && text.charCodeAt(at - 1) <= 0xdbff ? at - 1 : at;
-            return Buffer.concat([Buffer.from('{"before":1}\n'), Buffer.from(text.slice(0, cut)), Buffer.from(invalid), Buffer.from(`${text.slice(cut)}\n`)]);
+            return Buffer.concat([
+              Buffer.from('{"before":1}\n'),
+              Buffer.from(text.slice(0, cut)),
+              Buffer.from(invalid),
+              Buffer.from(`${text.slice(cut)}\n`),
+            ]);
           })
           .chain((bytes) => chunking(bytes)),
         (chunks) => {
@@ -246,7 +265,13 @@ describe("LineSplitter: lines of 1 MiB and more", () => {
     const third = `{${"读🎉".repeat(MiB / 4)}`;
     const bytes = Buffer.from(`${first}\n${second}\n${third}\n`);
     const at = bytes.indexOf("🎉") + 2; // cuts the short line's emoji
-    const chunks = [bytes.subarray(0, 65_536), bytes.subarray(65_536, at), bytes.subarray(at, at + 3), bytes.subarray(at + 3, at + 100_001), bytes.subarray(at + 100_001)];
+    const chunks = [
+      bytes.subarray(0, 65_536),
+      bytes.subarray(65_536, at),
+      bytes.subarray(at, at + 3),
+      bytes.subarray(at + 3, at + 100_001),
+      bytes.subarray(at + 100_001),
+    ];
     expect(split(chunks, 64 * MiB)).toEqual([first, second, third]);
   });
 });

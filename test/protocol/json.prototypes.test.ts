@@ -58,17 +58,45 @@ describe("jsonProblem names the kind with its article", () => {
 
 describe("jsonProblem on values that throw when read", () => {
   const unreadable = (path: string, why: string) => `${path} could not be read (${why}), so it cannot be sent as JSON`;
-  const getterThrows = { a: 1, get b(): never { throw new Error("no b for you"); } };
-  const trapThrows = new Proxy({}, { getPrototypeOf: () => { throw new Error("trap"); } });
+  const getterThrows = {
+    a: 1,
+    get b(): never {
+      throw new Error("no b for you");
+    },
+  };
+  const trapThrows = new Proxy(
+    {},
+    {
+      getPrototypeOf: () => {
+        throw new Error("trap");
+      },
+    },
+  );
   const revoked = Proxy.revocable({}, {});
   revoked.revoke();
-  const messageThrows = { get n(): never { throw Object.defineProperty(new Error(), "message", { get: () => { throw new Error("again"); } }); } };
+  const messageThrows = {
+    get n(): never {
+      throw Object.defineProperty(new Error(), "message", {
+        get: () => {
+          throw new Error("again");
+        },
+      });
+    },
+  };
   it.each<[string, unknown, string]>([
     ["a getter that throws", { x: [getterThrows] }, unreadable("$.x[0].b", "no b for you")],
     ["a Proxy whose getPrototypeOf trap throws", { p: trapThrows }, unreadable("$.p", "trap")],
     ["a revoked Proxy", [revoked.proxy], unreadable("$[0]", "Cannot perform 'IsArray' on a proxy that has been revoked")],
     ["a thrown error whose message getter throws too", messageThrows, unreadable("$.n", "reading it threw")],
-    ["a thrown string, cut at 200 characters", { get s(): never { throw "x".repeat(500); } }, unreadable("$.s", `${"x".repeat(200)}…`)],
+    [
+      "a thrown string, cut at 200 characters",
+      {
+        get s(): never {
+          throw "x".repeat(500);
+        },
+      },
+      unreadable("$.s", `${"x".repeat(200)}…`),
+    ],
   ])("%s is refused with a reason at its path; jsonProblem does not throw", (_what, value, reason) => {
     expect(jsonProblem(value)).toBe(reason);
   });

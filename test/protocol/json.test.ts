@@ -6,9 +6,12 @@ import { jsonValue } from "../../src/testing/arbitraries.js";
 
 describe("jsonProblem", () => {
   it("accepts every faithful JSON value", () => {
-    fc.assert(fc.property(jsonValue(), (value) => {
+    fc.assert(
+      fc.property(jsonValue(), (value) => {
         expect(jsonProblem(value)).toBeUndefined();
-      }), { numRuns: 300 });
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("accepts null-prototype objects, -0 (equal to the 0 it becomes) and shared, non-cyclic references", () => {

@@ -31,7 +31,11 @@ function reorderedCopy(value: Json): Json {
   if (typeof value !== "object" || value === null) return value;
   if (Array.isArray(value)) return value.map(reorderedCopy);
   // Object.fromEntries makes own data properties, so a "__proto__" key stays a plain key.
-  return Object.fromEntries(Object.keys(value).reverse().map((key) => [key, reorderedCopy(value[key]!)]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .reverse()
+      .map((key) => [key, reorderedCopy(value[key]!)]),
+  );
 }
 
 type Path = (string | number)[];
@@ -52,7 +56,9 @@ function replaceAt(value: Json, path: Path, make: (node: Json) => Json): Json {
   const [head, ...rest] = path;
   if (Array.isArray(value)) return value.map((item, i) => (i === head ? replaceAt(item, rest, make) : reorderedCopy(item)));
   const object = value as { [key: string]: Json };
-  return Object.fromEntries(Object.keys(object).map((key) => [key, key === head ? replaceAt(object[key]!, rest, make) : reorderedCopy(object[key]!)]));
+  return Object.fromEntries(
+    Object.keys(object).map((key) => [key, key === head ? replaceAt(object[key]!, rest, make) : reorderedCopy(object[key]!)]),
+  );
 }
 
 /** The ways one node can change. Each returns a node that differs from the one given. */
@@ -61,14 +67,39 @@ const changes: Record<string, Change> = {
   // scalars and containers alike
   "to null (or from null to an object)": (node) => (node === null ? {} : null),
   "object vs array": (node) =>
-    Array.isArray(node) ? Object.fromEntries(node.map((item, i) => [String(i), item])) : typeof node === "object" && node !== null ? Object.values(node) : [node],
+    Array.isArray(node)
+      ? Object.fromEntries(node.map((item, i) => [String(i), item]))
+      : typeof node === "object" && node !== null
+        ? Object.values(node)
+        : [node],
   "scalar vs container of it": (node) => (typeof node === "object" && node !== null ? "x" : [node]),
-  "another scalar": (node) => (node === 0 ? 1 : node === "" ? 0 : node === true ? false : node === false ? true : typeof node === "number" ? -node || String(node) : ""),
+  "another scalar": (node) =>
+    node === 0
+      ? 1
+      : node === ""
+        ? 0
+        : node === true
+          ? false
+          : node === false
+            ? true
+            : typeof node === "number"
+              ? -node || String(node)
+              : "",
   // containers
   "one more item or key": (node, extra, key) =>
-    Array.isArray(node) ? [...node, extra] : typeof node === "object" && node !== null ? Object.fromEntries([...Object.entries(node), [Object.hasOwn(node, key) ? `${key}'` : key, extra]]) : [node, extra],
+    Array.isArray(node)
+      ? [...node, extra]
+      : typeof node === "object" && node !== null
+        ? Object.fromEntries([...Object.entries(node), [Object.hasOwn(node, key) ? `${key}'` : key, extra]])
+        : [node, extra],
   "one item or key fewer": (node) =>
-    Array.isArray(node) ? (node.length > 0 ? node.slice(0, -1) : [null]) : typeof node === "object" && node !== null ? withoutFirstKey(node) : { k: node },
+    Array.isArray(node)
+      ? node.length > 0
+        ? node.slice(0, -1)
+        : [null]
+      : typeof node === "object" && node !== null
+        ? withoutFirstKey(node)
+        : { k: node },
   "a key renamed": (node, _extra, key) => {
     if (typeof node !== "object" || node === null || Array.isArray(node)) return { [key]: node };
     const keys = Object.keys(node);
@@ -95,25 +126,37 @@ const structuredPair = jsonValue().chain((value) => {
       extra: jsonValue({ maxDepth: 2 }),
       key: fc.constantFrom("a", "b", "0", "k", "__proto__", ""),
     })
-    .map(({ path, change, extra, key }) => ({ change, before: value, after: replaceAt(value, path, (node) => changes[change]!(node, extra, key)) }));
+    .map(({ path, change, extra, key }) => ({
+      change,
+      before: value,
+      after: replaceAt(value, path, (node) => changes[change]!(node, extra, key)),
+    }));
 });
 
 /** Rebuilds `o` with some fields replaced: a fresh outcome, so identity never decides the answer. */
-function rebuild(o: Outcome, fields: { status?: "success" | "failure"; code?: string; content?: string; structured?: Json | "absent" }): Outcome {
+function rebuild(
+  o: Outcome,
+  fields: { status?: "success" | "failure"; code?: string; content?: string; structured?: Json | "absent" },
+): Outcome {
   const status = fields.status ?? o.status;
   const content = fields.content ?? o.content;
   const structured =
-    fields.structured === "absent" ? undefined
-    : fields.structured !== undefined ? fields.structured
-    : o.structured === undefined ? undefined
-    : reorderedCopy(o.structured);
+    fields.structured === "absent"
+      ? undefined
+      : fields.structured !== undefined
+        ? fields.structured
+        : o.structured === undefined
+          ? undefined
+          : reorderedCopy(o.structured);
   const code = fields.code ?? (o.status === "failure" ? o.code : "E");
   return status === "success" ? Outcome.success(content, structured) : Outcome.failure(code, content, structured);
 }
 
 /** A pair of outcomes that differ in one respect, named. */
 const differentPair: fc.Arbitrary<{ how: string; a: Outcome; b: Outcome }> = fc.oneof(
-  fc.tuple(outcome(), text({ maxLength: 8 })).map(([o, more]) => ({ how: "content", a: o, b: rebuild(o, { content: `${o.content}${more}.` }) })),
+  fc
+    .tuple(outcome(), text({ maxLength: 8 }))
+    .map(([o, more]) => ({ how: "content", a: o, b: rebuild(o, { content: `${o.content}${more}.` }) })),
   fc.tuple(outcome(), failureCode()).map(([o, code]) => ({
     how: "status",
     a: o,
@@ -123,7 +166,13 @@ const differentPair: fc.Arbitrary<{ how: string; a: Outcome; b: Outcome }> = fc.
     const failure = o.status === "failure" ? o : rebuild(o, { status: "failure", code });
     return { how: "code", a: failure, b: rebuild(failure, { code: `${failure.status === "failure" ? failure.code : ""}!` }) };
   }),
-  fc.tuple(outcome(), jsonValue()).map(([o, value]) => ({ how: "structured absent vs present", a: rebuild(o, { structured: "absent" }), b: rebuild(o, { structured: value }) })),
+  fc
+    .tuple(outcome(), jsonValue())
+    .map(([o, value]) => ({
+      how: "structured absent vs present",
+      a: rebuild(o, { structured: "absent" }),
+      b: rebuild(o, { structured: value }),
+    })),
   fc.tuple(outcome(), structuredPair).map(([o, pair]) => ({
     how: `structured: ${pair.change}`,
     a: rebuild(o, { structured: pair.before }),

@@ -38,9 +38,13 @@ describe("Outcome", () => {
     expect("structured" in Outcome.fromJson({ status: "failure", code: "E" })).toBe(false);
   });
 
-  it("fromJson is lenient: missing content is \"\", unknown fields are ignored", () => {
+  it('fromJson is lenient: missing content is "", unknown fields are ignored', () => {
     expect(Outcome.fromJson({ status: "success" })).toEqual({ status: "success", content: "" });
-    expect(Outcome.fromJson({ status: "failure", code: "NotFound", extra: 1 })).toEqual({ status: "failure", code: "NotFound", content: "" });
+    expect(Outcome.fromJson({ status: "failure", code: "NotFound", extra: 1 })).toEqual({
+      status: "failure",
+      code: "NotFound",
+      content: "",
+    });
   });
 
   it("fromJson throws a TypeError naming the problem for invalid outcomes", () => {

@@ -24,7 +24,9 @@ describe("wire/schemas/*.schema.json", () => {
   const documents = wireJsonSchemas();
 
   it("holds exactly the generated files", () => {
-    const committed = readdirSync(schemaFolder).filter((file) => file.endsWith(".schema.json")).sort();
+    const committed = readdirSync(schemaFolder)
+      .filter((file) => file.endsWith(".schema.json"))
+      .sort();
     expect(committed, `wire/schemas/ lists other files than src/schemas.ts generates; ${regenerate}`).toEqual(
       Object.keys(documents).sort(),
     );
@@ -33,9 +35,7 @@ describe("wire/schemas/*.schema.json", () => {
   for (const [file, document] of Object.entries(documents)) {
     it(`${file} matches what src/schemas.ts generates`, () => {
       const committed = readFileSync(`${schemaFolder}${file}`, "utf8");
-      expect(committed, `wire/schemas/${file} drifted from src/schemas.ts; ${regenerate}`).toBe(
-        `${JSON.stringify(document, null, 2)}\n`,
-      );
+      expect(committed, `wire/schemas/${file} drifted from src/schemas.ts; ${regenerate}`).toBe(`${JSON.stringify(document, null, 2)}\n`);
     });
   }
 

@@ -15,8 +15,23 @@ import { frame as validFrame, jsonValue, outcome as validOutcome } from "../../s
 const NUM_RUNS = 3000;
 
 const FIELD_NAMES = [
-  "type", "protocol", "sdk", "allowed", "input", "id", "name", "arguments", "level", "content", "outcome",
-  "status", "code", "structured", "extra", "__proto__", "constructor",
+  "type",
+  "protocol",
+  "sdk",
+  "allowed",
+  "input",
+  "id",
+  "name",
+  "arguments",
+  "level",
+  "content",
+  "outcome",
+  "status",
+  "code",
+  "structured",
+  "extra",
+  "__proto__",
+  "constructor",
 ] as const;
 
 /** Values JSON.parse can produce that sit on the edges of what the validators accept. -0 comes from the text "-0". */
@@ -25,9 +40,15 @@ const edgeValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom("", "x", "1", "success", "failure", "hello", "invoke", "request", "log", "result", "reply", "info", "Hello", "reply "),
   fc.constantFrom([], ["read"], ["read", 1], [null], ["a", ["b"]], {}),
   fc.constantFrom(
-    { status: "success" }, { status: "failure" }, { status: "failure", code: "X" }, { status: "failure", code: 1 },
-    { status: "success", content: 1 }, { status: "success", content: null }, { status: "success", structured: null },
-    { status: "SUCCESS" }, { code: "X" },
+    { status: "success" },
+    { status: "failure" },
+    { status: "failure", code: "X" },
+    { status: "failure", code: 1 },
+    { status: "success", content: 1 },
+    { status: "success", content: null },
+    { status: "success", structured: null },
+    { status: "SUCCESS" },
+    { code: "X" },
   ),
   jsonValue({ maxDepth: 2, maxChainDepth: 0 }),
 );
@@ -41,8 +62,14 @@ type Edit =
   | { op: "drop-in-outcome"; key: Key }
   | { op: "set-in-outcome"; key: Key; value: unknown };
 
-const fieldName = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...FIELD_NAMES) }, { weight: 1, arbitrary: fc.string({ maxLength: 4 }) });
-const fieldKey: fc.Arbitrary<Key> = fc.oneof(fieldName.map((name) => ({ name })), fc.nat().map((existing) => ({ existing })));
+const fieldName = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom(...FIELD_NAMES) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 4 }) },
+);
+const fieldKey: fc.Arbitrary<Key> = fc.oneof(
+  fieldName.map((name) => ({ name })),
+  fc.nat().map((existing) => ({ existing })),
+);
 
 const edit: fc.Arbitrary<Edit> = fc.oneof(
   fc.record({ op: fc.constant("drop" as const), key: fieldKey }),
@@ -91,7 +118,12 @@ function apply(value: unknown, change: Edit): unknown {
 
 /** Valid frames (plain copies, so edits never touch the frozen outcomes), mutated or replaced now and then. */
 const nearValidFrame: fc.Arbitrary<unknown> = fc.oneof(
-  { weight: 8, arbitrary: fc.tuple(validFrame(), fc.array(edit, { maxLength: 3 })).map(([frame, edits]) => edits.reduce(apply, structuredClone(frame) as unknown)) },
+  {
+    weight: 8,
+    arbitrary: fc
+      .tuple(validFrame(), fc.array(edit, { maxLength: 3 }))
+      .map(([frame, edits]) => edits.reduce(apply, structuredClone(frame) as unknown)),
+  },
   { weight: 1, arbitrary: edgeValue },
   { weight: 1, arbitrary: fc.array(validFrame(), { minLength: 1, maxLength: 2 }) },
 );
@@ -109,7 +141,10 @@ describe("validateFrame (src/frames.ts) and the zod frame schema", () => {
         const hand = validateFrame(value);
         const zod = frameSchema.safeParse(value);
         const handAccepts = typeof hand !== "string";
-        expect(handAccepts, `validateFrame says ${handAccepts ? "yes" : hand}, zod says ${zod.success ? "yes" : zod.error.message} for ${describeValue(value)}`).toBe(zod.success);
+        expect(
+          handAccepts,
+          `validateFrame says ${handAccepts ? "yes" : hand}, zod says ${zod.success ? "yes" : zod.error.message} for ${describeValue(value)}`,
+        ).toBe(zod.success);
         if (handAccepts && zod.success) {
           // isDeepStrictEqual tells -0 from 0, absent from undefined-valued keys, and compares prototypes.
           expect(isDeepStrictEqual(hand, zod.data), `parsed differently: ${describeValue(hand)} vs ${describeValue(zod.data)}`).toBe(true);
@@ -140,9 +175,15 @@ describe("validateFrame (src/frames.ts) and the zod frame schema", () => {
       }),
       { numRuns: NUM_RUNS },
     );
-    expect([...seen].sort()).toEqual(
-      ["accepted hello", "accepted invoke", "accepted log", "accepted reply", "accepted request", "accepted result", "rejected"],
-    );
+    expect([...seen].sort()).toEqual([
+      "accepted hello",
+      "accepted invoke",
+      "accepted log",
+      "accepted reply",
+      "accepted request",
+      "accepted result",
+      "rejected",
+    ]);
   });
 });
 
@@ -172,7 +213,10 @@ describe("Outcome.fromJson (src/outcome.ts) and the zod outcome schema", () => {
           hand = (error as Error).message;
         }
         const zod = outcomeSchema.safeParse(value);
-        expect(typeof hand !== "string", `fromJson: ${typeof hand === "string" ? hand : "yes"}; zod: ${zod.success ? "yes" : zod.error.message}; ${describeValue(value)}`).toBe(zod.success);
+        expect(
+          typeof hand !== "string",
+          `fromJson: ${typeof hand === "string" ? hand : "yes"}; zod: ${zod.success ? "yes" : zod.error.message}; ${describeValue(value)}`,
+        ).toBe(zod.success);
         if (typeof hand !== "string" && zod.success) expect(isDeepStrictEqual({ ...hand }, zod.data)).toBe(true);
       }),
       { numRuns: NUM_RUNS },

@@ -27,7 +27,9 @@ const guestScript = fileURLToPath(new URL("../helpers/vectors/vector-guest.mjs",
 /** A guard against hangs only (a failing vector should fail, not time out the suite); never a speed check. */
 const HANG_GUARD_MS = 10_000;
 
-const vectorFiles = readdirSync(vectorFolder).filter((file) => file.endsWith(".json")).sort();
+const vectorFiles = readdirSync(vectorFolder)
+  .filter((file) => file.endsWith(".json"))
+  .sort();
 
 function loadVector(file: string): Vector {
   const parsed = vectorSchema.safeParse(JSON.parse(readFileSync(`${vectorFolder}${file}`, "utf8")));
@@ -145,7 +147,12 @@ function overStreams(vector: Vector): GuestUnderTest & { output: GuestOutput } {
 
 /** runGuest's bubblewrap command for the vector guest: the vectors must pass with the default sandbox on. */
 async function sandboxed(file: string): Promise<{ command: string; args: string[]; env: Record<string, string> }> {
-  const plan = await planSandbox(sandboxRequest(true, "vectors"), { command: process.execPath, args: [guestScript, `${vectorFolder}${file}`], cwd: root, env: process.env });
+  const plan = await planSandbox(sandboxRequest(true, "vectors"), {
+    command: process.execPath,
+    args: [guestScript, `${vectorFolder}${file}`],
+    cwd: root,
+    env: process.env,
+  });
   if (plan.kind !== "confined") throw new Error(`no sandbox for the vector guest: ${JSON.stringify(plan)}`);
   return plan;
 }
@@ -281,9 +288,12 @@ describe("conformance vectors (wire/vectors)", () => {
       }
       it("over streams (streamWire)", () => run(vector, overStreams(vector)));
       it("in a child process on stdio", () => run(vector, inChild(file)));
-      it.runIf(process.platform === "linux")("in a child process on stdio, in runGuest's sandbox", async () => run(vector, inChild(file, undefined, await sandboxed(file))));
+      it.runIf(process.platform === "linux")("in a child process on stdio, in runGuest's sandbox", async () =>
+        run(vector, inChild(file, undefined, await sandboxed(file))),
+      );
       // Bun and Deno when installed (test/helpers/runtimes.ts); test/guest/runtimes.test.ts shows them as skipped otherwise.
-      for (const runtime of runtimes) it(`in a child process on stdio under ${runtime.name}`, () => run(vector, inChild(file, runtime.command)));
+      for (const runtime of runtimes)
+        it(`in a child process on stdio under ${runtime.name}`, () => run(vector, inChild(file, runtime.command)));
     });
   }
 });

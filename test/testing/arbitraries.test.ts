@@ -127,9 +127,9 @@ describe("arbitraries", () => {
         expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
       }),
     );
-    const cutsInside = fc.sample(arb.chunking(bytes), 300).some((chunks) =>
-      chunks.slice(0, -1).some((c) => c.length > 0 && (c[c.length - 1]! >= 0xc0 || c[c.length - 1] === 13)),
-    );
+    const cutsInside = fc
+      .sample(arb.chunking(bytes), 300)
+      .some((chunks) => chunks.slice(0, -1).some((c) => c.length > 0 && (c[c.length - 1]! >= 0xc0 || c[c.length - 1] === 13)));
     expect(cutsInside).toBe(true);
   });
 });

@@ -16,10 +16,13 @@ const track = useOpenSeekLifecycle();
 function rawPost(url: string, headers: Record<string, string>, body = "{}"): Promise<number> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
-    const outgoing = request({ method: "POST", hostname: target.hostname, port: target.port, path: target.pathname, headers, agent: false }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
+    const outgoing = request(
+      { method: "POST", hostname: target.hostname, port: target.port, path: target.pathname, headers, agent: false },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
     outgoing.on("error", reject);
     outgoing.end(body);
   });

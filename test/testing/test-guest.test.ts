@@ -16,7 +16,9 @@ describe("testGuest", () => {
     );
     expect(report.ok).toBe(true);
     expect(report.outcome).toEqual({ status: "success", content: "", structured: { length: "contents of a.txt".length } });
-    expect(report.calls).toMatchObject([{ id: 1, name: "read", arguments: { path: "a.txt" }, outcome: { status: "success", content: "contents of a.txt" } }]);
+    expect(report.calls).toMatchObject([
+      { id: 1, name: "read", arguments: { path: "a.txt" }, outcome: { status: "success", content: "contents of a.txt" } },
+    ]);
     expect(report.logs).toMatchObject([{ level: "debug", content: "starting" }]);
     expect(report.guest).toMatchObject({ status: "completed" });
     expect(report.transcript.map((e) => `${e.from}:${(e as { frame?: { type?: string } }).frame?.type}`)).toEqual([
@@ -27,7 +29,10 @@ describe("testGuest", () => {
       "host:reply",
       "guest:result",
     ]);
-    expect(report.transcript[1]).toEqual({ from: "host", frame: { type: "invoke", protocol: 1, allowed: ["read"], input: { path: "a.txt" } } });
+    expect(report.transcript[1]).toEqual({
+      from: "host",
+      frame: { type: "invoke", protocol: 1, allowed: ["read"], input: { path: "a.txt" } },
+    });
   });
 
   it("reports a failing program as a GuestFailed outcome, not a rejection", async () => {

@@ -13,20 +13,33 @@ describe("recordingOf refuses transcripts that cannot be replayed", () => {
     ["no invoke", [hello], /no invoke frame from the host/],
     ["a second invoke", [hello, invoke, invoke], /entry 3 \(from host\) is a second invoke/],
     ["a host line that is not JSON", [hello, { from: "host", text: "oops" }], /entry 2 \(from host\) is not a frame/],
-    ["an invalid host frame", [hello, { from: "host", frame: { type: "reply", id: 0 } }], /entry 2 \(from host\) is not a valid frame: reply.id/],
+    [
+      "an invalid host frame",
+      [hello, { from: "host", frame: { type: "reply", id: 0 } }],
+      /entry 2 \(from host\) is not a valid frame: reply.id/,
+    ],
     [
       "a reply to a request never sent",
       [hello, invoke, { from: "host", frame: { type: "reply", id: 7, outcome: { status: "success" } } }],
       /entry 3 \(from host\) replies to request id 7/,
     ],
-    ["a guest frame from the host", [hello, invoke, { from: "host", frame: { type: "log", content: "x" } }], /entry 3 \(from host\) is a log frame/],
+    [
+      "a guest frame from the host",
+      [hello, invoke, { from: "host", frame: { type: "log", content: "x" } }],
+      /entry 3 \(from host\) is a log frame/,
+    ],
   ])("%s", (_name, entries, message) => {
     expect(() => recordingOf(entries)).toThrow(RecordingError);
     expect(() => recordingOf(entries)).toThrow(message);
   });
 
   it("skips guest lines that are not frames: they are where a recorded session broke", () => {
-    const recording = recordingOf([hello, invoke, { from: "guest", text: "Debugger listening" }, { from: "guest", frame: { type: "nope" } }]);
+    const recording = recordingOf([
+      hello,
+      invoke,
+      { from: "guest", text: "Debugger listening" },
+      { from: "guest", frame: { type: "nope" } },
+    ]);
     expect(recording).toEqual({ hello: hello.frame, invoke: invoke.frame, exchanges: [], result: undefined });
   });
 });

@@ -95,8 +95,12 @@ describe("replay", () => {
   it("points at the first difference when the values are too long to show whole", async () => {
     const long = "x".repeat(300);
     const transcript = await record(async (ears) => ears.call("read", { path: "a", pad: long, list: [1, { deep: "same" }] }));
-    const replayed = await replay(transcript, { run: async (ears) => ears.call("read", { path: "a", pad: long, list: [1, { deep: "changed" }] }) });
-    expect(replayed.divergence).toMatch(/^request #1: expected read \{.*… \(\d+ characters\) but the guest sent read \{.*… \(\d+ characters\); first difference at arguments\.list\[1\]\.deep: recorded "same", now "changed"$/);
+    const replayed = await replay(transcript, {
+      run: async (ears) => ears.call("read", { path: "a", pad: long, list: [1, { deep: "changed" }] }),
+    });
+    expect(replayed.divergence).toMatch(
+      /^request #1: expected read \{.*… \(\d+ characters\) but the guest sent read \{.*… \(\d+ characters\); first difference at arguments\.list\[1\]\.deep: recorded "same", now "changed"$/,
+    );
   });
 
   it("reports a different capability name", async () => {
@@ -138,7 +142,9 @@ describe("replay", () => {
         throw new Error("late bug");
       },
     });
-    expect(failing.divergence).toBe('result: expected success {"content":"","structured":["text of a"]} but the guest returned failure GuestFailed {"content":"late bug"}');
+    expect(failing.divergence).toBe(
+      'result: expected success {"content":"","structured":["text of a"]} but the guest returned failure GuestFailed {"content":"late bug"}',
+    );
   });
 
   it("stops when the recording has no reply for a request (the recorded session ended first)", async () => {
@@ -189,9 +195,9 @@ describe("replay", () => {
 
   it("passes any recorded session of scripted calls, and pinpoints any changed argument", async () => {
     const step = fc.record({ name: fc.constantFrom("read", "list", "search"), args: jsonValue({ maxDepth: 2 }), reply: anyOutcome() });
-    const scenario = fc.array(step, { minLength: 1, maxLength: 6 }).chain((steps) =>
-      fc.record({ steps: fc.constant(steps), changed: fc.nat(steps.length - 1) }),
-    );
+    const scenario = fc
+      .array(step, { minLength: 1, maxLength: 6 })
+      .chain((steps) => fc.record({ steps: fc.constant(steps), changed: fc.nat(steps.length - 1) }));
     await fc.assert(
       fc.asyncProperty(scenario, async ({ steps, changed }) => {
         const program =

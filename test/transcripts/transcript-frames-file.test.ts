@@ -40,16 +40,21 @@ describe("readTranscript with frames: true", () => {
 
   it("reads any valid frame as the codec decodes it (seeded property)", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom("guest" as const, "host" as const), frame()), { maxLength: 8 }), async (frames) => {
-        const path = file(frames.map(([from, value]) => `{"from":"${from}","frame":${encodeFrame(value)}}\n`).join(""));
-        expect(await readTranscript(path, { frames: true })).toEqual(frames.map(([from, value]) => ({ from, frame: value })));
-      }),
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.constantFrom("guest" as const, "host" as const), frame()), { maxLength: 8 }),
+        async (frames) => {
+          const path = file(frames.map(([from, value]) => `{"from":"${from}","frame":${encodeFrame(value)}}\n`).join(""));
+          expect(await readTranscript(path, { frames: true })).toEqual(frames.map(([from, value]) => ({ from, frame: value })));
+        },
+      ),
       { seed: 1010, numRuns: 50 },
     );
   });
 
   it("applies protocol 1's defaults, as the host does: a log without level is info, a request without arguments has null", async () => {
-    const path = file('{"from":"guest","frame":{"type":"log","content":"x"}}\n{"from":"guest","frame":{"type":"request","id":1,"name":"list"}}\n');
+    const path = file(
+      '{"from":"guest","frame":{"type":"log","content":"x"}}\n{"from":"guest","frame":{"type":"request","id":1,"name":"list"}}\n',
+    );
     expect(await readTranscript(path, { frames: true })).toEqual([
       { from: "guest", frame: { type: "log", level: "info", content: "x" } },
       { from: "guest", frame: { type: "request", id: 1, name: "list", arguments: null } },
@@ -62,7 +67,9 @@ describe("readTranscript with frames: true", () => {
   });
 
   it("refuses JSON that is not a frame, naming the line and the reason", async () => {
-    const error = await refusal(file('{"from":"guest","frame":{"type":"hello","protocol":1,"sdk":"x"}}\n\n{"from":"guest","frame":{"type":"nope"}}\n'));
+    const error = await refusal(
+      file('{"from":"guest","frame":{"type":"hello","protocol":1,"sdk":"x"}}\n\n{"from":"guest","frame":{"type":"nope"}}\n'),
+    );
     expect(error.line).toBe(3);
     expect(error.message).toMatch(/ line 3: not a protocol 1 frame \(.+\); read it without frames: true$/);
   });

@@ -13,33 +13,38 @@ const step = fc.oneof(
 describe("testGuest transcripts hold only complete frames", () => {
   it("every entry has a frame that validates to itself (property, seeded)", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { maxLength: 6 }), jsonValue({ maxDepth: 2 }), fc.option(jsonValue({ maxDepth: 2 })), async (steps, input, result) => {
-        const report = await testGuest(
-          async (ears) => {
-            for (const s of steps) {
-              if (s.kind === "log") await ears.log(s.text);
-              else await ears.call(s.name, s.args);
-            }
-            if (result === null) throw new Error("the program gives up");
-            return result;
-          },
-          {
-            input,
-            allowed: ["read", "boom"],
-            capabilities: {
-              read: (args) => Outcome.success("", args),
-              boom: () => {
-                throw new Error("handler failed");
+      fc.asyncProperty(
+        fc.array(step, { maxLength: 6 }),
+        jsonValue({ maxDepth: 2 }),
+        fc.option(jsonValue({ maxDepth: 2 })),
+        async (steps, input, result) => {
+          const report = await testGuest(
+            async (ears) => {
+              for (const s of steps) {
+                if (s.kind === "log") await ears.log(s.text);
+                else await ears.call(s.name, s.args);
+              }
+              if (result === null) throw new Error("the program gives up");
+              return result;
+            },
+            {
+              input,
+              allowed: ["read", "boom"],
+              capabilities: {
+                read: (args) => Outcome.success("", args),
+                boom: () => {
+                  throw new Error("handler failed");
+                },
               },
             },
-          },
-        );
-        expect(report.transcript.length).toBeGreaterThanOrEqual(3);
-        for (const entry of report.transcript) {
-          expect(Object.keys(entry).sort()).toEqual(["frame", "from"]);
-          expect(validateFrame(entry.frame)).toEqual(entry.frame);
-        }
-      }),
+          );
+          expect(report.transcript.length).toBeGreaterThanOrEqual(3);
+          for (const entry of report.transcript) {
+            expect(Object.keys(entry).sort()).toEqual(["frame", "from"]);
+            expect(validateFrame(entry.frame)).toEqual(entry.frame);
+          }
+        },
+      ),
       { seed: 13, numRuns: 60 },
     );
   });

@@ -30,9 +30,14 @@ describe("transcripts and the depth and range limits", () => {
   it("reading a transcript whose frame is nested too deep fails with a TranscriptError naming the line", async () => {
     const path = join(dir, "deep.ndjson");
     writeFileSync(path, `{"from":"guest","frame":{"type":"hello","protocol":1}}\n{"from":"guest","frame":${deepLine}}\n`);
-    const failure = await readTranscript(path).then(() => undefined, (error: unknown) => error);
+    const failure = await readTranscript(path).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(failure).toBeInstanceOf(TranscriptError);
     expect((failure as TranscriptError).line).toBe(2);
-    expect((failure as TranscriptError).message).toMatch(/line 2: the frame cannot be read as JSON unchanged: frame\.arguments.* is nested more than 512 levels/);
+    expect((failure as TranscriptError).message).toMatch(
+      /line 2: the frame cannot be read as JSON unchanged: frame\.arguments.* is nested more than 512 levels/,
+    );
   });
 });

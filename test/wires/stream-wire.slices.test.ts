@@ -43,29 +43,25 @@ const highHalf = fc.oneof(fc.constantFrom(0xd800, 0xdbff, 0xd83c), fc.integer({ 
 const lowHalf = fc.oneof(fc.constantFrom(0xdc00, 0xdfff, 0xdf89), fc.integer({ min: 0xdc00, max: 0xdfff }));
 
 /** A frame over 1 Mi code units with surrogate pairs anywhere, often right at or next to a cut. */
-const largeFrame = fc
-  .integer({ min: MI + 1, max: 3 * MI + 8 })
-  .chain((length) => {
-    const first = HEAD;
-    const last = length - 4; // the high half's index; the pair and the closing `"}` must fit
-    // Cuts fall at multiples of 1 Mi, each one earlier by one for every pair kept whole before it.
-    const nearCut = fc
-      .tuple(fc.integer({ min: 1, max: Math.floor(length / MI) }), fc.integer({ min: -4, max: 3 }))
-      .map(([k, delta]) => k * MI - 1 + delta);
-    const position = fc.oneof(nearCut, fc.integer({ min: first, max: last }));
-    const pairs = fc
-      .array(fc.record({ at: position, high: highHalf, low: lowHalf }), { minLength: 1, maxLength: 6 })
-      .map((all) => {
-        const kept: { at: number; high: number; low: number }[] = [];
-        for (const pair of [...all].sort((a, b) => a.at - b.at)) {
-          if (pair.at < first || pair.at > last) continue;
-          if (kept.length > 0 && pair.at < kept[kept.length - 1]!.at + 2) continue;
-          kept.push(pair);
-        }
-        return kept;
-      });
-    return pairs.map((kept) => ({ length, pairs: kept }));
+const largeFrame = fc.integer({ min: MI + 1, max: 3 * MI + 8 }).chain((length) => {
+  const first = HEAD;
+  const last = length - 4; // the high half's index; the pair and the closing `"}` must fit
+  // Cuts fall at multiples of 1 Mi, each one earlier by one for every pair kept whole before it.
+  const nearCut = fc
+    .tuple(fc.integer({ min: 1, max: Math.floor(length / MI) }), fc.integer({ min: -4, max: 3 }))
+    .map(([k, delta]) => k * MI - 1 + delta);
+  const position = fc.oneof(nearCut, fc.integer({ min: first, max: last }));
+  const pairs = fc.array(fc.record({ at: position, high: highHalf, low: lowHalf }), { minLength: 1, maxLength: 6 }).map((all) => {
+    const kept: { at: number; high: number; low: number }[] = [];
+    for (const pair of [...all].sort((a, b) => a.at - b.at)) {
+      if (pair.at < first || pair.at > last) continue;
+      if (kept.length > 0 && pair.at < kept[kept.length - 1]!.at + 2) continue;
+      kept.push(pair);
+    }
+    return kept;
   });
+  return pairs.map((kept) => ({ length, pairs: kept }));
+});
 
 describe("StreamWire.send of a frame over 1 Mi code units", () => {
   it("any frame with surrogate pairs at any position, at a cut or not, arrives byte for byte", async () => {
@@ -91,7 +87,10 @@ describe("StreamWire.send of a frame over 1 Mi code units", () => {
     ["one after the cut (the pair starts the second slice)", MI + 10, [MI]],
     ["last in the frame", MI + 10, [MI + 10 - 4]],
   ])("a pair %s arrives whole", async (_name, length, at) => {
-    const frame = frameWithPairs(length, at.map((position) => ({ at: position, high: 0xd83c, low: 0xdf89 })));
+    const frame = frameWithPairs(
+      length,
+      at.map((position) => ({ at: position, high: 0xd83c, low: 0xdf89 })),
+    );
     const bytes = await bytesWritten(frame);
     expect(bytes.toString("utf8").includes("\uFFFD")).toBe(false);
     expect(bytes.equals(Buffer.from(`${frame}\n`))).toBe(true);

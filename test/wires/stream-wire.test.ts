@@ -28,7 +28,10 @@ async function serveBytes(feed: (string | Buffer)[], run: GuestProgram, maxFrame
   input.end();
   const done = await report;
   const text = bytes().toString("utf8");
-  const frames: Frame[] = text.split("\n").filter((l) => l !== "").map(decodeFrame);
+  const frames: Frame[] = text
+    .split("\n")
+    .filter((l) => l !== "")
+    .map(decodeFrame);
   return { report: done, text, frames };
 }
 
@@ -89,7 +92,9 @@ describe("StreamWire reading", () => {
   it("invalid UTF-8 is a malformed-frame TransportError, never silently replaced", async () => {
     const { input, output } = pipes();
     const wire = new StreamWire(input, output);
-    input.write(Buffer.concat([Buffer.from('{"type":"invoke","protocol":1,"allowed":["'), Buffer.from([0xff, 0xfe]), Buffer.from('"]}\n')]));
+    input.write(
+      Buffer.concat([Buffer.from('{"type":"invoke","protocol":1,"allowed":["'), Buffer.from([0xff, 0xfe]), Buffer.from('"]}\n')]),
+    );
     await expect(wire.receive()).rejects.toMatchObject({ kind: "malformed", message: "a frame is not valid UTF-8" });
   });
 

@@ -38,7 +38,9 @@ function stripper(): Amaro {
     amaro = createRequire(import.meta.url)("amaro") as Amaro;
   } catch (error) {
     if ((error as NodeJS.ErrnoException)?.code === "MODULE_NOT_FOUND" && String((error as Error).message).includes("'amaro'")) {
-      throw new MissingPeerError("runCode needs amaro, an optional peer dependency that is not installed: npm install amaro", { cause: error });
+      throw new MissingPeerError("runCode needs amaro, an optional peer dependency that is not installed: npm install amaro", {
+        cause: error,
+      });
     }
     throw error;
   }
@@ -92,7 +94,10 @@ export function compileBody(body: string): Compiled {
  * display column is walked back as closely as a character's UTF-8 length allows.
  */
 function utf16Column(wrapped: string, line: number, displayColumn: number): number {
-  const masked = wrapped.replace(/[\u2028\u2029]/g, "\n").replace(/[^\x00-\x7f]/g, "x").replace(/\t/g, " ");
+  const masked = wrapped
+    .replace(/[\u2028\u2029]/g, "\n")
+    .replace(/[^\x00-\x7f]/g, "x")
+    .replace(/\t/g, " ");
   try {
     stripper().transformSync(masked, { mode: "strip-only" });
   } catch (error) {

@@ -73,12 +73,14 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const { code, typecheck = false, contract, inputSchema, ...rest } = options;
   if (typeof code !== "string") throw new TypeError("runCode: options.code must be a string (the body of an async function)");
   if (typeof typecheck !== "boolean") throw new TypeError("runCode: options.typecheck must be a boolean");
-  if ("command" in rest || "args" in rest) throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
+  if ("command" in rest || "args" in rest)
+    throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
   // The same checks runGuest makes, up front, so bad options throw before any compiling.
   hostSettings(rest, "runCode");
   graceMs(rest.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", "runCode");
   sandboxRequest(rest.sandbox, "runCode");
-  if (rest.onStderr !== undefined && typeof rest.onStderr !== "function") throw new TypeError("runCode: options.onStderr must be a function");
+  if (rest.onStderr !== undefined && typeof rest.onStderr !== "function")
+    throw new TypeError("runCode: options.onStderr must be a function");
   if (typecheck) requireTypeScript();
   const declarations = typecheck ? checkDeclarations(contract, inputSchema) : undefined;
   const script = runner();
@@ -88,9 +90,10 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const refused = (problem: string) => notRun(failures.codeNotCompiled(problem));
   const compiled = compileBody(code);
   if (!compiled.ok) return Promise.resolve(refused(compiled.message));
-  const checked = declarations !== undefined
-    ? typecheckBody(code, declarations, rest.signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
-    : Promise.resolve(undefined);
+  const checked =
+    declarations !== undefined
+      ? typecheckBody(code, declarations, rest.signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
+      : Promise.resolve(undefined);
   return checked.then((problem): RunReport | Promise<RunReport> => {
     // Aborted while tsc ran: launchGuest reports Aborted (and starts nothing), not a type error.
     if (problem !== undefined && rest.signal?.aborted !== true) return refused(problem);

@@ -40,7 +40,9 @@ function tscPath(): string | undefined {
 /** Throws {@link MissingPeerError} saying what to install when TypeScript is not installed. */
 export function requireTypeScript(): void {
   if (tscPath() === undefined) {
-    throw new MissingPeerError("runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install --save-dev typescript");
+    throw new MissingPeerError(
+      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install --save-dev typescript",
+    );
   }
 }
 
@@ -72,19 +74,36 @@ export async function typecheckBody(body: string, declarations: string, signal: 
     writeFileSync(
       join(dir, "tsconfig.json"),
       JSON.stringify({
-        compilerOptions: { strict: true, noEmit: true, target: "ES2022", module: "ESNext", moduleResolution: "Bundler", lib: ["ES2023", "DOM"], types: [], skipLibCheck: true },
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: "ES2022",
+          module: "ESNext",
+          moduleResolution: "Bundler",
+          lib: ["ES2023", "DOM"],
+          types: [],
+          skipLibCheck: true,
+        },
         files: ["ears.d.ts", CODE_FILENAME],
       }),
     );
     const { code, output } = await runTsc(tsc, dir, signal);
     if (code === 0) return undefined;
     // An error line, then its indented explanation (which overload failed and why): both are kept.
-    const errors = [...output.matchAll(/^code\.ts\((\d+),(\d+)\): error (TS\d+): (.*)((?:\n[ \t]+.*)*)/gm)].map(([, line, column, id, message, details]) => {
-      const l = Number(line);
-      const explained = [message, ...details!.split("\n").map((part) => part.trim()).filter((part) => part !== "")].join(" ");
-      const text = clip(explained, MAX_ERROR_CHARS);
-      return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${text} (${id})`;
-    });
+    const errors = [...output.matchAll(/^code\.ts\((\d+),(\d+)\): error (TS\d+): (.*)((?:\n[ \t]+.*)*)/gm)].map(
+      ([, line, column, id, message, details]) => {
+        const l = Number(line);
+        const explained = [
+          message,
+          ...details!
+            .split("\n")
+            .map((part) => part.trim())
+            .filter((part) => part !== ""),
+        ].join(" ");
+        const text = clip(explained, MAX_ERROR_CHARS);
+        return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${text} (${id})`;
+      },
+    );
     if (errors.length === 0) return `typecheck: tsc failed: ${output.trim().slice(0, 1000) || `exit code ${code}`}`;
     const more = errors.length > MAX_SHOWN ? `; and ${errors.length - MAX_SHOWN} more` : "";
     return `type errors: ${errors.slice(0, MAX_SHOWN).join("; ")}${more}`;

@@ -66,7 +66,23 @@ export function probeBubblewrap(): Promise<string | undefined> {
     };
     const child = spawn(
       bwrap,
-      ["--ro-bind", "/", "/", "--unshare-all", "--proc", "/proc", "--dev", "/dev", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--", bwrap, "--version"],
+      [
+        "--ro-bind",
+        "/",
+        "/",
+        "--unshare-all",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--",
+        bwrap,
+        "--version",
+      ],
       { stdio: ["ignore", "ignore", "pipe"], env: {} },
     );
     const timer = setTimeout(() => {

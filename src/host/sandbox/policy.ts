@@ -68,11 +68,15 @@ export function checkSandboxOptions(options: SandboxOptions, caller: string): vo
   }
   for (const key of ["readable", "writable", "env"] as const) {
     const list = options[key];
-    if (list !== undefined && (!Array.isArray(list) || !list.every((item) => typeof item === "string" && item !== "" && !item.includes("\0")))) {
+    if (
+      list !== undefined &&
+      (!Array.isArray(list) || !list.every((item) => typeof item === "string" && item !== "" && !item.includes("\0")))
+    ) {
       throw new TypeError(`${caller}: options.sandbox.${key} must be an array of non-empty strings`);
     }
   }
-  if (options.network !== undefined && typeof options.network !== "boolean") throw new TypeError(`${caller}: options.sandbox.network must be a boolean`);
+  if (options.network !== undefined && typeof options.network !== "boolean")
+    throw new TypeError(`${caller}: options.sandbox.network must be a boolean`);
   for (const entry of options.env ?? []) {
     const problem = envEntryProblem(entry);
     if (problem !== undefined) throw new TypeError(`${caller}: options.sandbox.env entry ${problem}`);
@@ -122,11 +126,17 @@ export function sandboxPolicy(launch: Launch, options: SandboxOptions): SandboxP
   for (const path of options.writable ?? []) add(path, true, "sandbox.writable path");
   return {
     executable,
-    executableBinds: [...new Set([executable, realpathSync(executable)])].map((target) => ({ source: realpathSync(executable), target, writable: false })),
+    executableBinds: [...new Set([executable, realpathSync(executable)])].map((target) => ({
+      source: realpathSync(executable),
+      target,
+      writable: false,
+    })),
     args: [...launch.args],
     cwd: launch.cwd,
     // A bind hides whatever was bound below it before, so parents go first.
-    binds: [...binds.values()].filter((bind) => !shadowed(bind)).sort((a, b) => depth(a.target) - depth(b.target) || a.target.localeCompare(b.target)),
+    binds: [...binds.values()]
+      .filter((bind) => !shadowed(bind))
+      .sort((a, b) => depth(a.target) - depth(b.target) || a.target.localeCompare(b.target)),
     network: options.network ?? false,
     env: sandboxEnv(executable, launch.env, options.env ?? []),
   };
@@ -235,7 +245,12 @@ function linkedPackages(nodeModules: string): string[] {
 
 /** The command as an absolute path: taken from `cwd` when it has a slash, else searched on PATH. */
 function findExecutable(command: string, cwd: string, path: string | undefined): string {
-  const candidates = command.includes("/") ? [resolve(cwd, command)] : (path ?? "").split(delimiter).filter((dir) => isAbsolute(dir)).map((dir) => join(dir, command));
+  const candidates = command.includes("/")
+    ? [resolve(cwd, command)]
+    : (path ?? "")
+        .split(delimiter)
+        .filter((dir) => isAbsolute(dir))
+        .map((dir) => join(dir, command));
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);

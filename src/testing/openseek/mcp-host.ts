@@ -72,7 +72,8 @@ export function startMcpHost(options: McpHostOptions = {}): Promise<OpenSeekHost
       if (isObject(list)) {
         const cursor = list["cursor"];
         const page = cursor === undefined ? 0 : typeof cursor === "string" && /^page-[1-9]\d*$/.test(cursor) ? Number(cursor.slice(5)) : -1;
-        if (page < 0 || page * pageSize > items.length) return hostReplies.result(`MCP list: unknown cursor ${JSON.stringify(cursor)}`, { isError: true });
+        if (page < 0 || page * pageSize > items.length)
+          return hostReplies.result(`MCP list: unknown cursor ${JSON.stringify(cursor)}`, { isError: true });
         const end = (page + 1) * pageSize;
         return hostReplies.catalogPage(items.slice(page * pageSize, end), end < items.length ? `page-${page + 1}` : undefined);
       }

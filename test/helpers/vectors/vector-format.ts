@@ -96,7 +96,11 @@ export const vectorSchema = z
       for (const key of ["wait", "cancel"] as const) {
         const name = (step as Record<string, unknown>)[key];
         if (typeof name === "string" && !started.has(name)) {
-          ctx.addIssue({ code: "custom", path: ["program", index], message: `${key} names "${name}", which no earlier "wait": false call binds` });
+          ctx.addIssue({
+            code: "custom",
+            path: ["program", index],
+            message: `${key} names "${name}", which no earlier "wait": false call binds`,
+          });
         }
       }
       if ("wait" in step && !("call" in step)) bound.add(step.wait);
@@ -117,7 +121,8 @@ export const vectorSchema = z
     });
     for (const [index, step] of vector.transcript.entries()) {
       if ("guest" in step && ["log", "result"].includes(step.guest.type)) {
-        const match = step.guest.type === "log" ? step.guest : (step.guest as { outcome: { content?: string; contentIncludes?: unknown } }).outcome;
+        const match =
+          step.guest.type === "log" ? step.guest : (step.guest as { outcome: { content?: string; contentIncludes?: unknown } }).outcome;
         if ((match.content === undefined) === (match.contentIncludes === undefined)) {
           ctx.addIssue({ code: "custom", path: ["transcript", index], message: "give exactly one of content and contentIncludes" });
         }
@@ -129,7 +134,14 @@ export const vectorSchema = z
   });
 
 const TERMINAL_KEYS = [
-  "return", "returnNothing", "returnInput", "returnOutcome", "returnOutcomeOf", "returnContentsOf", "returnUnrepresentable", "throw",
+  "return",
+  "returnNothing",
+  "returnInput",
+  "returnOutcome",
+  "returnOutcomeOf",
+  "returnContentsOf",
+  "returnUnrepresentable",
+  "throw",
 ] as const;
 
 /** A parsed vector file. */

@@ -22,7 +22,19 @@ function typeErrors(name: string, code: string): string {
   mkdirSync(scratch, { recursive: true });
   writeFileSync(join(scratch, name), code);
   const tsc = join(root, "node_modules/typescript/bin/tsc");
-  const args = ["--ignoreConfig", "--strict", "--noEmit", "--module", "nodenext", "--target", "es2022", "--types", "node", "--skipLibCheck", join(scratch, name)];
+  const args = [
+    "--ignoreConfig",
+    "--strict",
+    "--noEmit",
+    "--module",
+    "nodenext",
+    "--target",
+    "es2022",
+    "--types",
+    "node",
+    "--skipLibCheck",
+    join(scratch, name),
+  ];
   try {
     execFileSync(process.execPath, [tsc, ...args], { cwd: root, encoding: "utf8" });
     return "";
@@ -66,7 +78,10 @@ describe("docs/code.md", () => {
     let at = 0;
     for (const line of declarationsOutput!.trim().split("\n")) {
       const found = output.indexOf(line, at);
-      expect(found, `docs/code.md's declarations excerpt: ${JSON.stringify(line)} is not in declarations() after line ${at}`).toBeGreaterThanOrEqual(0);
+      expect(
+        found,
+        `docs/code.md's declarations excerpt: ${JSON.stringify(line)} is not in declarations() after line ${at}`,
+      ).toBeGreaterThanOrEqual(0);
       at = found + 1;
     }
   });

@@ -65,7 +65,11 @@ describe("runCode", () => {
   it("names a runtime error's place in the body as code.ts:LINE:COLUMN, in the result and in the logged stack", async () => {
     const code = "const s: string = 'x';\nlet n = 1;\n   (null as any).boom;\n";
     const report = await runCode({ code });
-    expect(report.outcome).toEqual({ status: "failure", code: "GuestFailed", content: "Cannot read properties of null (reading 'boom') (at code.ts:3:18)" });
+    expect(report.outcome).toEqual({
+      status: "failure",
+      code: "GuestFailed",
+      content: "Cannot read properties of null (reading 'boom') (at code.ts:3:18)",
+    });
     expect(report.logs.find((log) => log.level === "error")?.content).toContain("at code.ts:3:18");
     const thrown = await runCode({ code: 'throw new Error("first line")' });
     expect(thrown.outcome?.content).toBe("first line (at code.ts:1:7)");
@@ -74,12 +78,17 @@ describe("runCode", () => {
   it("keeps every line:column of a thrown error the body's own, types or not (fast-check)", async () => {
     // A throw after some typed lines and a typed prefix on its own line: the reported place is where `throw` stands.
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.constantFrom("let a: number = 1;", "const b = 2 as number;", "type T = { x: string };", "", "// c"), { maxLength: 4 }), fc.nat(6), fc.boolean(), async (lines, indent, typed) => {
-        const prefix = typed ? "const v: string = 'q'; " : "";
-        const body = [...lines, `${" ".repeat(indent)}${prefix}throw new Error("x");`].join("\n");
-        const report = await runCode({ code: body, sandbox: false });
-        expect(report.outcome?.content).toBe(`x (at code.ts:${lines.length + 1}:${indent + prefix.length + 7})`);
-      }),
+      fc.asyncProperty(
+        fc.array(fc.constantFrom("let a: number = 1;", "const b = 2 as number;", "type T = { x: string };", "", "// c"), { maxLength: 4 }),
+        fc.nat(6),
+        fc.boolean(),
+        async (lines, indent, typed) => {
+          const prefix = typed ? "const v: string = 'q'; " : "";
+          const body = [...lines, `${" ".repeat(indent)}${prefix}throw new Error("x");`].join("\n");
+          const report = await runCode({ code: body, sandbox: false });
+          expect(report.outcome?.content).toBe(`x (at code.ts:${lines.length + 1}:${indent + prefix.length + 7})`);
+        },
+      ),
       { seed: 12, numRuns: 6 },
     );
   });
@@ -87,7 +96,10 @@ describe("runCode", () => {
   it("fails a syntax error as CompileError at the body's line:column, before any process starts", async () => {
     const report = await runCode({ code: "const a: number = 1;\nlet b = ;" });
     expect(report.ok).toBe(false);
-    expect(report.failure).toEqual({ code: HostFailureCode.CompileError, message: "the code was not run: code.ts:2:9: Expression expected" });
+    expect(report.failure).toEqual({
+      code: HostFailureCode.CompileError,
+      message: "the code was not run: code.ts:2:9: Expression expected",
+    });
     expect(report.pid).toBeUndefined();
     const first = await runCode({ code: "return 1 2;" });
     expect(first.failure?.message).toBe("the code was not run: code.ts:1:10: Expected ';', got 'numeric literal'");
@@ -104,7 +116,9 @@ describe("runCode", () => {
         const v8 = [...Array.from({ length: lineIndex }, (_, i) => `let ok${i} = 1;`), `${lead}let t = 2;`];
         const [parsed, compiled] = await Promise.all([runCode({ code: parser.join("\n") }), runCode({ code: v8.join("\r\n") })]);
         expect(parsed.failure?.message).toBe(`the code was not run: code.ts:${lineIndex + 1}:${lead.length + 9}: Expression expected`);
-        expect(compiled.failure?.message).toBe(`the code was not run: code.ts:${lineIndex + 1}:${lead.length + 5}: Identifier 't' has already been declared`);
+        expect(compiled.failure?.message).toBe(
+          `the code was not run: code.ts:${lineIndex + 1}:${lead.length + 5}: Identifier 't' has already been declared`,
+        );
       }),
       { seed: 44, numRuns: 80 },
     );
@@ -112,7 +126,10 @@ describe("runCode", () => {
 
   it("fails what only V8 refuses (a redeclared let) with its position, and a body that closes its function early", async () => {
     const redeclared = await runCode({ code: "let a = 1;\n  let a = 2;" });
-    expect(redeclared.failure).toEqual({ code: "CompileError", message: "the code was not run: code.ts:2:7: Identifier 'a' has already been declared" });
+    expect(redeclared.failure).toEqual({
+      code: "CompileError",
+      message: "the code was not run: code.ts:2:7: Identifier 'a' has already been declared",
+    });
     const escaped = await runCode({ code: '}); console.log("outside"); (async () => {' });
     expect(escaped.failure?.code).toBe("CompileError");
     expect(escaped.pid).toBeUndefined();
@@ -132,8 +149,12 @@ describe("runCode", () => {
     expect(() => runCode({ code: "", command: "node" } as never)).toThrow(/command and options.args are runGuest's/);
     expect(() => runCode({ code: "", typecheck: true, contract: { specs: {} } as never })).toThrow(/options.contract must be a contract/);
     expect(() => runCode({ code: "", typecheck: true, inputSchema: z.string() })).toThrow(/needs options.contract/);
-    const noJsonSchema = defineCapabilities({ odd: { arguments: { "~standard": { version: 1, vendor: "custom", validate: (value: unknown) => ({ value }) } } } });
-    expect(() => runCode({ code: "", typecheck: true, contract: noJsonSchema })).toThrow(/"odd"\.arguments is a custom schema without Standard JSON Schema/);
+    const noJsonSchema = defineCapabilities({
+      odd: { arguments: { "~standard": { version: 1, vendor: "custom", validate: (value: unknown) => ({ value }) } } },
+    });
+    expect(() => runCode({ code: "", typecheck: true, contract: noJsonSchema })).toThrow(
+      /"odd"\.arguments is a custom schema without Standard JSON Schema/,
+    );
   });
 
   describe.runIf(process.platform === "linux")("sandboxed by default", () => {
@@ -185,7 +206,11 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
 
   it("runs bodies side by side, each with its own file, input and result, and leaves no directory behind", async () => {
     const fs = await import("node:fs");
-    const reports = await Promise.all(Array.from({ length: 6 }, (_, n) => runCode({ code: "await new Promise((r) => setTimeout(r, 20));\nreturn { n: input, file: process.argv[2] };", input: n })));
+    const reports = await Promise.all(
+      Array.from({ length: 6 }, (_, n) =>
+        runCode({ code: "await new Promise((r) => setTimeout(r, 20));\nreturn { n: input, file: process.argv[2] };", input: n }),
+      ),
+    );
     const results = reports.map((report) => report.outcome?.structured as { n: number; file: string });
     expect(results.map((result) => result.n)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(new Set(results.map((result) => result.file)).size).toBe(6);
@@ -193,24 +218,45 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
   });
 
   it("uses Outcome.isError from scope to narrow", async () => {
-    const report = await runCode({ code: 'const r = await ears.call("nope", {});\nif (Outcome.isError(r)) return r.code;\nreturn "no";', capabilities });
+    const report = await runCode({
+      code: 'const r = await ears.call("nope", {});\nif (Outcome.isError(r)) return r.code;\nreturn "no";',
+      capabilities,
+    });
     expect(report.outcome?.structured).toBe("CapabilityDenied");
     expect(Outcome.isError(report.outcome!)).toBe(false);
   });
 
   describe("typecheck: true", () => {
     it("fails a wrong argument type as CompileError at the body's line:column, and starts no process", async () => {
-      const report = await runCode({ code: 'const n: number = 1;\nawait ears.call("read", { path: n });', capabilities, contract: tools, typecheck: true });
+      const report = await runCode({
+        code: 'const n: number = 1;\nawait ears.call("read", { path: n });',
+        capabilities,
+        contract: tools,
+        typecheck: true,
+      });
       expect(report.failure?.code).toBe("CompileError");
-      expect(report.failure?.message).toMatch(/^the code was not run: type errors: code\.ts:2:27: Type 'number' is not assignable to type 'string'\. \(TS2322\)$/);
+      expect(report.failure?.message).toMatch(
+        /^the code was not run: type errors: code\.ts:2:27: Type 'number' is not assignable to type 'string'\. \(TS2322\)$/,
+      );
       expect(report.pid).toBeUndefined();
       // Without typecheck the same body runs, and the host's contract check answers InvalidArguments.
-      const unchecked = await runCode({ code: 'const n: number = 1;\nreturn await ears.call("read", { path: n });', capabilities, sandbox: false });
+      const unchecked = await runCode({
+        code: 'const n: number = 1;\nreturn await ears.call("read", { path: n });',
+        capabilities,
+        sandbox: false,
+      });
       expect(unchecked.outcome).toMatchObject({ status: "failure", code: "InvalidArguments" });
     });
 
     it("counts columns on the first line from the body's own start, and checks input against its schema", async () => {
-      const report = await runCode({ code: "return input.nope;", contract: tools, inputSchema: z.object({ path: z.string() }), input: { path: "p" }, typecheck: true, capabilities });
+      const report = await runCode({
+        code: "return input.nope;",
+        contract: tools,
+        inputSchema: z.object({ path: z.string() }),
+        input: { path: "p" },
+        typecheck: true,
+        capabilities,
+      });
       expect(report.failure?.message).toMatch(/code\.ts:1:14: Property 'nope' does not exist/);
     });
 
@@ -233,7 +279,11 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     });
 
     it("without a contract, checks against the loose ears (any name, JSON arguments)", async () => {
-      const ok = await runCode({ code: 'const r = await ears.call("anything", { x: 1 });\nreturn r.status;', typecheck: true, sandbox: false });
+      const ok = await runCode({
+        code: 'const r = await ears.call("anything", { x: 1 });\nreturn r.status;',
+        typecheck: true,
+        sandbox: false,
+      });
       expect(ok.failure).toBeUndefined();
       const bad = await runCode({ code: 'await ears.call("anything", { f: () => 1 });', typecheck: true });
       expect(bad.failure?.code).toBe("CompileError");

@@ -19,7 +19,9 @@ export async function loadCapabilityModule(path: string, cwd: string): Promise<C
   } catch (error) {
     if ((error as { code?: string })?.code === "ERR_UNKNOWN_FILE_EXTENSION" && /\.[cm]?ts$/.test(file)) {
       throw new UsageError(
-        `cannot load --capabilities module ${path}: Node ${process.versions.node} does not load TypeScript modules; compile it to .js or .mjs first, or run ears where .ts loads: NODE_OPTIONS=--import=tsx with tsx installed, Node 22.6+ with --experimental-strip-types, Bun or Deno (docs/typescript.md)`,
+        `cannot load --capabilities module ${path}: Node ${process.versions.node} does not load TypeScript modules; ` +
+          "compile it to .js or .mjs first, or run ears where .ts loads: NODE_OPTIONS=--import=tsx with tsx installed, " +
+          "Node 22.6+ with --experimental-strip-types, Bun or Deno (docs/typescript.md)",
       );
     }
     throw new UsageError(`cannot load --capabilities module ${path}: ${describeError(error)}`);
@@ -28,7 +30,8 @@ export async function loadCapabilityModule(path: string, cwd: string): Promise<C
   const take = (name: string, value: unknown, where: string) => {
     if (typeof value !== "function") {
       throw new UsageError(
-        `--capabilities module ${path}: ${where} is ${value === null ? "null" : typeof value}, not a handler function (args, ctx) => outcome`,
+        `--capabilities module ${path}: ${where} is ${value === null ? "null" : typeof value}, ` +
+          "not a handler function (args, ctx) => outcome",
       );
     }
     handlers[name] = value as Capability;
@@ -37,7 +40,8 @@ export async function loadCapabilityModule(path: string, cwd: string): Promise<C
   if (fallback !== undefined) {
     if (typeof fallback !== "object" || fallback === null) {
       throw new UsageError(
-        `--capabilities module ${path}: the default export must be an object of handlers by name (or use named exports), got ${typeof fallback}`,
+        `--capabilities module ${path}: the default export must be an object of handlers by name ` +
+          `(or use named exports), got ${typeof fallback}`,
       );
     }
     for (const [name, value] of Object.entries(fallback)) take(name, value, `default export property ${JSON.stringify(name)}`);

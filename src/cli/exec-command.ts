@@ -19,7 +19,8 @@ const EXEC_OPTIONS = {
 export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ values, positionals, sawSeparator }, io) => {
   if (positionals.length > 0 || sawSeparator) {
     throw new UsageError(
-      `ears exec runs a code body, not a command; give it with --code '<body>' or --code-file <path> (for a program, use ears run -- <command>)`,
+      "ears exec runs a code body, not a command; give it with --code '<body>' or --code-file <path> " +
+        "(for a program, use ears run -- <command>)",
     );
   }
   const code = codeOf(values.code, values["code-file"], io.cwd);

@@ -94,7 +94,8 @@ export function printOutcome(outcome: Outcome, stdout: Writable, stderr?: Writab
     pretty = JSON.stringify(outcome.structured, null, 2);
   } catch (error) {
     (stderr ?? stdout).write(
-      `ears: the result's structured value cannot be shown (${describeError(error)}); --json or --record keep it only if they can write it\n`,
+      `ears: the result's structured value cannot be shown (${describeError(error)}); ` +
+        "--json or --record keep it only if they can write it\n",
     );
     return;
   }

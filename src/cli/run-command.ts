@@ -90,7 +90,8 @@ export async function hostOptionsOf(
   const unknown = allowed.filter((name) => !Object.hasOwn(capabilities, name));
   if (unknown.length > 0) {
     throw new UsageError(
-      `--allow names ${unknown.map((n) => JSON.stringify(n)).join(", ")}, but no such capability exists (available: ${Object.keys(capabilities).join(", ")}); add a handler with --capabilities`,
+      `--allow names ${unknown.map((n) => JSON.stringify(n)).join(", ")}, but no such capability exists ` +
+        `(available: ${Object.keys(capabilities).join(", ")}); add a handler with --capabilities`,
     );
   }
   const sandbox = sandboxOf(values, io.cwd);

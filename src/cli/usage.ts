@@ -111,7 +111,10 @@ function explainParseError(command: string, error: unknown, options: OptionSpec,
       const example = VALUE_EXAMPLES[name] === undefined ? "" : `, e.g. ${flag} ${VALUE_EXAMPLES[name]}`;
       const next = argv[argv.indexOf(flag) + 1];
       if (/ambiguous/.test(message) && next !== undefined) {
-        return `${flag} needs a value${example}, but it is followed by the option ${next}; write ${flag}=VALUE for a value that starts with a dash; ${help}`;
+        return (
+          `${flag} needs a value${example}, but it is followed by the option ${next}; ` +
+          `write ${flag}=VALUE for a value that starts with a dash; ${help}`
+        );
       }
       return `${flag} needs a value${example}; ${help}`;
     }
@@ -194,7 +197,8 @@ export function parseInput(text: string | undefined, cwd: string): Json {
     value = JSON.parse(json);
   } catch (error) {
     throw new UsageError(
-      `${source} is not valid JSON (${describeError(error)}); pass JSON text such as --input '{"n":1}' (quote it for the shell), or --input @file.json`,
+      `${source} is not valid JSON (${describeError(error)}); ` +
+        `pass JSON text such as --input '{"n":1}' (quote it for the shell), or --input @file.json`,
     );
   }
   const problem = jsonProblem(value);

@@ -216,7 +216,8 @@ export function defineCapabilities<const Specs extends CapabilitySpecs>(specs: S
     for (const field of ["arguments", "structured"] as const) {
       if (spec[field] !== undefined && !isStandardSchema(spec[field])) {
         throw new TypeError(
-          `defineCapabilities: ${JSON.stringify(name)}.${field} must be a Standard Schema (an object with ~standard.validate), e.g. a zod 4 schema`,
+          `defineCapabilities: ${JSON.stringify(name)}.${field} must be a Standard Schema ` +
+            "(an object with ~standard.validate), e.g. a zod 4 schema",
         );
       }
     }
@@ -372,7 +373,8 @@ function jsonSchemaOf(name: string, field: string, schema: StandardSchemaV1, sid
   const convert = standard.jsonSchema?.[side];
   if (typeof convert !== "function") {
     throw new TypeError(
-      `describe: ${JSON.stringify(name)}.${field} is a ${String(standard.vendor)} schema without Standard JSON Schema (~standard.jsonSchema); use a library version that provides it (zod 4 does)`,
+      `describe: ${JSON.stringify(name)}.${field} is a ${String(standard.vendor)} schema without Standard JSON Schema ` +
+        "(~standard.jsonSchema); use a library version that provides it (zod 4 does)",
     );
   }
   return convert.call(standard.jsonSchema, { target: "draft-2020-12" });

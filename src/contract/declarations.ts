@@ -53,10 +53,9 @@ export function declarationsOf(specs: Record<string, CapabilitySpec>, options: D
       spec.arguments === undefined
         ? "Json | undefined"
         : printRoot(jsonSchemaOf(name, "arguments", spec.arguments, "input"), `Arguments${index}`, aliases, "  ");
-    const result =
-      spec.structured === undefined
-        ? "Outcome"
-        : `TypedSuccess<${printRoot(jsonSchemaOf(name, "structured", spec.structured, "output"), `Structured${index}`, aliases, "  ")}> | Failure`;
+    const structured = (schema: StandardSchemaV1) =>
+      printRoot(jsonSchemaOf(name, "structured", schema, "output"), `Structured${index}`, aliases, "  ");
+    const result = spec.structured === undefined ? "Outcome" : `TypedSuccess<${structured(spec.structured)}> | Failure`;
     const key = IDENTIFIER.test(name) ? name : JSON.stringify(name);
     return `${doc}  ${key}: { args: ${args}; result: ${result} };`;
   });
@@ -70,13 +69,15 @@ export function looseDeclarations(): string {
   return render("  [name: string]: { args: Json | undefined; result: Outcome };", "", "Json");
 }
 
+const CAPABILITIES_DOC = "/** The capabilities the host offers: what each takes (`args`) and what calling it resolves to (`result`). */";
+
 /**
  * One generic `call` over a map of capabilities rather than one overload per capability: a wrong
  * argument is then reported at the argument ("Type 'number' is not assignable to type 'string'"),
  * where overloads only say "No overload matches this call" about the last one.
  */
 function render(capabilities: string, aliases: string, input: string): string {
-  return `${PRELUDE}${aliases}/** The capabilities the host offers: what each takes (\`args\`) and what calling it resolves to (\`result\`). */
+  return `${PRELUDE}${aliases}${CAPABILITIES_DOC}
 interface Capabilities {
 ${capabilities}
 }
@@ -102,7 +103,8 @@ function jsonSchemaOf(name: string, field: string, schema: StandardSchemaV1, sid
   const convert = standard?.jsonSchema?.[side];
   if (typeof convert !== "function") {
     throw new TypeError(
-      `declarations: ${JSON.stringify(name)}.${field} is a ${String(standard?.vendor)} schema without Standard JSON Schema (~standard.jsonSchema); use a library version that provides it (zod 4 does)`,
+      `declarations: ${JSON.stringify(name)}.${field} is a ${String(standard?.vendor)} schema without Standard JSON Schema ` +
+        "(~standard.jsonSchema); use a library version that provides it (zod 4 does)",
     );
   }
   return convert.call(standard.jsonSchema, { target: "draft-2020-12" }) as Schema;

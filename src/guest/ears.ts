@@ -351,7 +351,8 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
       const message =
         error.kind === "closed"
           ? `${error.message} before replying to "${call.name}"; the request may already have executed`
-          : `the session with the host broke while "${call.name}" waited for its reply (${error.message}); the request may already have executed`;
+          : `the session with the host broke while "${call.name}" waited for its reply (${error.message}); ` +
+            "the request may already have executed";
       call.fail(new TransportError(message, { kind: error.kind, mayHaveExecuted: true, cause: error }));
     }
     this.pending.clear();

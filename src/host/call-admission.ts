@@ -145,7 +145,8 @@ export class CallAdmission {
         startedAt,
         Outcome.failure(
           HostReplyCode.TooManyCalls,
-          `the host is already running ${maxInFlight} calls (limits.maxInFlight); ${JSON.stringify(name)} did not run, try again when earlier calls have finished`,
+          `the host is already running ${maxInFlight} calls (limits.maxInFlight); ` +
+            `${JSON.stringify(name)} did not run, try again when earlier calls have finished`,
         ),
       );
       return;
@@ -220,7 +221,8 @@ export class CallAdmission {
       call.startedAt,
       Outcome.failure(
         HostReplyCode.CallTimedOut,
-        `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); the call may have run, so its effects are unknown`,
+        `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); ` +
+          "the call may have run, so its effects are unknown",
       ),
     );
   }

@@ -53,7 +53,9 @@ export function paginate(
  * left out. Never splits a surrogate pair.
  */
 export function cutEntry(text: string, budget: number): string {
-  const marker = `\n[... entry cut: ${text.length} characters do not fit the ${budget}-character page; the full schemas are in the page's tools records]`;
+  const marker =
+    `\n[... entry cut: ${text.length} characters do not fit the ${budget}-character page; ` +
+    "the full schemas are in the page's tools records]";
   let keep = Math.max(0, budget - marker.length);
   const last = text.charCodeAt(keep - 1);
   if (keep > 0 && last >= 0xd800 && last <= 0xdbff) keep--;

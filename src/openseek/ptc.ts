@@ -49,7 +49,8 @@ export function readSignal(options: unknown): AbortSignal | undefined {
   for (const key of Object.keys(options)) {
     if (key !== "signal") {
       throw new TypeError(
-        `Unknown call option ${JSON.stringify(key)}: the only option is signal (for a deadline, pass signal: AbortSignal.timeout(ms)); nothing was sent`,
+        `Unknown call option ${JSON.stringify(key)}: the only option is signal ` +
+          "(for a deadline, pass signal: AbortSignal.timeout(ms)); nothing was sent",
       );
     }
   }

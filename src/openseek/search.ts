@@ -136,7 +136,8 @@ function readString(value: unknown, name: string): string | undefined {
 function checkOffset(offset: number, total: number): void {
   if (offset > total) {
     throw new SearchError(
-      `offset ${offset} is past the end: ${total === 1 ? "1 tool matches" : `${total} tools match`}, so the last page starts at most at offset ${total}`,
+      `offset ${offset} is past the end: ${total === 1 ? "1 tool matches" : `${total} tools match`}, ` +
+        `so the last page starts at most at offset ${total}`,
     );
   }
 }

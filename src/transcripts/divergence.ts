@@ -85,7 +85,8 @@ function firstDifference(expected: Json | undefined, actual: Json | undefined, p
 /** Both versions, plus where they differ when a version had to be cut short to stay readable. */
 function contrast(expected: Shown, actual: Shown, difference: string | undefined): string {
   const cut = expected.cut || actual.cut;
-  return `expected ${expected.text} but the guest ${actual.text}${cut && difference !== undefined ? `; first difference at ${difference}` : ""}`;
+  const where = cut && difference !== undefined ? `; first difference at ${difference}` : "";
+  return `expected ${expected.text} but the guest ${actual.text}${where}`;
 }
 
 /** Text for a message, and whether it was cut short (then the message also says where the values differ). */

@@ -7,7 +7,17 @@
  * instead of refusing them), and files are read with the project's linear {@link LineSplitter} (split2
  * rescans pending data on every chunk, which is quadratic on the long lines a big result makes).
  */
-import { closeSync, constants, createReadStream, createWriteStream, fchmodSync, fstatSync, ftruncateSync, openSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  createWriteStream,
+  fchmodSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  type Stats,
+} from "node:fs";
 import type { Writable } from "node:stream";
 import { describeError } from "../protocol/errors.js";
 import { validateFrame, type Frame } from "../protocol/frames.js";
@@ -224,9 +234,7 @@ function openTranscriptFile(path: string): number {
       closeSync(fd);
       return blocking;
     }
-    return refuse(
-      `it is not a regular file (${stat.isDirectory() ? "a directory" : stat.isFIFO() ? "a FIFO" : stat.isSocket() ? "a socket" : "a special file"})`,
-    );
+    return refuse(`it is not a regular file (${fileKind(stat)})`);
   } catch (error) {
     closeSync(fd);
     throw error instanceof TranscriptError
@@ -345,4 +353,11 @@ function parseEntry(line: string, path: string, lineNumber: number): TranscriptE
   }
   if (typeof entry.text === "string") return { from: entry.from, text: entry.text };
   throw bad('an entry needs a "frame" (the frame object) or a "text" string');
+}
+
+/** What a path that is not a regular file is, for messages. */
+function fileKind(stat: Stats): string {
+  if (stat.isDirectory()) return "a directory";
+  if (stat.isFIFO()) return "a FIFO";
+  return stat.isSocket() ? "a socket" : "a special file";
 }

@@ -62,7 +62,8 @@ export function compileBody(body: string): Compiled {
     stripped = stripper().transformSync(wrapped, { mode: "strip-only" }).code;
   } catch (error) {
     const { message, startLine, startColumn } = (error ?? {}) as AmaroError;
-    if (typeof startLine !== "number" || typeof startColumn !== "number") throw error; // not a verdict on the body: the stripper itself failed
+    // Not a verdict on the body: the stripper itself failed.
+    if (typeof startLine !== "number" || typeof startColumn !== "number") throw error;
     const at = bodyPosition(startLine, utf16Column(wrapped, startLine, startColumn));
     return { ok: false, message: `${CODE_FILENAME}:${at.line}:${at.column}: ${String(message)}` };
   }

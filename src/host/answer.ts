@@ -1,7 +1,6 @@
-import { describeError } from "../protocol/errors.js";
 import type { Json } from "../protocol/json.js";
 import { Outcome, returnedOutcome } from "../protocol/outcome.js";
-import { HostReplyCode } from "./codes.js";
+import * as replies from "./call-failures.js";
 import type { Capability, CapabilityContext } from "./types.js";
 
 /**
@@ -14,7 +13,7 @@ export async function answer(handler: Capability, args: Json, ctx: CapabilityCon
   try {
     value = await handler(args, ctx);
   } catch (error) {
-    return Outcome.failure(HostReplyCode.CapabilityFailed, describeError(error));
+    return replies.handlerFailed(error);
   }
   return outcomeOf(value, ctx.name);
 }
@@ -24,9 +23,5 @@ export function outcomeOf(value: unknown, name: string): Outcome {
   if (typeof value === "string") return Outcome.success(value);
   const reply = returnedOutcome(value);
   if (!("problem" in reply)) return reply;
-  const what = reply.inOutcome ? "an outcome whose structured value" : "a value that";
-  return Outcome.failure(
-    HostReplyCode.CapabilityFailed,
-    `the host's handler for ${JSON.stringify(name)} answered with ${what} cannot be sent as JSON unchanged: ${reply.problem}`,
-  );
+  return replies.answerNotJson(name, reply.inOutcome, reply.problem);
 }

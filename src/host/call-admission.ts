@@ -1,13 +1,13 @@
 // The admission of the guest's calls: unique request ids, the call records and their payload budget, the
 // in-flight limit, the unread-reply budget that holds calls (and reading) back, each call's deadline and reply.
-import { excerpt, quotedExcerpt } from "../protocol/text.js";
+import { excerpt } from "../protocol/text.js";
 import type { RequestFrame } from "../protocol/frames.js";
-import { notAllowedMessage, Outcome } from "../protocol/outcome.js";
+import { Outcome } from "../protocol/outcome.js";
 import { FrameQueue } from "../wires/frame-queue.js";
 import { answer } from "./answer.js";
 import { Call, CallContext, replyLine } from "./calls.js";
-import { HostReplyCode } from "./codes.js";
 import { DeadlineQueue } from "./deadlines.js";
+import * as replies from "./call-failures.js";
 import * as failures from "./failures.js";
 import type { HostSettings } from "./settings.js";
 import type { CallRecord, HostFailure } from "./types.js";
@@ -116,39 +116,17 @@ export class CallAdmission {
     const startedAt = this.session.now();
     if (!this.allowed.has(name)) {
       record.denied = true;
-      this.reply(
-        record,
-        kept,
-        startedAt,
-        Outcome.failure(HostReplyCode.CapabilityDenied, `${notAllowedMessage(name, this.settings.allowed)}; it did not run`),
-      );
+      this.reply(record, kept, startedAt, replies.capabilityDenied(name, this.settings.allowed));
       return;
     }
     const handler = Object.hasOwn(this.settings.capabilities, name) ? this.settings.capabilities[name] : undefined;
     if (handler === undefined) {
-      this.reply(
-        record,
-        kept,
-        startedAt,
-        Outcome.failure(
-          HostReplyCode.CapabilityMissing,
-          `capability ${quotedExcerpt(name, 64)} is allowed but the host has no handler for it; it did not run`,
-        ),
-      );
+      this.reply(record, kept, startedAt, replies.capabilityMissing(name));
       return;
     }
     const { maxInFlight, callTimeoutMs } = limits;
     if (this.running + this.waitingToStart.size >= maxInFlight) {
-      this.reply(
-        record,
-        kept,
-        startedAt,
-        Outcome.failure(
-          HostReplyCode.TooManyCalls,
-          `the host is already running ${maxInFlight} calls (limits.maxInFlight); ` +
-            `${JSON.stringify(name)} did not run, try again when earlier calls have finished`,
-        ),
-      );
+      this.reply(record, kept, startedAt, replies.tooManyCalls(name, maxInFlight));
       return;
     }
     const call = new Call(record, kept, startedAt, startedAt + callTimeoutMs, handler, frame.arguments);
@@ -213,18 +191,9 @@ export class CallAdmission {
     call.settled = true;
     this.pending.delete(id);
     const ms = this.settings.limits.callTimeoutMs;
-    call.abort(new DOMException(`the call to ${JSON.stringify(name)} timed out after ${ms} ms`, "TimeoutError"));
+    call.abort(replies.callTimeoutReason(name, ms));
     call.args = null;
-    this.reply(
-      call.record,
-      call.kept,
-      call.startedAt,
-      Outcome.failure(
-        HostReplyCode.CallTimedOut,
-        `the host did not answer ${JSON.stringify(name)} within ${ms} ms (limits.callTimeoutMs); ` +
-          "the call may have run, so its effects are unknown",
-      ),
-    );
+    this.reply(call.record, call.kept, call.startedAt, replies.callTimedOut(name, ms));
   }
 
   private reply(record: CallRecord, kept: boolean, startedAt: number, outcome: Outcome): void {
@@ -232,11 +201,7 @@ export class CallAdmission {
     let line = replyLine(record.id, outcome);
     const { maxReplyBytes: max, maxCallPayloadChars } = this.settings.limits;
     if (line === undefined || tooLong(line, max)) {
-      const why =
-        line === undefined
-          ? "could not be encoded (it is too large for JSON.stringify)"
-          : `is ${Buffer.byteLength(line)} bytes, over the ${max}-byte limit (limits.maxReplyBytes)`;
-      outcome = Outcome.failure(HostReplyCode.CapabilityFailed, `the answer to ${JSON.stringify(record.name)} ${why}; it was not sent`);
+      outcome = replies.answerNotSent(record.name, line === undefined ? undefined : Buffer.byteLength(line), max);
       line = replyLine(record.id, outcome)!;
     }
     if (kept) {

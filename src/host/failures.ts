@@ -1,6 +1,7 @@
 /**
  * Every run-level failure the host reports (a {@link HostFailure}: its code and its message), for the
- * session, runGuest and runCode alike: the wording a host's user reads lives here, in one file.
+ * session, runGuest and runCode alike: the wording a host's user reads lives here, in one file. The
+ * failure replies to a single call are in call-failures.ts.
  */
 import { clip, quotedExcerpt } from "../protocol/text.js";
 import { describeError } from "../protocol/errors.js";

@@ -11,10 +11,11 @@ export const GROUPS_SUPPORTED = process.platform !== "win32";
 
 /**
  * The watchdog: a shell that blocks reading a pipe only the host holds. When the host dies, however it
- * dies, the kernel closes the pipe, `read` returns, and the shell SIGKILLs the guest's group. At the
- * end of a normal run the host SIGKILLs the watchdog first, so it never fires then.
+ * dies, the kernel closes the pipe, `read` returns, and the shell SIGKILLs the guest's group, then removes
+ * the run's scratch directory if it has one (runCode's compiled body). At the end of a normal run the host
+ * SIGKILLs the watchdog first, so it never fires then.
  */
-const WATCHDOG_SCRIPT = 'read _; kill -KILL "-$1"';
+const WATCHDOG_SCRIPT = 'read _; kill -KILL "-$1" 2>/dev/null; if [ -n "$2" ]; then rm -rf -- "$2"; fi';
 /** Where guests go when their group is gone within this poll while it is cleared. */
 const POLL_MS = 25;
 
@@ -24,15 +25,17 @@ export class ProcessGroup {
 
   /**
    * `child` must have been spawned with `detached: true` (POSIX: its own group and session). An
-   * unconfined child gets a watchdog; a `sandboxed` one (bubblewrap) is covered by --die-with-parent.
+   * unconfined child gets a watchdog; a `sandboxed` one (bubblewrap) is covered by --die-with-parent, and
+   * gets one only to remove `scratch`, a directory the host made for this run, should the host die.
    */
   constructor(
     private readonly child: ChildProcess,
     private readonly sandboxed: boolean,
+    scratch?: string,
   ) {
-    if (!GROUPS_SUPPORTED || child.pid === undefined || sandboxed) return;
+    if (!GROUPS_SUPPORTED || child.pid === undefined || (sandboxed && scratch === undefined)) return;
     try {
-      const watchdog = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "ears-watchdog", String(child.pid)], {
+      const watchdog = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "ears-watchdog", String(child.pid), scratch ?? ""], {
         stdio: ["pipe", "ignore", "ignore"],
         detached: true, // its own group: a terminal's Ctrl-C for the host's group must not end it early
       });

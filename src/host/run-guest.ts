@@ -41,15 +41,19 @@ type Exit = { code: number | null; signal: NodeJS.Signals | null };
  * if (!report.ok) console.error(report.failure?.message ?? report.outcome?.content, report.stderr);
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
-  return launchGuest(options, "runGuest", []);
+  return launchGuest(options, "runGuest", {});
 }
 
 /**
  * @internal runGuest, with `readable` paths added to whatever sandbox the options choose (the mode is
- * kept: "auto" stays "auto"). `runCode` uses it to show the guest its compiled body. `caller` names the
- * public function in option errors.
+ * kept: "auto" stays "auto"), and a `scratch` directory the watchdog removes if the host dies before it
+ * can. `runCode` uses both for the guest's compiled body. `caller` names the public function in option errors.
  */
-export function launchGuest(options: GuestCommand, caller: string, readable: readonly string[]): Promise<RunReport> {
+export function launchGuest(
+  options: GuestCommand,
+  caller: string,
+  { readable = [], scratch }: { readable?: readonly string[]; scratch?: string },
+): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object with a command`);
   const { command, args = [], env, onStderr } = options;
   if (typeof command !== "string" || command === "") throw new TypeError("runGuest: options.command must be a non-empty string");
@@ -93,7 +97,7 @@ export function launchGuest(options: GuestCommand, caller: string, readable: rea
     } catch (error) {
       return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
     }
-    const group = new ProcessGroup(child, confined);
+    const group = new ProcessGroup(child, confined, scratch);
     return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(
       async (guest) => {
         const spawnError = await guest.started;

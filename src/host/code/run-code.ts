@@ -116,6 +116,8 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
       // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
       return notRun(failures.compiledCodeNotWritten(error));
     }
-    return launchGuest({ ...rest, command: process.execPath, args: [script, file] }, "runCode", [dir]).finally(cleanup);
+    return launchGuest({ ...rest, command: process.execPath, args: [script, file] }, "runCode", { readable: [dir], scratch: dir }).finally(
+      cleanup,
+    );
   });
 }

@@ -2,9 +2,11 @@
  * runCode (issue 12): code bodies in TypeScript and JavaScript run as real sandboxed guests; errors are
  * reported at the body's own line:column; a body that does not compile starts no process.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -290,3 +292,32 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     });
   });
 });
+
+for (const sandbox of [false, true] as const) {
+  describe.runIf(process.platform === "linux")(`runCode under a host that is SIGKILLed (${sandbox ? "sandboxed" : "unconfined"})`, () => {
+    it("leaves no ears-code-* directory behind: the watchdog removes it within 5 s", async () => {
+      const scratch = mkdtempSync(join(tmpdir(), "ears-killed-host-"));
+      try {
+        const root = fileURLToPath(new URL("../../../", import.meta.url));
+        const host = spawn(process.execPath, [`${root}fixtures/hostile/code-host.mjs`, sandbox ? "sandbox" : "unconfined"], {
+          cwd: root,
+          env: { ...process.env, TMPDIR: scratch },
+          stdio: ["ignore", "pipe", "inherit"],
+        });
+        const exited = new Promise((resolve) => host.on("exit", resolve));
+        await new Promise<void>((resolve, reject) => {
+          host.stdout.setEncoding("utf8").on("data", (text: string) => text.includes("ready") && resolve());
+          host.on("exit", (code, signal) => reject(new Error(`the host ended before the body ran (${code ?? signal})`)));
+        });
+        const left = () => readdirSync(scratch).filter((name) => name.startsWith("ears-code-"));
+        expect(left()).toHaveLength(1); // the body's directory, while the body runs
+        host.kill("SIGKILL");
+        await exited;
+        for (let waited = 0; waited < 5000 && left().length > 0; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(left(), "directories left 5 s after the host was killed").toEqual([]);
+      } finally {
+        rmSync(scratch, { recursive: true, force: true });
+      }
+    });
+  });
+}

@@ -34,5 +34,6 @@ const bin = `${tools}node_modules/.bin/`;
 const code = ["**/*.{ts,mts,mjs,js}"];
 const eslint = run(`${bin}eslint`, ["--config", `${tools}eslint.config.mjs`, "--max-warnings", "0", ...(fix ? ["--fix"] : []), "."]);
 const prettier = run(`${bin}prettier`, [fix ? "--write" : "--check", "--log-level", "warn", ...code]);
-if (eslint === 0 && prettier === 0) console.error(fix ? "lint: formatted; ESLint has nothing left to report" : "lint: ESLint and Prettier found nothing to change");
+if (eslint === 0 && prettier === 0)
+  console.error(fix ? "lint: formatted; ESLint has nothing left to report" : "lint: ESLint and Prettier found nothing to change");
 process.exit(eslint || prettier);

@@ -166,13 +166,11 @@ const differentPair: fc.Arbitrary<{ how: string; a: Outcome; b: Outcome }> = fc.
     const failure = o.status === "failure" ? o : rebuild(o, { status: "failure", code });
     return { how: "code", a: failure, b: rebuild(failure, { code: `${failure.status === "failure" ? failure.code : ""}!` }) };
   }),
-  fc
-    .tuple(outcome(), jsonValue())
-    .map(([o, value]) => ({
-      how: "structured absent vs present",
-      a: rebuild(o, { structured: "absent" }),
-      b: rebuild(o, { structured: value }),
-    })),
+  fc.tuple(outcome(), jsonValue()).map(([o, value]) => ({
+    how: "structured absent vs present",
+    a: rebuild(o, { structured: "absent" }),
+    b: rebuild(o, { structured: value }),
+  })),
   fc.tuple(outcome(), structuredPair).map(([o, pair]) => ({
     how: `structured: ${pair.change}`,
     a: rebuild(o, { structured: pair.before }),

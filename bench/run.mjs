@@ -61,9 +61,8 @@ const machine = {
 };
 const started = new Date();
 console.log(`@posoco/ears benchmark${quick ? " (--quick: small sizes, few repetitions; not for quoting)" : ""}`);
-console.log(
-  `${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGB} GB, Node ${machine.node}, ${machine.platform}, load average ${machine.loadAverageAtStart.join(" ")}\n`,
-);
+const hardware = `${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGB} GB`;
+console.log(`${hardware}, Node ${machine.node}, ${machine.platform}, load average ${machine.loadAverageAtStart.join(" ")}\n`);
 
 const results = [];
 for (const [id, scenario] of SCENARIOS) {
@@ -91,9 +90,8 @@ for (const r of contexts) {
 }
 const passed = targets.filter((t) => t.pass).length;
 machine.loadAverageAtEnd = loadavg().map((n) => Number(n.toFixed(2)));
-console.log(
-  `\n${passed} of ${targets.length} targets met; load average at end ${machine.loadAverageAtEnd.join(" ")}; ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s`,
-);
+const elapsedSeconds = ((Date.now() - started.getTime()) / 1000).toFixed(0);
+console.log(`\n${passed} of ${targets.length} targets met; load average at end ${machine.loadAverageAtEnd.join(" ")}; ${elapsedSeconds} s`);
 
 writeFileSync(out, `${JSON.stringify({ quick, startedAt: started.toISOString(), machine, scenarios: results, targets }, null, 2)}\n`);
 console.log(`figures written to ${out}`);

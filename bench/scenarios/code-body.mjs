@@ -12,7 +12,8 @@ import { summarize } from "../lib/stats.mjs";
 
 const repository = fileURLToPath(new URL("../../", import.meta.url));
 const BODY =
-  'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\nreturn (r.structured as { sum: number }).sum * 2;';
+  'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\n' +
+  "return (r.structured as { sum: number }).sum * 2;";
 const capabilities = { add: ({ a, b }) => ({ sum: a + b }) };
 const env = { PATH: process.env.PATH, HOME: process.env.HOME, LANG: process.env.LANG ?? "C.UTF-8" };
 

@@ -415,7 +415,8 @@ describe("ears run --record, then ears replay", () => {
     const run = await ears(["replay", transcript, "--", "node", SCRIPT, "--calls", changed]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(
-      'ears: the guest diverged from the recording: request #2: expected read {"path":"README.md"} but the guest sent read {"path":"package.json"}\n',
+      'ears: the guest diverged from the recording: request #2: expected read {"path":"README.md"} ' +
+        'but the guest sent read {"path":"package.json"}\n',
     );
     expect(run.stdout).toBe("");
   });

@@ -25,7 +25,8 @@ describe("ears exec", () => {
         "--input",
         '{"path":"notes.txt"}',
         "--code",
-        'const r = await ears.call("read", { path: input.path as string });\nif (r.status === "failure") return r;\nconsole.log("read it");\nreturn { length: r.content.length };',
+        'const r = await ears.call("read", { path: input.path as string });\nif (r.status === "failure") return r;\n' +
+          'console.log("read it");\nreturn { length: r.content.length };',
       ],
       { cwd: dir },
     );
@@ -103,7 +104,10 @@ describe("ears exec", () => {
       const outside = mkdtempSync(join(tmpdir(), "ears-exec-outside-"));
       try {
         writeFileSync(join(outside, "data.txt"), "outside data");
-        const body = `const fs = process.getBuiltinModule("node:fs");\ntry { return fs.readFileSync(${JSON.stringify(join(outside, "data.txt"))}, "utf8"); } catch (e) { return (e as { code: string }).code; }`;
+        const outsideFile = JSON.stringify(join(outside, "data.txt"));
+        const body =
+          `const fs = process.getBuiltinModule("node:fs");\n` +
+          `try { return fs.readFileSync(${outsideFile}, "utf8"); } catch (e) { return (e as { code: string }).code; }`;
         const hidden = await ears(["exec", "--sandbox", "--code", body], { cwd: dir });
         expect(JSON.parse(hidden.stdout)).toBe("ENOENT");
         const shown = await ears(["exec", "--sandbox-read", outside, "--code", body], { cwd: dir });

@@ -231,7 +231,8 @@ describe("ears exits once its report is out", () => {
       expect(JSON.parse(run.stdout)).toMatchObject({ outcomes: [{ status: "failure", code: "CallTimedOut" }] });
       // Node cannot exit while a thread-pool call is stuck, so ears says so and ends with SIGKILL.
       expect(run.stderr).toContain(
-        "ears: 1 file-system call is still stuck 2 s after the report; Node cannot exit normally while one runs, so ears ends with SIGKILL (its exit status would have been 0)\n",
+        "ears: 1 file-system call is still stuck 2 s after the report; Node cannot exit normally while one runs, " +
+          "so ears ends with SIGKILL (its exit status would have been 0)\n",
       );
       expect(run.signal).toBe("SIGKILL");
     } finally {

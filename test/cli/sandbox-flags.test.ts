@@ -115,7 +115,9 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     expect(open.stderr).not.toContain("without a sandbox");
   });
 
-  it("without bubblewrap: auto runs unconfined with a one-line note (none with --quiet); --sandbox refuses to start the guest (exit 2)", async () => {
+  const withoutBubblewrap =
+    "without bubblewrap: auto runs unconfined with a one-line note (none with --quiet); --sandbox refuses to start the guest (exit 2)";
+  it(withoutBubblewrap, async () => {
     const auto = await earsWith(["run", "--input", "{}", "--", "node", PROBE], noBwrap);
     expect(auto.code).toBe(0);
     expect(auto.stderr).toMatch(
@@ -144,7 +146,9 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     expect(run.stderr).toMatch(message);
   });
 
-  it("ears replay takes the same flags: a recording made unconfined diverges in the default sandbox and matches with --no-sandbox", async () => {
+  const replayTakesTheFlags =
+    "ears replay takes the same flags: a recording made unconfined diverges in the default sandbox and matches with --no-sandbox";
+  it(replayTakesTheFlags, async () => {
     const transcript = join(dir, "passwd.ndjson");
     const input = JSON.stringify({ read: ["/etc/passwd"] });
     const recorded = await earsWith(["run", "--no-sandbox", "--quiet", "--record", transcript, "--input", input, "--", "node", PROBE]);

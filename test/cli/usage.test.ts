@@ -21,7 +21,8 @@ describe("usage errors exit 64 with a message that says what to do", () => {
     [["replay", "t.ndjson", "--record"], "ears: --record needs a value, e.g. --record run.ndjson; see ears replay --help"],
     [
       ["run", "--allow", "--json", "--", "node"],
-      "ears: --allow needs a value, e.g. --allow read,list, but it is followed by the option --json; write --allow=VALUE for a value that starts with a dash; see ears run --help",
+      "ears: --allow needs a value, e.g. --allow read,list, but it is followed by the option --json; " +
+        "write --allow=VALUE for a value that starts with a dash; see ears run --help",
     ],
     [["run", "--json=yes", "--", "node"], "ears: --json is a switch and takes no value; see ears run --help"],
     [["run", "--timeout", "0", "--", "node"], 'ears: --timeout takes a positive number of seconds (e.g. --timeout 30), got "0"'],

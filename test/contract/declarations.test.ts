@@ -42,6 +42,11 @@ const tools = defineCapabilities({
 });
 const inputSchema = z.object({ path: z.string(), depth: z.number().int().optional() });
 
+/** How the union-result bodies start: a "pick" call whose failure they return. */
+const PICK_CALL =
+  'const r = await ears.call("pick", { mode: "b", count: 3, label: "l", pair: ["x", 1], flags: {} });\n' +
+  'if (r.status === "failure") return r;';
+
 /** [name, body, valid] */
 const bodies: [string, string, boolean][] = [
   [
@@ -51,7 +56,8 @@ const bodies: [string, string, boolean][] = [
   ],
   [
     "read with input",
-    'const t = await ears.call("read", { path: input.path });\nif (Outcome.isError(t)) return t;\nreturn t.content.length + (input.depth ?? 0);',
+    'const t = await ears.call("read", { path: input.path });\nif (Outcome.isError(t)) return t;\n' +
+      "return t.content.length + (input.depth ?? 0);",
     true,
   ],
   ["wrong argument type", 'await ears.call("read", { path: 1 });', false],
@@ -74,14 +80,10 @@ const bodies: [string, string, boolean][] = [
   ["a wrong tuple", 'await ears.call("pick", { mode: "a", count: 3, label: "l", pair: [1, "x"], flags: {} });', false],
   [
     "a union result narrowed on its tag",
-    'const r = await ears.call("pick", { mode: "b", count: 3, label: "l", pair: ["x", 1], flags: {} });\nif (r.status === "failure") return r;\nreturn r.structured.kind === "one" ? r.structured.value : r.structured.values.length;',
+    `${PICK_CALL}\nreturn r.structured.kind === "one" ? r.structured.value : r.structured.values.length;`,
     true,
   ],
-  [
-    "a union result read without narrowing",
-    'const r = await ears.call("pick", { mode: "b", count: 3, label: "l", pair: ["x", 1], flags: {} });\nif (r.status === "failure") return r;\nreturn r.structured.value;',
-    false,
-  ],
+  ["a union result read without narrowing", `${PICK_CALL}\nreturn r.structured.value;`, false],
   [
     "a loose capability with JSON",
     'const r = await ears.call("loose", { any: [1, "two", null] });\nreturn r.status === "success" ? r.structured : r.code;',
@@ -113,6 +115,13 @@ function typecheck(
   });
 }
 
+/** The zod schemas of the contract's "pick" capability, as source text. */
+const PICK_ARGUMENTS =
+  'z.object({ mode: z.enum(["a", "b"]), count: z.literal(3), label: z.string().nullable(), pair: z.tuple([z.string(), z.number()]), ' +
+  "flags: z.record(z.string(), z.boolean()), note: z.string().optional() })";
+const PICK_STRUCTURED =
+  'z.union([z.object({ kind: z.literal("one"), value: z.number() }), z.object({ kind: z.literal("many"), values: z.array(z.number()) })])';
+
 describe("contract.declarations()", () => {
   let dir: string;
   beforeAll(() => {
@@ -134,13 +143,14 @@ describe("contract.declarations()", () => {
     writeFileSync(
       join(dir, "contract.ts"),
       `import { z } from "zod";\nimport { defineCapabilities } from "@posoco/ears";\n` +
-        `const Tree: z.ZodType<{ name: string; children: { name: string; children: unknown[] }[] }> = z.object({ name: z.string(), get children() { return z.array(Tree); } }) as never;\n` +
+        `const Tree: z.ZodType<{ name: string; children: { name: string; children: unknown[] }[] }> = ` +
+        `z.object({ name: z.string(), get children() { return z.array(Tree); } }) as never;\n` +
         `export const tools = defineCapabilities({
   read: { description: "Read a UTF-8 file under the root", arguments: z.object({ path: z.string().describe("Path under the root") }) },
   add: { arguments: z.object({ a: z.number(), b: z.number() }), structured: z.object({ sum: z.number() }) },
   pick: {
-    arguments: z.object({ mode: z.enum(["a", "b"]), count: z.literal(3), label: z.string().nullable(), pair: z.tuple([z.string(), z.number()]), flags: z.record(z.string(), z.boolean()), note: z.string().optional() }),
-    structured: z.union([z.object({ kind: z.literal("one"), value: z.number() }), z.object({ kind: z.literal("many"), values: z.array(z.number()) })]),
+    arguments: ${PICK_ARGUMENTS},
+    structured: ${PICK_STRUCTURED},
   },
   loose: { description: "Takes any JSON" },
 });
@@ -152,7 +162,8 @@ export const inputSchema = z.object({ path: z.string(), depth: z.number().int().
       plain.push(`body${i}.ts`);
       writeFileSync(
         join(dir, `guest${i}.ts`),
-        `import { Outcome, serve, stdio } from "@posoco/ears";\nimport { tools, inputSchema } from "./contract.js";\nvoid Outcome;\nawait serve({ wire: stdio(), capabilities: tools, input: inputSchema, run: async (ears, input) => {${body}\n} });\n`,
+        `import { Outcome, serve, stdio } from "@posoco/ears";\nimport { tools, inputSchema } from "./contract.js";\nvoid Outcome;\n` +
+          `await serve({ wire: stdio(), capabilities: tools, input: inputSchema, run: async (ears, input) => {${body}\n} });\n`,
       );
       guests.push(`guest${i}.ts`);
     });

@@ -18,6 +18,9 @@ const ok = (content = "ok") => Outcome.success(content);
 
 /** The error log the guest writes when the host broke the session. */
 const brokenLog = (reason: string) => ({ type: "log", level: "error", content: `ears: the session with the host is broken: ${reason}` });
+/** The message of the TransportError that a pending call to "read" rejects with when the session breaks. */
+const brokenRead = (reason: string) =>
+  `the session with the host broke while "read" waited for its reply (${reason}); the request may already have executed`;
 
 describe("Ears.call refused locally", () => {
   it("a name outside the allowlist returns CapabilityDenied and writes nothing", async () => {
@@ -198,9 +201,7 @@ describe("Ears.call on the wire", () => {
       const error = await ears.call("read").catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TransportError);
       expect(error).toMatchObject({ kind: "unknown-reply", mayHaveExecuted: true });
-      expect((error as Error).message).toBe(
-        'the session with the host broke while "read" waited for its reply (the host replied to request id 99, which is unknown or already answered); the request may already have executed',
-      );
+      expect((error as Error).message).toBe(brokenRead("the host replied to request id 99, which is unknown or already answered"));
       // Later calls reject without being sent.
       const later = await ears.call("read").catch((e: unknown) => e);
       expect(later).toMatchObject({ kind: "unknown-reply", mayHaveExecuted: false });
@@ -302,10 +303,7 @@ describe("Ears.call on the wire", () => {
     expect(rest[0]).toEqual(brokenLog("the host replied to request id 1, which is unknown or already answered"));
     expect(rest[1]).toMatchObject({ content: expect.stringMatching(/^TransportError: the session with the host broke while/) });
     expect(resultOf(rest)).toEqual(
-      Outcome.failure(
-        FailureCode.GuestFailed,
-        'the session with the host broke while "read" waited for its reply (the host replied to request id 1, which is unknown or already answered); the request may already have executed',
-      ),
+      Outcome.failure(FailureCode.GuestFailed, brokenRead("the host replied to request id 1, which is unknown or already answered")),
     );
   });
 
@@ -317,10 +315,7 @@ describe("Ears.call on the wire", () => {
     const rest = await guest.rest();
     expect(rest[0]).toEqual(brokenLog('the host sent a "invoke" frame during the run; only replies are expected'));
     expect(resultOf(rest)).toEqual(
-      Outcome.failure(
-        FailureCode.GuestFailed,
-        'the session with the host broke while "read" waited for its reply (the host sent a "invoke" frame during the run; only replies are expected); the request may already have executed',
-      ),
+      Outcome.failure(FailureCode.GuestFailed, brokenRead('the host sent a "invoke" frame during the run; only replies are expected')),
     );
   });
 
@@ -335,10 +330,7 @@ describe("Ears.call on the wire", () => {
       brokenLog(reason),
       {
         type: "result",
-        outcome: Outcome.success(
-          "",
-          `malformed: the session with the host broke while "read" waited for its reply (${reason}); the request may already have executed`,
-        ),
+        outcome: Outcome.success("", `malformed: ${brokenRead(reason)}`),
       },
     ]);
   });
@@ -440,9 +432,7 @@ describe("end of stream and write failures", () => {
     expect(await report).toMatchObject({ status: "broken", error: { kind: "write-failed" }, outcome: { status: "success" } });
     expect(seen).toBeInstanceOf(TransportError);
     expect(seen).toMatchObject({ kind: "write-failed", mayHaveExecuted: true });
-    expect((seen as Error).message).toBe(
-      'the session with the host broke while "read" waited for its reply (writing to the host failed: write EPIPE); the request may already have executed',
-    );
+    expect((seen as Error).message).toBe(brokenRead("writing to the host failed: write EPIPE"));
     expect(logged).toBeUndefined();
     // Only the request and the result were attempted: a write failure is not reported as an error log
     // (the host is not reading), and the program's log was skipped.

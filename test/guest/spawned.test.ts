@@ -72,7 +72,9 @@ describe("spawned guests", () => {
     expect(guest.stderr).toBe("");
   });
 
-  it("stdout stays pure: console.* and process.stdout.write, before serve and during the run, arrive as log frames with levels", async () => {
+  const stdoutStaysPure =
+    "stdout stays pure: console.* and process.stdout.write, before serve and during the run, arrive as log frames with levels";
+  it(stdoutStaysPure, async () => {
     const guest = new SpawnedGuest("pollutes-stdout.mjs");
     expect(await guest.nextFrame()).toMatchObject({ type: "hello", protocol: 1 });
     guest.send(invoke([]));

@@ -225,7 +225,8 @@ describe("request ids: unique in the run, checked without keeping every id", () 
     expect(report.failure).toEqual({
       code: HostFailureCode.ProtocolViolation,
       message:
-        "the guest's request ids are too scattered to check that they are unique: 3 ids above 1, the lowest id not yet used (limits.maxScatteredIds); count ids up from 1",
+        "the guest's request ids are too scattered to check that they are unique: " +
+        "3 ids above 1, the lowest id not yet used (limits.maxScatteredIds); count ids up from 1",
     });
     expect(received.slice(1).map((frame) => frame.id)).toEqual([2, 4, 6]);
   });

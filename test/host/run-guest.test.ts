@@ -177,7 +177,8 @@ describe("runGuest with a guest that crashes", () => {
     expect(report.failure).toEqual({
       code: HostFailureCode.NoResult,
       message:
-        'the guest\'s output ended before it sent a result; the guest exited with exit code 0; its stderr ends with: "fatal: giving up mid-run"',
+        "the guest's output ended before it sent a result; the guest exited with exit code 0; " +
+        'its stderr ends with: "fatal: giving up mid-run"',
     });
     expect(report.exit).toEqual({ code: 0, signal: null });
     expect(report.calls).toHaveLength(1);
@@ -422,7 +423,8 @@ describe("runGuest refuses what it cannot host", () => {
     const report = await runFixture("no-hello.mjs", ["exit"]);
     expect(report.failure?.code).toBe(HostFailureCode.NoHello);
     expect(report.failure?.message).toBe(
-      'the guest\'s output ended before it said hello; the guest exited with exit code 0; its stderr ends with: "this program is not an ears guest"',
+      "the guest's output ended before it said hello; the guest exited with exit code 0; " +
+        'its stderr ends with: "this program is not an ears guest"',
     );
     expect(report.exit).toEqual({ code: 0, signal: null });
     expectGone(report);

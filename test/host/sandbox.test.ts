@@ -250,9 +250,12 @@ describe.runIf(process.platform === "linux")("runGuest's sandbox options", () =>
 /** Runs a runGuest call in a child Node whose PATH has node but no bwrap, and returns its reports. */
 function withoutBubblewrap(): Promise<{ required: RunReport; auto: RunReport; off: RunReport }> {
   const bin = mkdtempSync(join(tmpdir(), "ears-no-bwrap-"));
+  // Paths as JavaScript string literals for the script.
+  const echoGuest = JSON.stringify(`${root}fixtures/guests/echo.mjs`);
+  const cwd = JSON.stringify(root);
   const script = `
     import { runGuest } from ${JSON.stringify(`${root}dist/host/index.js`)};
-    const run = (sandbox) => runGuest({ command: "node", args: [${JSON.stringify(`${root}fixtures/guests/echo.mjs`)}], cwd: ${JSON.stringify(root)}, sandbox, capabilities: { read: () => "x" } });
+    const run = (sandbox) => runGuest({ command: "node", args: [${echoGuest}], cwd: ${cwd}, sandbox, capabilities: { read: () => "x" } });
     const [required, auto, off] = [await run(true), await run("auto"), await run(false)];
     process.stdout.write(JSON.stringify({ required, auto, off }));
   `;

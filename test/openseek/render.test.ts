@@ -69,7 +69,8 @@ describe("renderPage", () => {
         ],
       }),
     ).toBe(
-      'Instructions from MCP server "github":\nBe careful.\n\nHEADING\n\nENTRY 1\n\nENTRY 2\n\nUnavailable MCP servers:\n- slack: down\n- jira: auth\nexpired',
+      'Instructions from MCP server "github":\nBe careful.\n\nHEADING\n\nENTRY 1\n\nENTRY 2\n\n' +
+        "Unavailable MCP servers:\n- slack: down\n- jira: auth\nexpired",
     );
     expect(renderPage({ heading: "HEADING", entries: [], unavailable: [] })).toBe("HEADING");
   });

@@ -209,7 +209,8 @@ describe("mcp.search: pages", () => {
     expect(first.instructions).toBe("Use owner/name for repositories.");
     expect(
       first.text.startsWith(
-        'Instructions from MCP server "github":\nUse owner/name for repositories.\n\nMCP tools 1-2 of 3 on MCP server "github". Next page: offset 2.',
+        'Instructions from MCP server "github":\nUse owner/name for repositories.\n\n' +
+          'MCP tools 1-2 of 3 on MCP server "github". Next page: offset 2.',
       ),
     ).toBe(true);
     const second = await mcp.search({ server: "github", limit: 2, offset: 2 });

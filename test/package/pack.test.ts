@@ -47,7 +47,9 @@ describe("npm pack", () => {
       "@posoco/ears/schemas needs zod, an optional peer dependency that is not installed: npm install zod",
     );
     for (const entry of ["@posoco/ears", "@posoco/ears/host", "@posoco/ears/openseek"]) expect(output(entry), entry).toBe("imported");
-    const runCode = `import { runCode } from "@posoco/ears/host"; try { runCode({ code: "return 1;" }); } catch (error) { console.log(error.message); }`;
+    const runCode =
+      `import { runCode } from "@posoco/ears/host"; ` +
+      `try { runCode({ code: "return 1;" }); } catch (error) { console.log(error.message); }`;
     expect(run(process.execPath, ["--input-type=module", "-e", runCode], folder).trim()).toBe(
       "runCode needs amaro, an optional peer dependency that is not installed: npm install amaro",
     );
@@ -78,7 +80,10 @@ describe("npm pack", () => {
     });
   });
 
-  it("type-checks the contract sample, the documentation examples no test runs and the package's declarations in strict nodenext, with TypeScript 7 and 5.9", () => {
+  const typeChecksInStrictNodenext =
+    "type-checks the contract sample, the documentation examples no test runs and the package's declarations " +
+    "in strict nodenext, with TypeScript 7 and 5.9";
+  it(typeChecksInStrictNodenext, { timeout: 120_000 }, () => {
     // TypeScript 5.9.3 is installed here rather than as a dev dependency alias: the alias's bin `tsc`
     // collides with TypeScript 7's in the project's node_modules/.bin.
     run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--save-dev", "typescript@5.9.3"], folder);
@@ -116,7 +121,7 @@ describe("npm pack", () => {
       // checked with skipLibCheck off (apart from vitest's, which the examples above need and which are slow).
       expect(typeCheckBlocks(join(folder, "check"), tsc, [], { "entries.ts": entries }, { skipLibCheck: false }), version).toEqual([]);
     }
-  }, 120_000);
+  });
 
   it("runs a guest under the packaged ears CLI", () => {
     writeFileSync(

@@ -141,10 +141,9 @@ describe("validateFrame (src/frames.ts) and the zod frame schema", () => {
         const hand = validateFrame(value);
         const zod = frameSchema.safeParse(value);
         const handAccepts = typeof hand !== "string";
-        expect(
-          handAccepts,
-          `validateFrame says ${handAccepts ? "yes" : hand}, zod says ${zod.success ? "yes" : zod.error.message} for ${describeValue(value)}`,
-        ).toBe(zod.success);
+        const handSays = handAccepts ? "yes" : hand;
+        const zodSays = zod.success ? "yes" : zod.error.message;
+        expect(handAccepts, `validateFrame says ${handSays}, zod says ${zodSays} for ${describeValue(value)}`).toBe(zod.success);
         if (handAccepts && zod.success) {
           // isDeepStrictEqual tells -0 from 0, absent from undefined-valued keys, and compares prototypes.
           expect(isDeepStrictEqual(hand, zod.data), `parsed differently: ${describeValue(hand)} vs ${describeValue(zod.data)}`).toBe(true);

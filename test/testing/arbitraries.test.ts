@@ -58,7 +58,9 @@ describe("arbitraries", () => {
     for (const f of fc.sample(arb.hostFrame(), 200)) expect(["invoke", "reply"]).toContain(f.type);
   });
 
-  it("outcome makes outcomes a program may return (recognised by the helpers' brand) with structured sometimes null, sometimes absent", () => {
+  const outcomesAProgramMayReturn =
+    "outcome makes outcomes a program may return (recognised by the helpers' brand) with structured sometimes null, sometimes absent";
+  it(outcomesAProgramMayReturn, () => {
     const outcomes = fc.sample(arb.outcome(), 500);
     expect(outcomes.some((o) => o.structured === null)).toBe(true);
     expect(outcomes.some((o) => !("structured" in o))).toBe(true);

@@ -126,7 +126,8 @@ describe("replay", () => {
     expect(replayed.ok).toBe(false);
     expect(replayed.stopped).toBe(false);
     expect(replayed.divergence).toBe(
-      'request #2: expected read {"path":"b"} but the guest made only 1 of the 3 recorded requests and then returned success {"content":"","structured":"text of a"}',
+      'request #2: expected read {"path":"b"} but the guest made only 1 of the 3 recorded requests ' +
+        'and then returned success {"content":"","structured":"text of a"}',
     );
   });
 
@@ -134,7 +135,8 @@ describe("replay", () => {
     const transcript = await record(reader(["a"]));
     const replayed = await replay(transcript, { run: reader(["a"], "new") });
     expect(replayed.divergence).toBe(
-      'result: expected success {"content":"","structured":["text of a"]} but the guest returned success {"content":"","structured":{"texts":["text of a"],"extra":"new"}}',
+      'result: expected success {"content":"","structured":["text of a"]} ' +
+        'but the guest returned success {"content":"","structured":{"texts":["text of a"],"extra":"new"}}',
     );
     const failing = await replay(transcript, {
       run: async (ears) => {
@@ -143,18 +145,21 @@ describe("replay", () => {
       },
     });
     expect(failing.divergence).toBe(
-      'result: expected success {"content":"","structured":["text of a"]} but the guest returned failure GuestFailed {"content":"late bug"}',
+      'result: expected success {"content":"","structured":["text of a"]} ' +
+        'but the guest returned failure GuestFailed {"content":"late bug"}',
     );
   });
 
   it("stops when the recording has no reply for a request (the recorded session ended first)", async () => {
     const full = await record(reader(["a", "b"]));
-    const cut = full.slice(0, full.findIndex((e) => "frame" in e && (e.frame as { type: string }).type === "reply") + 2); // hello, invoke, request 1, reply 1, request 2
+    // hello, invoke, request 1, reply 1, request 2
+    const cut = full.slice(0, full.findIndex((e) => "frame" in e && (e.frame as { type: string }).type === "reply") + 2);
     const replayed = await replay(cut, { run: reader(["a", "b"]) });
     expect(replayed.ok).toBe(false);
     expect(replayed.stopped).toBe(true);
     expect(replayed.divergence).toBe(
-      'request #2 read {"path":"b"} has no reply in the recording (the recorded session ended before it was answered); the replay stops here',
+      'request #2 read {"path":"b"} has no reply in the recording ' +
+        "(the recorded session ended before it was answered); the replay stops here",
     );
   });
 

@@ -77,7 +77,10 @@ const sizedLine = (min: number, max: number) =>
     return `${start}${"a".repeat(Math.max(0, bytes - Buffer.byteLength(start) - end.length))}${end}`;
   });
 
-/** Streams of lines (short ones, ones at or just under the cap, now and then one just over), maybe a BOM first, maybe a tail without newline. */
+/**
+ * Streams of lines (short ones, ones at or just under the cap, now and then one just over), maybe a BOM first,
+ * maybe a tail without newline.
+ */
 const stream = fc
   .record({
     bom: fc.boolean(),

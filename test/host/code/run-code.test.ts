@@ -25,7 +25,9 @@ const capabilities = tools.implement({ read: ({ path }) => `contents of ${path}`
 describe("runCode", () => {
   it("runs the issue's TypeScript body: calls a typed capability and returns a value", async () => {
     const report = await runCode({
-      code: 'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\nreturn (r.structured as { sum: number }).sum * 2;',
+      code:
+        'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\n' +
+        "return (r.structured as { sum: number }).sum * 2;",
       capabilities,
     });
     expect(report.failure).toBeUndefined();
@@ -37,7 +39,9 @@ describe("runCode", () => {
   it("runs a JavaScript body that logs (ears.log and console) and sees its input", async () => {
     const logs: LogEntry[] = [];
     const report = await runCode({
-      code: 'await ears.log("from ears", "warn");\nconsole.log("from console", input.n);\nconst text = await ears.call("read", { path: input.path });\nreturn { text: text.content };',
+      code:
+        'await ears.log("from ears", "warn");\nconsole.log("from console", input.n);\n' +
+        'const text = await ears.call("read", { path: input.path });\nreturn { text: text.content };',
       input: { n: 7, path: "a.txt" },
       capabilities,
       onLog: (log) => logs.push(log),
@@ -107,7 +111,9 @@ describe("runCode", () => {
     expect(first.failure?.message).toBe("the code was not run: code.ts:1:10: Expected ';', got 'numeric literal'");
   });
 
-  it("counts a syntax error's column in UTF-16 units, as the stack and editors do, whatever the script before it (fast-check)", async () => {
+  const columnsInUtf16Units =
+    "counts a syntax error's column in UTF-16 units, as the stack and editors do, whatever the script before it (fast-check)";
+  it(columnsInUtf16Units, async () => {
     const piece = fc.constantFrom("a", " ", "é", "中", "😀", "e\u0301", "\u200b", "🇫🇷", "ß", "\t", "ab", "ｱ");
     await fc.assert(
       fc.asyncProperty(fc.array(piece, { maxLength: 6 }), fc.nat(2), fc.boolean(), async (pieces, lineIndex, typed) => {
@@ -183,7 +189,10 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
 
     it("sees its compiled body read-only and the temporary directory is gone after the run", async () => {
       const report = await runCode({
-        code: 'const fs = process.getBuiltinModule("node:fs");\nconst file = process.argv[2]!;\ntry { fs.writeFileSync(file, "changed"); return "wrote"; } catch (e) { return { file, error: (e as NodeJS.ErrnoException).code }; }',
+        code:
+          'const fs = process.getBuiltinModule("node:fs");\nconst file = process.argv[2]!;\n' +
+          'try { fs.writeFileSync(file, "changed"); return "wrote"; } ' +
+          "catch (e) { return { file, error: (e as NodeJS.ErrnoException).code }; }",
       });
       const { file, error } = report.outcome?.structured as { file: string; error: string };
       expect(error).toBe("EROFS");

@@ -7,7 +7,8 @@
 // with their generator, the wire vectors hold lines as written, and Markdown is prose wrapped by hand whose code
 // blocks are run and type-checked by tests. `npm run lint -- --fix` formats and applies ESLint's fixes instead.
 import { spawnSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -23,11 +24,16 @@ function run(command, args, cwd = root) {
   return status ?? 1;
 }
 
-const installed = `${tools}node_modules/.package-lock.json`;
-if (!existsSync(installed) || statSync(installed).mtimeMs < statSync(`${tools}package-lock.json`).mtimeMs) {
+// Installed when the lock file differs from the one the tools were installed from (a content hash in
+// node_modules, not file dates: a fresh clone or worktree has new dates and the same lock).
+const lock = readFileSync(`${tools}package-lock.json`);
+const stamp = `${tools}node_modules/.installed-from-lock`;
+const wanted = createHash("sha256").update(lock).digest("hex");
+if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== wanted) {
   console.error("lint: installing the lint tools (tools/lint) from their lock file");
   const status = run("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], tools);
   if (status !== 0) process.exit(status);
+  writeFileSync(stamp, wanted);
 }
 
 const bin = `${tools}node_modules/.bin/`;

@@ -93,14 +93,14 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
   try {
     await helloSent;
   } catch (error) {
-    return end({ status: "broken", error: asTransport(error, "could not write hello") });
+    return end({ status: "broken", error: asTransport(error, "could not write hello", "write-failed") });
   }
 
   let invokeLine: string | undefined;
   try {
     invokeLine = await wire.receive();
   } catch (error) {
-    return end({ status: "broken", error: asTransport(error, "could not read the invoke frame") });
+    return end({ status: "broken", error: asTransport(error, "could not read the invoke frame", "closed") });
   }
   if (invokeLine === undefined) {
     return end({
@@ -177,7 +177,7 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
   try {
     await wire.send(encodeFrame({ type: "result", outcome: outcomeWire(outcome) }));
   } catch (error) {
-    return end({ status: "broken", outcome, error: asTransport(error, "could not write the result") });
+    return end({ status: "broken", outcome, error: asTransport(error, "could not write the result", "write-failed") });
   }
   await closeWire(wire, undefined);
   return { status: "completed", outcome };
@@ -199,7 +199,11 @@ async function closeWire(wire: Wire, failure: Error | undefined): Promise<void> 
   }
 }
 
-function asTransport(error: unknown, doing: string): TransportError {
+/**
+ * A wire's failure as the session reports it: a TransportError keeps its kind; any other error gets
+ * `kind`, what failing at `doing` means ("closed" for a read that failed, as Ears reports one mid-run).
+ */
+function asTransport(error: unknown, doing: string, kind: "closed" | "write-failed"): TransportError {
   if (error instanceof TransportError) return new TransportError(`${doing}: ${error.message}`, { kind: error.kind, cause: error });
-  return new TransportError(`${doing}: ${describeError(error)}`, { kind: "write-failed", cause: error });
+  return new TransportError(`${doing}: ${describeError(error)}`, { kind, cause: error });
 }

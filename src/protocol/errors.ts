@@ -3,7 +3,7 @@
  * and a request that was already written may have executed on the host. Never retry blindly.
  */
 export type TransportErrorKind =
-  /** The host closed its end (EOF) before the reply arrived, or before the request could be sent. */
+  /** The host closed its end (EOF), or reading from it failed, before the reply arrived or the request could be sent. */
   | "closed"
   /** A frame from the host was not JSON, not UTF-8, or did not match protocol 1. */
   | "malformed"

@@ -7,7 +7,6 @@ import { Ears } from "../../src/guest/ears.js";
 import { TransportError } from "../../src/protocol/errors.js";
 import { decodeFrame, encodeFrame } from "../../src/protocol/frames.js";
 import { FailureCode, Outcome } from "../../src/protocol/outcome.js";
-import { createLinkedPair } from "../../src/wires/memory.js";
 import { streamWire } from "../../src/wires/stdio.js";
 import type { Wire } from "../../src/wires/wire.js";
 import { failOnUnhandledRejections } from "../helpers/host.js";

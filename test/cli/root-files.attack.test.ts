@@ -151,10 +151,14 @@ describe("hostile guests against the built-in read and list", () => {
     );
     expect(run).toMatchObject({ code: 0, hung: false });
     const result = JSON.parse(run.stdout) as { counts: Record<string, number>; longest: number; reads: number };
-    // The attack ran: both states were seen, the short file read whole and the long one refused.
-    expect(result.reads).toBeGreaterThan(100);
-    expect(result.counts.success).toBeGreaterThan(0);
-    expect(result.counts.FileTooLarge).toBeGreaterThan(0);
+    // The attack ran: both states were seen. The empty file is seen by a read that succeeds (it read the
+    // file while empty) or by one refused as "grew" (its size check saw it empty, its read found it long);
+    // which of the two a run hits is timing, so either counts (a success alone made the test flaky: one
+    // clean CI run in several saw only "grew" and FileTooLarge).
+    const seen = JSON.stringify(result);
+    expect(result.reads, seen).toBeGreaterThan(100);
+    expect((result.counts.success ?? 0) + (result.counts["FileTooLarge grew"] ?? 0), seen).toBeGreaterThan(0);
+    expect(result.counts.FileTooLarge, seen).toBeGreaterThan(0);
     // "FileTooLarge grew": the size check saw the file empty and the read found it long (the window hit;
     // it is narrow, so not every run sees it). A content read whole and then cut by the next emptying can
     // be a success of up to 16 MiB of NUL bytes, whose JSON reply may pass the host's reply cap.

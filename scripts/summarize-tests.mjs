@@ -24,8 +24,9 @@ for (const file of files) {
     continue;
   }
   passed += report.numPassedTests ?? 0;
-  // A suite that fails to load counts as a failure even though it ran no test.
-  failed += (report.numFailedTests ?? 0) + (report.numFailedTestSuites ?? 0) - failedSuitesWithFailedTests(report);
+  // A test file that fails to load counts as a failure even though it ran no test. (vitest's
+  // numFailedTestSuites also counts each describe block around a failed test, so files are counted here.)
+  failed += (report.numFailedTests ?? 0) + filesFailedWithoutFailedTests(report);
   skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 }
 for (const check of checks) {
@@ -39,6 +40,7 @@ for (const check of checks) {
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(failed > 0 || passed === 0 ? 1 : 0);
 
-function failedSuitesWithFailedTests(r) {
-  return (r.testResults ?? []).filter((s) => s.status === "failed" && (s.assertionResults ?? []).some((t) => t.status === "failed")).length;
+function filesFailedWithoutFailedTests(r) {
+  return (r.testResults ?? []).filter((s) => s.status === "failed" && !(s.assertionResults ?? []).some((t) => t.status === "failed"))
+    .length;
 }

@@ -37,7 +37,7 @@ export function requestDivergence(recording: Recording, index: number, request: 
   }
   const difference = firstDifference(expected.arguments, request.arguments, "arguments");
   if (difference === undefined) return undefined;
-  return `request #${number}: ${contrast(showRequest(expected), sent(showRequest(request)), difference)}`;
+  return `request #${number}: ${contrast(showRequest(expected), "sent", showRequest(request), difference)}`;
 }
 
 /** The divergence of a matching request the recording has no reply for: the replay cannot answer it. */
@@ -68,7 +68,7 @@ export function endDivergence(recording: Recording, matched: number, report: Pic
   }
   if (expected !== undefined && actual !== undefined && !Outcome.equal(expected, actual)) {
     const difference = firstDifference(Outcome.toJson(expected), Outcome.toJson(actual));
-    return `result: ${contrast(showOutcome(expected), returned(showOutcome(actual)), difference)}`;
+    return `result: ${contrast(showOutcome(expected), "returned", showOutcome(actual), difference)}`;
   }
   return undefined;
 }
@@ -83,10 +83,9 @@ function firstDifference(expected: Json | undefined, actual: Json | undefined, p
 }
 
 /** Both versions, plus where they differ when a version had to be cut short to stay readable. */
-function contrast(expected: Shown, actual: Shown, difference: string | undefined): string {
-  const cut = expected.cut || actual.cut;
-  const where = cut && difference !== undefined ? `; first difference at ${difference}` : "";
-  return `expected ${expected.text} but the guest ${actual.text}${where}`;
+function contrast(expected: Shown, did: "sent" | "returned", actual: Shown, difference: string | undefined): string {
+  const where = (expected.cut || actual.cut) && difference !== undefined ? `; first difference at ${difference}` : "";
+  return `expected ${expected.text} but the guest ${did} ${actual.text}${where}`;
 }
 
 /** Text for a message, and whether it was cut short (then the message also says where the values differ). */
@@ -99,9 +98,6 @@ function shown(prefix: string, value: unknown): Shown {
   const json = JSON.stringify(value);
   return { text: `${prefix} ${excerpt(json, MAX_SHOWN_CHARS)}`, cut: json.length > MAX_SHOWN_CHARS };
 }
-
-const sent = ({ text, cut }: Shown): Shown => ({ text: `sent ${text}`, cut });
-const returned = ({ text, cut }: Shown): Shown => ({ text: `returned ${text}`, cut });
 
 function showRequest(request: RequestFrame): Shown {
   return shown(request.name, request.arguments);

@@ -15,6 +15,7 @@ import { planSandbox, sandboxRequest, spawnConfined, type SandboxReport } from "
 import { notStartedReport, runReport } from "./report.js";
 import type { GuestCommand, HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
+import { guestHoldsOutput, OUTPUT_WATCH_MS } from "./sandbox/output-watch.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -116,7 +117,9 @@ export function launchGuest(
       return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
     }
     const group = new ProcessGroup(child, confined, scratch);
-    return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(
+    const guestProcess = new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr);
+    if (confined) guestProcess.watchOutput();
+    return guestProcess.run(
       async (guest) => {
         const spawnError = await guest.started;
         if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
@@ -153,6 +156,7 @@ class GuestProcess {
   private forced: "SIGTERM" | "SIGKILL" | undefined;
   private spawnFailed = false;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  private readonly intervals = new Set<ReturnType<typeof setInterval>>();
   private wakeOnExit: (() => void) | undefined;
   /** Holds back the bytes of a character split across stderr chunks until the rest arrives. */
   private readonly stderrDecoder: StringDecoder | undefined;
@@ -246,6 +250,28 @@ class GuestProcess {
     if (text !== "") this.callbacks.run("onStderr", () => this.onStderr?.(text));
   }
 
+  /**
+   * Confined: ends the output when no process of the guest's holds it any more (see output-watch.ts),
+   * so a guest that closed stdout and lives on ends as it would unconfined. Twice in a row, with nothing
+   * left unread in the stream, so no frame the guest wrote before closing is lost.
+   */
+  watchOutput(): void {
+    const { stdout } = this.child;
+    let closedOnce = false;
+    const timer = setInterval(() => {
+      if (this.exit !== undefined || stdout.destroyed) return clearInterval(timer);
+      const drained = stdout.readableLength === 0 && !stdout.isPaused() && stdout.listenerCount("data") > 0;
+      const closed = drained && this.child.pid !== undefined && guestHoldsOutput(this.child.pid) === false;
+      if (closed && closedOnce) {
+        clearInterval(timer);
+        stdout.destroy();
+      }
+      closedOnce = closed;
+    }, OUTPUT_WATCH_MS);
+    timer.unref();
+    this.intervals.add(timer);
+  }
+
   /** Starts the shutdown sequence once; a later call returns the same sequence. */
   stop(why: "result" | "failure" | "end"): void {
     this.stopping ??= this.shutdown(why);
@@ -306,6 +332,7 @@ class GuestProcess {
   }
 
   private clearTimers(): void {
+    for (const interval of this.intervals) clearInterval(interval);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
   }

@@ -16,6 +16,7 @@ import { isContract, type Contract, type StandardSchemaV1 } from "../../contract
 import { describeError } from "../../protocol/errors.js";
 import { MissingPeerError } from "./compile.js";
 import { CODE_FILENAME } from "./wrapper.js";
+import { ProcessGroup } from "../process-group.js";
 
 /** Wraps the body for tsc on its own first line, so tsc's positions are the body's (line 1 less the prefix). */
 const CHECK_PREFIX = "async function __earsBody() {";
@@ -83,6 +84,9 @@ export async function typecheckBody(body: string, declarations: string, signal: 
           lib: ["ES2023", "DOM"],
           types: [],
           skipLibCheck: true,
+          // Resolve nothing a body names (a type-level import("/abs/path"), a reference path): the check sees
+          // only the body, the declarations and the standard library, never a host file.
+          noResolve: true,
         },
         files: ["ears.d.ts", CODE_FILENAME],
       }),
@@ -125,6 +129,8 @@ function runTsc(tsc: string, dir: string, signal: AbortSignal | undefined): Prom
       detached: process.platform !== "win32",
       windowsHide: true,
     });
+    // The watchdog ends tsc and removes its directory (the model's code) should the host die first.
+    const group = new ProcessGroup(child, false, dir);
     let output = "";
     const collect = (chunk: Buffer) => {
       if (output.length < MAX_OUTPUT_CHARS) output += chunk.toString("utf8");
@@ -145,6 +151,7 @@ function runTsc(tsc: string, dir: string, signal: AbortSignal | undefined): Prom
     signal?.addEventListener("abort", onAbort, { once: true });
     const done = (code: number, extra: string) => {
       clearTimeout(timer);
+      group.release();
       signal?.removeEventListener("abort", onAbort);
       resolve({ code, output: stopped === undefined ? `${output}${extra}` : `${output}${stopped}` });
     };

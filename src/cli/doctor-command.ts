@@ -20,8 +20,9 @@ export function doctorText(confined: boolean, checks: readonly Check[]): string 
     ...(check.fix === undefined || check.ok ? [] : [`    ${"".padEnd(width)}  fix: ${check.fix}`]),
   ]);
   const verdict = confined
-    ? "Runs here are confined (sandbox: \"auto\" and true start guests under bubblewrap)."
-    : "Runs here are NOT confined: sandbox: true fails with SandboxUnavailable; \"auto\" runs unconfined only where bubblewrap is not installed.";
+    ? 'Runs here are confined (sandbox: "auto" and true start guests under bubblewrap).'
+    : "Runs here are NOT confined: sandbox: true fails with SandboxUnavailable; " +
+      '"auto" runs unconfined only where bubblewrap is not installed.';
   return `${lines.join("\n")}\n\n${verdict}\n`;
 }
 

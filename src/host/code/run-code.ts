@@ -60,7 +60,8 @@ function runner(): string {
  * submitted code) and no process is started. The body runs sandboxed by the same default as runGuest
  * ("auto"); the sandbox shows it only this package's runner, the compiled body (read-only) and its
  * working directory: a private, empty, writable directory removed when the run ends, unless `cwd` names
- * one (then shown read-only, its secrets masked, as runGuest shows a working directory). Invalid options throw synchronously, as runGuest's do, and so does
+ * one (then shown read-only, its secrets masked, as runGuest shows a working directory). Invalid options
+ * throw synchronously, as runGuest's do, and so does
  * a missing `amaro` package (an optional peer dependency: `npm install amaro`).
  *
  * @example
@@ -123,10 +124,11 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
     }
     // The runner needs this package's dist/ and the body; nothing else is looked for (discover: false).
     const own = rest.cwd === undefined;
-    return launchGuest(
-      { ...rest, cwd: own ? work : rest.cwd, command: process.execPath, args: [script, file] },
-      "runCode",
-      { readable: [dirname(dirname(script)), file], writable: own ? [work] : [], scratch: dir, discover: false },
-    ).finally(cleanup);
+    return launchGuest({ ...rest, cwd: own ? work : rest.cwd, command: process.execPath, args: [script, file] }, "runCode", {
+      readable: [dirname(dirname(script)), file],
+      writable: own ? [work] : [],
+      scratch: dir,
+      discover: false,
+    }).finally(cleanup);
   });
 }

@@ -75,7 +75,11 @@ export interface BubblewrapWiring {
 }
 
 /** The bwrap arguments that run `policy` (after `bwrap` itself), and what the report says about it. */
-export function bubblewrapArgs(policy: SandboxPolicy, layout: SystemLayout, wiring: BubblewrapWiring = {}): { args: string[]; report: SandboxReport } {
+export function bubblewrapArgs(
+  policy: SandboxPolicy,
+  layout: SystemLayout,
+  wiring: BubblewrapWiring = {},
+): { args: string[]; report: SandboxReport } {
   const spell = (path: string) => (path === wiring.hostExecutable ? spellApart(path) : path);
   const args: string[] = ["--unshare-all"];
   if (policy.network) args.push("--share-net");

@@ -106,7 +106,10 @@ export async function diagnoseSandbox(machine: MachineView = thisMachine()): Pro
           name: "seccomp",
           ok: false,
           detail: arch === undefined ? `no filter for ${machine.arch} (only x64 and arm64)` : "the kernel has no seccomp",
-          fix: arch === undefined ? "runs are confined without the filter; use an x64 or arm64 machine for it" : "use a kernel built with CONFIG_SECCOMP_FILTER",
+          fix:
+            arch === undefined
+              ? "runs are confined without the filter; use an x64 or arm64 machine for it"
+              : "use a kernel built with CONFIG_SECCOMP_FILTER",
         },
   );
   checks.push(
@@ -137,7 +140,9 @@ function userNamespaces(machine: MachineView): Check {
       name: "user namespaces",
       ok: false,
       detail: "AppArmor restricts unprivileged user namespaces (Ubuntu 24.04 and later)",
-      fix: "give bwrap an AppArmor profile that allows userns (e.g. /etc/apparmor.d/bwrap), or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+      fix:
+        "give bwrap an AppArmor profile that allows userns (e.g. /etc/apparmor.d/bwrap), " +
+        "or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
     };
   }
   return { name: "user namespaces", ok: true, detail: `allowed (max ${max ?? "unknown"})` };

@@ -52,7 +52,13 @@ export type ConfinedPlan = Extract<SandboxPlan, { kind: "confined" }>;
  */
 export function spawnConfined(plan: ConfinedPlan, options: { cwd: string; detached: boolean }): ChildProcessWithoutNullStreams {
   const stdio: "pipe"[] = plan.seccomp === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe"];
-  const child = spawn(plan.command, plan.args, { ...options, stdio, env: {}, shell: false, windowsHide: true }) as ChildProcessWithoutNullStreams;
+  const child = spawn(plan.command, plan.args, {
+    ...options,
+    stdio,
+    env: {},
+    shell: false,
+    windowsHide: true,
+  }) as ChildProcessWithoutNullStreams;
   const pipe = child.stdio[SECCOMP_FD] as Writable | null | undefined;
   if (plan.seccomp !== undefined && pipe !== null && pipe !== undefined) {
     pipe.on("error", () => {}); // bwrap that died first is reported by its exit
@@ -68,7 +74,8 @@ export function sandboxRequest(setting: unknown, caller: string): SandboxRequest
   if (setting === false) return { mode: "off", options: {} };
   if (typeof setting !== "object" || setting === null || Array.isArray(setting)) {
     throw new TypeError(
-      `${caller}: options.sandbox must be "auto", true, false or an options object { readable, writable, network, env, showSecrets, allowBroadPaths }`,
+      `${caller}: options.sandbox must be "auto", true, false or an options object ` +
+        "{ readable, writable, network, env, showSecrets, allowBroadPaths }",
     );
   }
   checkSandboxOptions(setting as SandboxOptions, caller);
@@ -135,7 +142,8 @@ export function hostPlaces(env: NodeJS.ProcessEnv = process.env): HostPlaces {
 export async function planSandbox(request: SandboxRequest, launch: Launch, wiring: { tmpBytes?: number } = {}): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
   const missing = sandboxMissing();
-  if (missing !== undefined) return request.mode === "auto" ? { kind: "unconfined", fallback: missing } : { kind: "unavailable", reason: missing };
+  if (missing !== undefined)
+    return request.mode === "auto" ? { kind: "unconfined", fallback: missing } : { kind: "unavailable", reason: missing };
   const bwrap = findBwrap(nodeFileSystem)!;
   const problem = await sandboxStartProblem(bwrap);
   if (problem !== undefined) return { kind: "unavailable", reason: problem };

@@ -2,7 +2,6 @@
  * The public types of the guest sandbox: what a host asks for (`runGuest({ sandbox })`) and what the
  * report says confined the run. The mechanisms (one module each) are behind `index.ts`.
  */
-import type { SandboxPolicy } from "./policy.js";
 
 /** What may reach the guest besides its own working files. Giving this object means "sandbox required". */
 export interface SandboxOptions {
@@ -56,4 +55,3 @@ export interface SandboxReport {
   /** Names of the environment variables the guest received. */
   env: string[];
 }
-

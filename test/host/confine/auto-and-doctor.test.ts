@@ -21,14 +21,18 @@ const realBwrap = (() => {
   }
 })();
 
-describe.runIf(process.platform === "linux" && realBwrap !== undefined)("sandbox \"auto\" and a bubblewrap that starts slowly once", () => {
+describe.runIf(process.platform === "linux" && realBwrap !== undefined)('sandbox "auto" and a bubblewrap that starts slowly once', () => {
   it("fails that run with SandboxUnavailable, never runs it unconfined, and confines the next run of the same host", async () => {
     const bin = mkdtempSync(join(tmpdir(), "ears-fake-bwrap-"));
     try {
       const marker = join(bin, "started-once");
       writeFileSync(
         join(bin, "bwrap"),
-        `#!/bin/sh\nif [ ! -e ${JSON.stringify(marker)} ]; then : > ${JSON.stringify(marker)}; sleep 7; fi\nexec ${JSON.stringify(realBwrap)} "$@"\n`,
+        [
+          "#!/bin/sh",
+          `if [ ! -e ${JSON.stringify(marker)} ]; then : > ${JSON.stringify(marker)}; sleep 7; fi`,
+          `exec ${JSON.stringify(realBwrap)} "$@"`,
+        ].join("\n"),
       );
       chmodSync(join(bin, "bwrap"), 0o755);
       const host = spawn(process.execPath, [`${root}fixtures/hostile/auto-host.mjs`], {
@@ -39,7 +43,10 @@ describe.runIf(process.platform === "linux" && realBwrap !== undefined)("sandbox
       let out = "";
       host.stdout.setEncoding("utf8").on("data", (text: string) => (out += text));
       await new Promise((resolve) => host.on("close", resolve));
-      const runs = out.trim().split("\n").map((line) => JSON.parse(line) as { failure: string; sandbox: string; fallback: string | null });
+      const runs = out
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { failure: string; sandbox: string; fallback: string | null });
       expect(runs[0]).toEqual({ run: 1, failure: "SandboxUnavailable", sandbox: "none", fallback: null });
       expect(runs[1]).toEqual({ run: 2, failure: "ok", sandbox: "bubblewrap", fallback: null });
     } finally {
@@ -77,9 +84,24 @@ describe("ears doctor's findings", () => {
 
   const broken: [string, MachineView, RegExp][] = [
     ["bubblewrap missing", machine({ bwrap: undefined }), /apt-get install bubblewrap/],
-    ["no user namespaces at all", machine({ startProblem: failing("No permission") }, { "/proc/sys/user/max_user_namespaces": "0" }), /sysctl -w user\.max_user_namespaces=/],
-    ["Debian's unprivileged_userns_clone off", machine({ startProblem: failing("No permission") }, { "/proc/sys/kernel/unprivileged_userns_clone": "0" }), /kernel\.unprivileged_userns_clone=1/],
-    ["Ubuntu 24.04's AppArmor restriction", machine({ startProblem: failing("setting up uid map: Permission denied") }, { "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1" }), /AppArmor profile/],
+    [
+      "no user namespaces at all",
+      machine({ startProblem: failing("No permission") }, { "/proc/sys/user/max_user_namespaces": "0" }),
+      /sysctl -w user\.max_user_namespaces=/,
+    ],
+    [
+      "Debian's unprivileged_userns_clone off",
+      machine({ startProblem: failing("No permission") }, { "/proc/sys/kernel/unprivileged_userns_clone": "0" }),
+      /kernel\.unprivileged_userns_clone=1/,
+    ],
+    [
+      "Ubuntu 24.04's AppArmor restriction",
+      machine(
+        { startProblem: failing("setting up uid map: Permission denied") },
+        { "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1" },
+      ),
+      /AppArmor profile/,
+    ],
     ["another platform", machine({ platform: "darwin" }), /run guests on Linux/],
   ];
   it.each(broken)("%s: not confined, and the fix is printed (exit 1)", async (_name, view, fix) => {
@@ -112,6 +134,8 @@ describe("ears doctor's findings", () => {
     stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     expect(await doctorCommand()([], { stdout, stderr: new PassThrough(), cwd: root })).toBe(0);
     expect(out).toContain("Runs here are confined");
-    expect(await doctorCommand()(["extra"], { stdout, stderr: new PassThrough(), cwd: root }).catch((e: Error) => e.message)).toMatch(/takes no arguments/);
+    expect(await doctorCommand()(["extra"], { stdout, stderr: new PassThrough(), cwd: root }).catch((e: Error) => e.message)).toMatch(
+      /takes no arguments/,
+    );
   });
 });

@@ -4,7 +4,7 @@
  * unconfined succeeds where that shows the test can fail. docs/host.md "Threat model" names each test.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,8 +60,11 @@ describe.runIf(process.platform === "linux" && hasBwrap)("least privilege in the
     expect(confined.failure).toBeUndefined();
     expect(confined.outcome?.structured).toEqual([]);
     if (isRoot) {
-      const open = await body(`const fs = process.getBuiltinModule("node:fs");
-        try { fs.closeSync(fs.openSync("/proc/sys/kernel/core_pattern", "r+")); return "opened"; } catch (e) { return e.code; }`, { sandbox: false });
+      const open = await body(
+        `const fs = process.getBuiltinModule("node:fs");
+        try { fs.closeSync(fs.openSync("/proc/sys/kernel/core_pattern", "r+")); return "opened"; } catch (e) { return e.code; }`,
+        { sandbox: false },
+      );
       expect(open.outcome?.structured).toBe("opened");
     }
   });
@@ -106,7 +109,9 @@ describe.runIf(process.platform === "linux" && hasBwrap)("least privilege in the
   it("refuses a new user namespace and the kernel-facing calls (unshare -U, ptrace through strace-less means)", async () => {
     const confined = await body(`
       const cp = process.getBuiltinModule("node:child_process");
-      const run = (cmd, args) => { try { cp.execFileSync(cmd, args, { stdio: "pipe" }); return "ran"; } catch (e) { return String(e.stderr ?? e.code).trim(); } };
+      const run = (cmd, args) => {
+        try { cp.execFileSync(cmd, args, { stdio: "pipe" }); return "ran"; } catch (e) { return String(e.stderr ?? e.code).trim(); }
+      };
       return { unshare: run("unshare", ["-U", "true"]) };`);
     expect(confined.outcome?.structured).toEqual({ unshare: expect.stringContaining("Operation not permitted") });
   });
@@ -186,7 +191,11 @@ describe.runIf(process.platform === "linux" && hasBwrap)("least privilege in the
     writeFileSync(join(secretDir, "token.txt"), "t0ken");
     const report = await runGuest({
       command: process.execPath,
-      args: [`--input-type=module`, `--eval=import { readFileSync } from "node:fs"; try { readFileSync(process.argv[1]); process.exit(3); } catch { process.exit(4); }`, join(secretDir, "token.txt")],
+      args: [
+        `--input-type=module`,
+        `--eval=import { readFileSync } from "node:fs"; try { readFileSync(process.argv[1]); process.exit(3); } catch { process.exit(4); }`,
+        join(secretDir, "token.txt"),
+      ],
       cwd,
       sandbox: true,
     });
@@ -194,7 +203,13 @@ describe.runIf(process.platform === "linux" && hasBwrap)("least privilege in the
   });
 
   it("gives the launcher a clean environment: LD_DEBUG in sandbox.env reaches the guest, never bubblewrap", async () => {
-    const report = await runGuest({ command: process.execPath, args: [probe], cwd: base, input: { env: ["LD_DEBUG"] }, sandbox: { env: ["LD_DEBUG=libs"] } });
+    const report = await runGuest({
+      command: process.execPath,
+      args: [probe],
+      cwd: base,
+      input: { env: ["LD_DEBUG"] },
+      sandbox: { env: ["LD_DEBUG=libs"] },
+    });
     // The guest's own loader prints what it loads; bubblewrap's would name bubblewrap's libraries (libcap, libselinux).
     expect(report.stderr).toMatch(/find library=/);
     expect(report.stderr).not.toMatch(/libcap|libselinux/);
@@ -205,7 +220,8 @@ describe.runIf(process.platform === "linux" && hasBwrap)("least privilege in the
     const dir = mkdtempSync(join(base, "closer-"));
     writeFileSync(
       join(dir, "closer.mjs"),
-      'import { closeSync } from "node:fs"; process.stdout.write(JSON.stringify({ type: "hello", protocol: 1 }) + "\\n"); setTimeout(() => { closeSync(1); setInterval(() => {}, 1000); }, 50);',
+      'import { closeSync } from "node:fs"; process.stdout.write(JSON.stringify({ type: "hello", protocol: 1 }) + "\\n");\n' +
+        "setTimeout(() => { closeSync(1); setInterval(() => {}, 1000); }, 50);",
     );
     for (const sandbox of [true, false]) {
       const report = await runGuest({ command: process.execPath, args: [join(dir, "closer.mjs")], cwd: dir, sandbox, killGraceMs: 300 });
@@ -215,19 +231,27 @@ describe.runIf(process.platform === "linux" && hasBwrap)("least privilege in the
 });
 
 describe.runIf(process.platform === "linux")("type checks see what the body sees", () => {
-  it("resolves no host file a body names in a type-level import or a reference (same error for a file that exists and one that does not)", async () => {
+  it("resolves no host file a body names in a type-level import or a reference (one error for a file there or not)", async () => {
     const dir = realpathSync(mkdtempSync(join(tmpdir(), "ears-tc-secret-")));
     try {
       writeFileSync(join(dir, "secret.ts"), 'export const token = "sk-live-TYPE-SECRET" as const;\n');
       const exists = join(dir, "secret.ts");
       const missing = join(dir, "missing.ts");
       const check = (path: string) =>
-        runCode({ code: `const t: 1 = (null as unknown as typeof import(${JSON.stringify(path)})).token;\nreturn t;`, typecheck: true, sandbox: false });
+        runCode({
+          code: `const t: 1 = (null as unknown as typeof import(${JSON.stringify(path)})).token;\nreturn t;`,
+          typecheck: true,
+          sandbox: false,
+        });
       const [a, b] = await Promise.all([check(exists), check(missing)]);
       expect(a.failure?.code).toBe("CompileError");
       expect(a.failure?.message).not.toContain("sk-live");
       expect(a.failure?.message.replace(exists, "PATH")).toBe(b.failure?.message.replace(missing, "PATH"));
-      const ref = await runCode({ code: `/// <reference path=${JSON.stringify(exists)} />\nconst x: 1 = token;\nreturn x;`, typecheck: true, sandbox: false });
+      const ref = await runCode({
+        code: `/// <reference path=${JSON.stringify(exists)} />\nconst x: 1 = token;\nreturn x;`,
+        typecheck: true,
+        sandbox: false,
+      });
       expect(ref.failure?.message).not.toContain("sk-live");
     } finally {
       rmSync(dir, { recursive: true, force: true });

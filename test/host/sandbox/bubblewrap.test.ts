@@ -4,7 +4,15 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bubblewrapArgs, findBwrap, probeArgs, READ_ONLY_PROC, spellApart, systemLayout, type SystemLayout } from "../../../src/host/sandbox/bubblewrap.js";
+import {
+  bubblewrapArgs,
+  findBwrap,
+  probeArgs,
+  READ_ONLY_PROC,
+  spellApart,
+  systemLayout,
+  type SystemLayout,
+} from "../../../src/host/sandbox/bubblewrap.js";
 import type { SandboxPolicy } from "../../../src/host/sandbox/policy.js";
 import { FakeFileSystem } from "./fake-file-system.js";
 
@@ -109,7 +117,9 @@ describe("bubblewrap's command line", () => {
 
   it("masks after every bind: a file with /dev/null, a directory with a read-only tmpfs", () => {
     const { args, report } = bubblewrapArgs(policy(), layout);
-    const lastBind = Math.max(...args.flatMap((arg, i) => (arg === "--bind" || arg === "--ro-bind" ? [i] : [])).filter((i) => args[i + 1] !== "/dev/null"));
+    const lastBind = Math.max(
+      ...args.flatMap((arg, i) => (arg === "--bind" || arg === "--ro-bind" ? [i] : [])).filter((i) => args[i + 1] !== "/dev/null"),
+    );
     const fileMask = at(args, "--ro-bind", "/dev/null", "/work/proj/.env");
     const dirMask = at(args, "--tmpfs", "/work/proj/.git", "--remount-ro", "/work/proj/.git");
     expect(fileMask).toBeGreaterThan(lastBind);
@@ -147,7 +157,13 @@ describe("bubblewrap's command line", () => {
   });
 
   it("reads the system layout: links with their text, directories, only the /etc and /proc paths that exist", () => {
-    const fs = new FakeFileSystem({ "/usr/": "", "/bin": "->usr/bin", "/etc/ld.so.cache": "", "/proc/sys/": "", "/usr/bin/bwrap": { kind: "file", executable: true } });
+    const fs = new FakeFileSystem({
+      "/usr/": "",
+      "/bin": "->usr/bin",
+      "/etc/ld.so.cache": "",
+      "/proc/sys/": "",
+      "/usr/bin/bwrap": { kind: "file", executable: true },
+    });
     const read = systemLayout(fs);
     expect(read.dirs).toEqual([
       { path: "/usr", kind: "directory" },

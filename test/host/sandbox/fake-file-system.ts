@@ -50,7 +50,8 @@ export class FakeFileSystem implements FileSystemView {
       for (let i = 0; i < parts.length; i++) {
         const next = join(at, parts[i]!);
         const entry = this.entries.get(next);
-        if (entry === undefined) throw Object.assign(new Error(`ENOENT: no such file or directory, realpath '${path}'`), { code: "ENOENT" });
+        if (entry === undefined)
+          throw Object.assign(new Error(`ENOENT: no such file or directory, realpath '${path}'`), { code: "ENOENT" });
         if (entry.kind === "link") {
           if (++hops > 40) throw new Error(`ELOOP: too many symbolic links, realpath '${path}'`);
           const target = isAbsolute(entry.target) ? entry.target : join(at, entry.target);
@@ -72,7 +73,9 @@ export class FakeFileSystem implements FileSystemView {
     const dir = normalize(path);
     if (this.entries.get(dir)?.kind !== "directory") return [];
     const prefix = dir === "/" ? "/" : `${dir}/`;
-    return [...this.entries.keys()].filter((key) => key.startsWith(prefix) && key !== dir && !key.slice(prefix.length).includes("/")).map((key) => key.slice(prefix.length));
+    return [...this.entries.keys()]
+      .filter((key) => key.startsWith(prefix) && key !== dir && !key.slice(prefix.length).includes("/"))
+      .map((key) => key.slice(prefix.length));
   }
 
   read(path: string): string | undefined {

@@ -45,7 +45,8 @@ describe("what the sandbox shows", () => {
         const p = policy(fs, launch("/work/proj"), { readable, writable });
         const t = targets(p);
         for (const [i, target] of t.entries()) {
-          for (const later of t.slice(i + 1)) expect(target.startsWith(`${later}/`), `${later} is bound after ${target}, hiding it`).toBe(false);
+          for (const later of t.slice(i + 1))
+            expect(target.startsWith(`${later}/`), `${later} is bound after ${target}, hiding it`).toBe(false);
         }
         const asked = new Set(writable.map((path) => `/work/proj/${path}`));
         for (const bind of p.binds) expect(bind.writable, bind.target).toBe(asked.has(bind.target));
@@ -67,7 +68,9 @@ describe("what the sandbox shows", () => {
 
   it("refuses a named path that does not exist, naming it", () => {
     expect(() => policy(base(), launch("/work/proj"), { writable: ["missing"] })).toThrow(SandboxPathError);
-    expect(() => policy(base(), launch("/work/proj"), { writable: ["missing"] })).toThrow(/sandbox\.writable path "missing" cannot be made visible/);
+    expect(() => policy(base(), launch("/work/proj"), { writable: ["missing"] })).toThrow(
+      /sandbox\.writable path "missing" cannot be made visible/,
+    );
     expect(() => policy(base(), launch("/work/proj"), { readable: ["missing"] })).toThrow(/sandbox\.readable path "missing"/);
     expect(() => policy(base(), launch("/nowhere"))).toThrow(/the working directory "\/nowhere"/);
   });
@@ -89,7 +92,10 @@ describe("what the sandbox shows", () => {
   });
 
   it("does not follow a script that is a link leading out of its directory", () => {
-    const fs = base().add("/work/proj/guest.mjs", "->/etc/secret.mjs").add("/etc/secret.mjs", "").add("/work/proj/ok.mjs", "->lib/real.mjs");
+    const fs = base()
+      .add("/work/proj/guest.mjs", "->/etc/secret.mjs")
+      .add("/etc/secret.mjs", "")
+      .add("/work/proj/ok.mjs", "->lib/real.mjs");
     fs.add("/work/proj/lib/real.mjs", "");
     expect(scriptOf(["guest.mjs"], "/work/proj", fs)).toBeUndefined();
     expect(targets(policy(fs, launch("/work/proj", ["guest.mjs"])))).not.toContain("/etc");
@@ -103,7 +109,11 @@ describe("what the sandbox shows", () => {
   });
 
   it("shows Node's lookups above the working directory and the script: node_modules and package.json of each ancestor", () => {
-    const fs = base().add("/work/node_modules/", "").add("/work/package.json", "{}").add("/work/proj/node_modules/", "").add("/work/other/", "");
+    const fs = base()
+      .add("/work/node_modules/", "")
+      .add("/work/package.json", "{}")
+      .add("/work/proj/node_modules/", "")
+      .add("/work/other/", "");
     const t = targets(policy(fs, launch("/work/proj")));
     expect(t).toEqual(expect.arrayContaining(["/work/node_modules", "/work/package.json", "/work/proj/node_modules"]));
     expect(t).not.toContain("/work");
@@ -111,7 +121,9 @@ describe("what the sandbox shows", () => {
   });
 
   it("shows the script's own package when it can import itself (name and exports), not otherwise", () => {
-    const fs = base().add("/opt/pkg/package.json", JSON.stringify({ name: "p", exports: "./x.js" })).add("/opt/pkg/src/guest.mjs", "");
+    const fs = base()
+      .add("/opt/pkg/package.json", JSON.stringify({ name: "p", exports: "./x.js" }))
+      .add("/opt/pkg/src/guest.mjs", "");
     expect(targets(policy(fs, launch("/work/proj", ["/opt/pkg/src/guest.mjs"])))).toContain("/opt/pkg");
     fs.add("/opt/pkg/package.json", JSON.stringify({ name: "p" }));
     expect(targets(policy(fs, launch("/work/proj", ["/opt/pkg/src/guest.mjs"])))).not.toContain("/opt/pkg");
@@ -130,7 +142,8 @@ describe("links a guest could have planted never widen a later run", () => {
   it.each(planted)("%s %s is not followed out of the directory it was found in", (path, link) => {
     const fs = base().add("/etc/shadow", "x").add("/work/secret/", "").add(path, link);
     const p = policy(fs, launch("/work/proj"));
-    for (const bind of p.binds) expect(within("/work/proj", bind.source) || bind.source === "/usr/bin/node", `${bind.source} is shown`).toBe(true);
+    for (const bind of p.binds)
+      expect(within("/work/proj", bind.source) || bind.source === "/usr/bin/node", `${bind.source} is shown`).toBe(true);
   });
 
   it("follows a link that stays inside (a workspace package linked from node_modules)", () => {
@@ -172,7 +185,18 @@ describe("too broad to show", () => {
 describe("secrets inside shown directories", () => {
   it("masks each listed name in the working directory, files as files and directories as directories", () => {
     const fs = base();
-    const files = [".env", ".env.local", ".envrc", ".npmrc", ".netrc", ".pypirc", ".git-credentials", "server.pem", "tls.key", "id_ed25519"];
+    const files = [
+      ".env",
+      ".env.local",
+      ".envrc",
+      ".npmrc",
+      ".netrc",
+      ".pypirc",
+      ".git-credentials",
+      "server.pem",
+      "tls.key",
+      "id_ed25519",
+    ];
     for (const name of files) fs.add(`/work/proj/${name}`, "secret");
     for (const name of [".git", ".ssh", ".aws"]) fs.add(`/work/proj/${name}/config`, "secret");
     fs.add("/work/proj/readme.md", "hello").add("/work/proj/keys.ts", "code");
@@ -249,7 +273,9 @@ describe("the guest's environment and program", () => {
       }),
       { seed: 22, numRuns: 100 },
     );
-    const asked = policy(base(), launch("/work/proj", [], { env: { PATH: "/usr/bin", KEEP: "k", SECRET: "s" } }), { env: ["KEEP", "NEW=v=w", "ABSENT"] });
+    const asked = policy(base(), launch("/work/proj", [], { env: { PATH: "/usr/bin", KEEP: "k", SECRET: "s" } }), {
+      env: ["KEEP", "NEW=v=w", "ABSENT"],
+    });
     expect(asked.env).toMatchObject({ KEEP: "k", NEW: "v=w" });
     expect(asked.env).not.toHaveProperty("SECRET");
     expect(asked.env).not.toHaveProperty("ABSENT");
@@ -257,7 +283,9 @@ describe("the guest's environment and program", () => {
 
   it("puts the interpreter's directory first on PATH when it is not a system one", () => {
     const fs = base().add("/opt/node/bin/node", NODE);
-    expect(policy(fs, launch("/work/proj", [], { command: "/opt/node/bin/node" })).env.PATH).toBe("/opt/node/bin:/usr/local/bin:/usr/bin:/bin");
+    expect(policy(fs, launch("/work/proj", [], { command: "/opt/node/bin/node" })).env.PATH).toBe(
+      "/opt/node/bin:/usr/local/bin:/usr/bin:/bin",
+    );
     expect(policy(fs, launch("/work/proj")).env.PATH).toBe("/usr/local/bin:/usr/bin:/bin");
   });
 

@@ -29,7 +29,7 @@ function run(program: readonly BpfInstruction[], call: { arch: number; nr: numbe
   data.writeUInt32LE(call.arch >>> 0, 4);
   (call.args ?? []).forEach((value, i) => data.writeUInt32LE(value >>> 0, 16 + 8 * i));
   let acc = 0;
-  for (let pc = 0; pc < program.length; ) {
+  for (let pc = 0; pc < program.length;) {
     const { code, jt, jf, k } = program[pc]!;
     switch (code) {
       case 0x20: // ld [k]
@@ -98,7 +98,17 @@ const ALWAYS_REFUSED = [
   "lookup_dcookie",
 ];
 /** Calls that set a mode, with the argument holding it. */
-const MODE_ARG: Record<string, number> = { chmod: 1, fchmod: 1, fchmodat: 2, fchmodat2: 2, creat: 1, mkdir: 1, mkdirat: 2, mknod: 1, mknodat: 2 };
+const MODE_ARG: Record<string, number> = {
+  chmod: 1,
+  fchmod: 1,
+  fchmodat: 2,
+  fchmodat2: 2,
+  creat: 1,
+  mkdir: 1,
+  mkdirat: 2,
+  mknod: 1,
+  mknodat: 2,
+};
 
 describe.each(ARCHES)("the seccomp filter on %s", (arch) => {
   const program = seccompInstructions(arch);

@@ -73,6 +73,21 @@ for (const name of ["node", "bun", "deno"] as const) {
       expect(JSON.parse(run.stdout).outcome).toEqual({ status: "success", content: "", structured: { sum: 3 } });
     });
 
+    it.skipIf(name === "node")("runs the ears CLI and its guest both under this runtime, sandboxed", () => {
+      // Deno's child_process inserts its own flags after any argument equal to its executable's path;
+      // bwrap's command line names that path (the bind and the program), so it is spelt apart there.
+      const cli = [...command, "dist/cli/main.js", "run", "--quiet", "--json", "--sandbox", "--allow", "add"];
+      const guest = ["--", ...command, "fixtures/cli/add-guest-plain.mjs"];
+      const run = spawnSync(cli[0]!, [...cli.slice(1), "--capabilities", "fixtures/cli/capabilities-add.ts", ...guest], {
+        cwd: root,
+        encoding: "utf8",
+      });
+      expect(run.status, run.stdout + run.stderr).toBe(0);
+      const report = JSON.parse(run.stdout) as { outcome: unknown; sandbox: { mechanism: string } | null };
+      expect(report.outcome).toEqual({ status: "success", content: "", structured: { sum: 3 } });
+      expect(report.sandbox?.mechanism).toBe("bubblewrap");
+    });
+
     it("runs the demo under the CLI", async () => {
       const run = await ears(["run", "--quiet", "--allow", "read,list", "--", ...command, "fixtures/guests/demo.mjs"], { cwd: root });
       expect(run.stderr).toBe("");

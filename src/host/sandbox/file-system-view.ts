@@ -17,12 +17,14 @@ export interface FileSystemView {
   realpath(path: string): string;
   /** A link's own text, unresolved. */
   readlink(path: string): string;
-  /** Entry names of a directory; empty when it cannot be read. */
-  list(path: string): string[];
+  /** A directory's entries with what each is (not following links); empty when it cannot be read. */
+  list(path: string): { name: string; kind: EntryKind }[];
   /** A small file's text (links followed), or undefined. */
   read(path: string): string | undefined;
   /** Whether the path is an executable regular file. */
   executable(path: string): boolean;
+  /** lstat's modification time in milliseconds (with its fraction), or undefined. */
+  modifiedMs(path: string): number | undefined;
 }
 
 const kindOf = (stat: { isSymbolicLink(): boolean; isDirectory(): boolean; isFile(): boolean }): EntryKind =>
@@ -48,7 +50,8 @@ export const nodeFileSystem: FileSystemView = {
   readlink: (path) => readlinkSync(path),
   list(path) {
     try {
-      return readdirSync(path);
+      // The kinds come with the names (d_type): no lstat per entry, which the mask walk would pay thousands of times.
+      return readdirSync(path, { withFileTypes: true }).map((entry) => ({ name: entry.name, kind: kindOf(entry) }));
     } catch {
       return [];
     }
@@ -56,6 +59,13 @@ export const nodeFileSystem: FileSystemView = {
   read(path) {
     try {
       return readFileSync(path, "utf8");
+    } catch {
+      return undefined;
+    }
+  },
+  modifiedMs(path) {
+    try {
+      return lstatSync(path).mtimeMs;
     } catch {
       return undefined;
     }

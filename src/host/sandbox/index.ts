@@ -8,7 +8,15 @@ import type { Writable } from "node:stream";
 import { homedir, tmpdir } from "node:os";
 import { bubblewrapArgs, findBwrap, probeArgs, systemLayout } from "./bubblewrap.js";
 import { nodeFileSystem } from "./file-system-view.js";
-import { checkSandboxOptions, CommandNotFoundError, SandboxPathError, sandboxPolicy, type HostPlaces, type Launch } from "./policy.js";
+import {
+  checkSandboxOptions,
+  CommandNotFoundError,
+  MaskCache,
+  SandboxPathError,
+  sandboxPolicy,
+  type HostPlaces,
+  type Launch,
+} from "./policy.js";
 import { seccompProgram } from "./seccomp.js";
 import type { SandboxOptions, SandboxReport } from "./types.js";
 
@@ -93,6 +101,8 @@ export function sandboxMissing(path = process.env.PATH): string | undefined {
 export const PROBE_TIMEOUT_MS = 5000;
 
 let started: string | undefined;
+/** The mask walks of this process, reused while the walked directories do not change. */
+const maskCache = new MaskCache();
 
 /**
  * Why the installed sandbox cannot start a sandbox here, or undefined when it can. A success is
@@ -148,7 +158,7 @@ export async function planSandbox(request: SandboxRequest, launch: Launch, wirin
   const problem = await sandboxStartProblem(bwrap);
   if (problem !== undefined) return { kind: "unavailable", reason: problem };
   try {
-    const policy = sandboxPolicy(launch, request.options, nodeFileSystem, hostPlaces(launch.env));
+    const policy = sandboxPolicy(launch, request.options, nodeFileSystem, hostPlaces(launch.env), maskCache);
     const seccomp = seccompProgram();
     const { args, report } = bubblewrapArgs(policy, systemLayout(nodeFileSystem), {
       seccompFd: seccomp === undefined ? undefined : SECCOMP_FD,

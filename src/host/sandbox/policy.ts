@@ -185,7 +185,13 @@ export function isSecretName(name: string, patterns: readonly string[] = SECRET_
  * Builds the policy. Throws {@link SandboxPathError} saying what to fix when a named path cannot be
  * shown (missing, or too broad), and {@link CommandNotFoundError} when the command cannot be found.
  */
-export function sandboxPolicy(launch: Launch, options: SandboxOptions, fs: FileSystemView, places: HostPlaces): SandboxPolicy {
+export function sandboxPolicy(
+  launch: Launch,
+  options: SandboxOptions,
+  fs: FileSystemView,
+  places: HostPlaces,
+  cache?: MaskCache,
+): SandboxPolicy {
   const executable = findExecutable(launch.command, launch.cwd, launch.env.PATH, fs);
   const broad = broadPaths(places, fs);
   const allowBroad = options.allowBroadPaths === true;
@@ -283,7 +289,7 @@ export function sandboxPolicy(launch: Launch, options: SandboxOptions, fs: FileS
   const shown = [...binds.values()]
     .filter((b) => !shadowed(b))
     .sort((a, b) => depth(a.target) - depth(b.target) || a.target.localeCompare(b.target));
-  const masks = options.showSecrets === true ? [] : secretsIn([...walked], named, fs);
+  const masks = options.showSecrets === true ? [] : secretsIn([...walked], named, fs, cache);
   const realExecutable = fs.realpath(executable);
   return {
     executable,
@@ -320,14 +326,25 @@ function broadPaths(places: HostPlaces, fs: FileSystemView): Set<string> {
 
 /**
  * The secrets inside `roots`, found by a walk that follows no link, does not enter node_modules or a
- * masked directory, and stops at {@link MASK_DEPTH} levels. Past {@link MASK_BUDGET} entries it throws:
- * a tree too large to check is refused, never shown unmasked.
+ * masked directory, and stops at {@link MASK_DEPTH} levels. Past {@link MASK_BUDGET} entries in one
+ * root it throws: a tree too large to check is refused, never shown unmasked. A path the host named is
+ * not masked. With a {@link MaskCache}, a root whose directories did not change is not walked again.
  */
-function secretsIn(roots: readonly string[], named: ReadonlySet<string>, fs: FileSystemView): Mask[] {
-  const masks = new Map<string, Mask>();
+function secretsIn(roots: readonly string[], named: ReadonlySet<string>, fs: FileSystemView, cache?: MaskCache): Mask[] {
+  // A root inside another is walked with it (to the same depth from the outer root, as the guest sees it).
+  const outermost = roots.filter((root) => !roots.some((other) => other !== root && within(other, root)));
+  const masks = outermost.flatMap((root) => cache?.reuse(root, fs) ?? walkForSecrets(root, fs, cache));
+  return masks.filter((mask) => !named.has(mask.path)).sort((a, b) => a.path.localeCompare(b.path));
+}
+
+function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | undefined): Mask[] {
+  const masks: Mask[] = [];
+  const dirs = new Map<string, number | undefined>();
+  const startedAt = Date.now();
   let read = 0;
-  const visit = (dir: string, level: number, root: string) => {
-    for (const name of fs.list(dir).sort()) {
+  const visit = (dir: string, level: number) => {
+    dirs.set(dir, fs.modifiedMs(dir));
+    for (const { name, kind } of fs.list(dir)) {
       if (++read > MASK_BUDGET) {
         throw new SandboxPathError(
           `${JSON.stringify(root)} has more than ${MASK_BUDGET} entries within ${MASK_DEPTH} levels, too many to check for secrets; ` +
@@ -335,17 +352,47 @@ function secretsIn(roots: readonly string[], named: ReadonlySet<string>, fs: Fil
         );
       }
       const path = join(dir, name);
-      const kind = fs.kind(path);
-      if (isSecretName(name) && !named.has(path) && (kind === "file" || kind === "directory")) {
-        masks.set(path, { path, kind });
-      } else if (kind === "directory" && level < MASK_DEPTH && !UNWALKED.has(name)) {
-        visit(path, level + 1, root);
-      }
+      if (isSecretName(name) && (kind === "file" || kind === "directory")) masks.push({ path, kind });
+      else if (kind === "directory" && level < MASK_DEPTH && !UNWALKED.has(name)) visit(path, level + 1);
     }
   };
-  for (const root of roots) visit(root, 1, root);
-  return [...masks.values()].sort((a, b) => a.path.localeCompare(b.path));
+  visit(root, 1);
+  cache?.remember(root, { startedAt, dirs, masks });
+  return masks;
 }
+
+/**
+ * Remembers what the mask walk found under each root, with the modification time of every directory it
+ * read: adding, removing or renaming an entry changes its directory's time, so a record whose
+ * directories all kept theirs is still true. As git does for its index, a directory changed less than
+ * {@link RACY_MS} before the walk is never trusted (a change in the same clock tick would not show).
+ */
+export class MaskCache {
+  private readonly records = new Map<string, { startedAt: number; dirs: Map<string, number | undefined>; masks: Mask[] }>();
+
+  /** The masks found under `root` before, when nothing there changed since; else undefined. */
+  reuse(root: string, fs: FileSystemView): Mask[] | undefined {
+    const record = this.records.get(root);
+    if (record === undefined) return undefined;
+    for (const [dir, modified] of record.dirs) {
+      if (modified === undefined || modified > record.startedAt - RACY_MS || fs.modifiedMs(dir) !== modified) {
+        this.records.delete(root);
+        return undefined;
+      }
+    }
+    return record.masks;
+  }
+
+  remember(root: string, record: { startedAt: number; dirs: Map<string, number | undefined>; masks: Mask[] }): void {
+    if (this.records.size >= MASK_CACHE_ROOTS) this.records.delete(this.records.keys().next().value!);
+    this.records.set(root, record);
+  }
+}
+
+/** A directory modified this close before a walk is walked again next time. */
+export const RACY_MS = 2000;
+/** At most this many roots are remembered (the oldest is forgotten first). */
+const MASK_CACHE_ROOTS = 64;
 
 /** The guest's environment: PATH, HOME, LANG, PWD, TZ (when the host has it), then the names asked for. */
 function sandboxEnv(executable: string, cwd: string, source: NodeJS.ProcessEnv, entries: readonly string[]): Record<string, string> {
@@ -416,9 +463,8 @@ function selfReferencingPackage(dir: string, fs: FileSystemView): string | undef
 function linkedPackages(nodeModules: string, fs: FileSystemView): string[] {
   const found: string[] = [];
   const visit = (dir: string, scoped: boolean) => {
-    for (const name of fs.list(dir)) {
+    for (const { name, kind } of fs.list(dir)) {
       const path = join(dir, name);
-      const kind = fs.kind(path);
       if (kind === "link") found.push(path);
       else if (!scoped && kind === "directory" && name.startsWith("@")) visit(path, true);
     }

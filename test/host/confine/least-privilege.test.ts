@@ -126,7 +126,7 @@ describe.runIf(process.platform === "linux" && hasBwrap)("least privilege in the
       const proj = mkdtempSync(join(base, "proj-"));
       const outside = mkdtempSync(join(base, "outside-"));
       writeFileSync(join(outside, "secret.txt"), "outside secret");
-      const [link, target, readBack] = shape(proj, outside);
+      const [link, target, readBack] = shape(proj, outside) as [string, string, string];
       mkdirSync(join(proj, "node_modules"), { recursive: true });
       // Run 1: the guest plants the link in the directory it may write.
       const plant = await runCode({

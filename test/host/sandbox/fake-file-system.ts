@@ -10,6 +10,10 @@ export type FakeEntry = { kind: "file"; text?: string; executable?: boolean } | 
 
 export class FakeFileSystem implements FileSystemView {
   readonly entries = new Map<string, FakeEntry>([["/", { kind: "directory" }]]);
+  /** Each directory's modification time: set when an entry is added to or removed from it. */
+  readonly modified = new Map<string, number>();
+  /** The clock `add` and `remove` stamp directories with; tests move it. */
+  now = 0;
 
   /** Adds entries (parents are created as directories). `"dir/"` is a directory, `"->x"` a link to x, else a file. */
   constructor(tree: Record<string, string | FakeEntry> = {}) {
@@ -28,7 +32,20 @@ export class FakeFileSystem implements FileSystemView {
             ? { kind: "link", target: entry.slice(2) }
             : { kind: "file", text: entry };
     this.entries.set(clean, parsed);
+    this.modified.set(dirname(clean), this.now);
     return this;
+  }
+
+  remove(path: string): this {
+    const clean = normalize(path);
+    for (const key of [...this.entries.keys()]) if (key === clean || key.startsWith(`${clean}/`)) this.entries.delete(key);
+    this.modified.set(dirname(clean), this.now);
+    return this;
+  }
+
+  modifiedMs(path: string): number | undefined {
+    const entry = this.entries.get(normalize(path));
+    return entry === undefined ? undefined : (this.modified.get(normalize(path)) ?? 0);
   }
 
   kind(path: string): EntryKind | undefined {
@@ -69,13 +86,13 @@ export class FakeFileSystem implements FileSystemView {
     return entry.target;
   }
 
-  list(path: string): string[] {
+  list(path: string): { name: string; kind: EntryKind }[] {
     const dir = normalize(path);
     if (this.entries.get(dir)?.kind !== "directory") return [];
     const prefix = dir === "/" ? "/" : `${dir}/`;
     return [...this.entries.keys()]
       .filter((key) => key.startsWith(prefix) && key !== dir && !key.slice(prefix.length).includes("/"))
-      .map((key) => key.slice(prefix.length));
+      .map((key) => ({ name: key.slice(prefix.length), kind: this.entries.get(key)!.kind }));
   }
 
   read(path: string): string | undefined {

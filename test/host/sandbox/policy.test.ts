@@ -9,6 +9,8 @@ import {
   CommandNotFoundError,
   isSecretName,
   MASK_BUDGET,
+  MaskCache,
+  RACY_MS,
   SandboxPathError,
   sandboxPolicy,
   scriptOf,
@@ -237,6 +239,43 @@ describe("secrets inside shown directories", () => {
     for (let i = 0; i <= MASK_BUDGET; i++) fs.add(`/work/proj/f${i}`, "");
     expect(() => policy(fs, launch("/work/proj"))).toThrow(/too many to check for secrets/);
     expect(policy(fs, launch("/work/proj"), { showSecrets: true }).masks).toEqual([]);
+  });
+
+  it("reuses a walk while no walked directory changed, walks again when one did or was changed just before the walk", () => {
+    const fs = base().add("/work/proj/a/.env", "x").add("/work/proj/b/", "");
+    let lists = 0;
+    const counting = Object.assign(Object.create(fs) as FakeFileSystem, {
+      list: (path: string) => {
+        lists++;
+        return fs.list(path);
+      },
+    });
+    const cache = new MaskCache();
+    const walk = () => {
+      lists = 0;
+      return sandboxPolicy(launch("/work/proj"), {}, counting, places, cache).masks.map((m) => m.path);
+    };
+    // The tree was made at time 0; walking "now" (well past RACY_MS) may be remembered.
+    fs.now = Date.now() - 10 * RACY_MS;
+    expect(walk()).toEqual(["/work/proj/a/.env"]);
+    expect(lists).toBeGreaterThan(0);
+    expect(walk()).toEqual(["/work/proj/a/.env"]);
+    expect(lists).toBe(0);
+    // A secret added later changes its directory's time: the next run walks again and masks it.
+    fs.add("/work/proj/b/.npmrc", "x");
+    expect(walk()).toEqual(["/work/proj/a/.env", "/work/proj/b/.npmrc"]);
+    expect(lists).toBeGreaterThan(0);
+    // A directory changed within RACY_MS before the walk is never trusted.
+    fs.now = Date.now();
+    fs.add("/work/proj/c/", "");
+    walk();
+    expect(walk()).toEqual(["/work/proj/a/.env", "/work/proj/b/.npmrc"]);
+    expect(lists).toBeGreaterThan(0);
+    // A removed secret is gone from the masks; a named path is shown even when the walk is reused.
+    fs.now = Date.now() - 5 * RACY_MS;
+    fs.remove("/work/proj/a/.env");
+    expect(walk()).toEqual(["/work/proj/b/.npmrc"]);
+    expect(sandboxPolicy(launch("/work/proj"), { readable: ["b/.npmrc"] }, counting, places, cache).masks).toEqual([]);
   });
 
   it("matches names exactly or by their one wildcard (fast-check)", () => {

@@ -67,7 +67,7 @@ describe.runIf(hasBwrap)("planning a run with bubblewrap", () => {
   afterAll(() => rmSync(base, { recursive: true, force: true }));
   const launch = (cwd: string, command = process.execPath) => ({ command, args: ["-e", "0"], cwd, env: { PATH: process.env.PATH } });
 
-  it("off is unconfined without a reason; required and auto are confined, with the seccomp filter and bwrap's own empty environment", async () => {
+  it("off is unconfined, no reason; required and auto are confined, with the seccomp filter and an empty environment for bwrap", async () => {
     expect(await planSandbox({ mode: "off", options: {} }, launch(base))).toEqual({ kind: "unconfined" });
     for (const mode of ["auto", "required"] as const) {
       const plan = await planSandbox({ mode, options: {} }, launch(base), { tmpBytes: 4096 });
@@ -96,7 +96,8 @@ describe.runIf(hasBwrap)("planning a run with bubblewrap", () => {
     const fake = join(base, "failing-bwrap");
     writeFileSync(fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n", { mode: 0o755 });
     expect(await sandboxStartProblem(fake)).toBe(
-      "bubblewrap is installed but cannot create a sandbox here (bwrap: No permissions to create new namespace); run `ears doctor` for the fix",
+      "bubblewrap is installed but cannot create a sandbox here (bwrap: No permissions to create new namespace); " +
+        "run `ears doctor` for the fix",
     );
     const slow = join(base, "slow-bwrap");
     writeFileSync(slow, "#!/bin/sh\nexec sleep 5\n", { mode: 0o755 });

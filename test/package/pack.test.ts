@@ -53,6 +53,14 @@ describe("npm pack", () => {
     expect(run(process.execPath, ["--input-type=module", "-e", runCode], folder).trim()).toBe(
       "runCode needs amaro, an optional peer dependency that is not installed: npm install amaro",
     );
+    // tsc runs in the host at run time: a dependency, not a dev dependency (issue 22, item 11).
+    const typecheck =
+      `import { runCode } from "@posoco/ears/host"; ` +
+      `try { runCode({ code: "return 1;", typecheck: true }); } catch (error) { console.log(error.message); }`;
+    expect(run(process.execPath, ["--input-type=module", "-e", typecheck], folder).trim()).toBe(
+      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install typescript " +
+        "(the host runs tsc when it runs code, so it is not only a development tool)",
+    );
   });
 
   it("with the peers installed, every entry point imports", () => {

@@ -14,7 +14,7 @@ import { dirname, join } from "node:path";
 import { looseDeclarations } from "../../contract/declarations.js";
 import { isContract, type Contract, type StandardSchemaV1 } from "../../contract/contract.js";
 import { describeError } from "../../protocol/errors.js";
-import { MissingPeerError } from "./compile.js";
+import { MissingPeerError, placeInBody } from "./compile.js";
 import { CODE_FILENAME } from "./wrapper.js";
 
 /** Wraps the body for tsc on its own first line, so tsc's positions are the body's (line 1 less the prefix). */
@@ -41,7 +41,7 @@ function tscPath(): string | undefined {
 export function requireTypeScript(): void {
   if (tscPath() === undefined) {
     throw new MissingPeerError(
-      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install --save-dev typescript",
+      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install typescript (the host runs tsc when it runs code, so it is not only a development tool)",
     );
   }
 }
@@ -101,7 +101,8 @@ export async function typecheckBody(body: string, declarations: string, signal: 
             .filter((part) => part !== ""),
         ].join(" ");
         const text = clip(explained, MAX_ERROR_CHARS);
-        return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${text} (${id})`;
+        // tsc's column is 1-based; on line 1 it counts the prefix too.
+        return `${placeInBody(body, l, Number(column) - 1 - (l === 1 ? CHECK_PREFIX.length : 0))}: ${text} (${id})`;
       },
     );
     if (errors.length === 0) return `typecheck: tsc failed: ${output.trim().slice(0, 1000) || `exit code ${code}`}`;

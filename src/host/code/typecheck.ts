@@ -51,13 +51,20 @@ export function requireTypeScript(): void {
  * an untyped `ears` without a contract. Throws a TypeError for a value that is not a contract, or a
  * schema without Standard JSON Schema.
  */
-export function checkDeclarations(contract: Contract | undefined, inputSchema: StandardSchemaV1 | undefined): string {
+export function checkDeclarations(
+  contract: Contract | undefined,
+  inputSchema: StandardSchemaV1 | undefined,
+  allowed: readonly string[] | undefined,
+): string {
   if (contract === undefined) {
     if (inputSchema !== undefined) throw new TypeError("runCode: options.inputSchema types input for typecheck and needs options.contract");
     return looseDeclarations();
   }
   if (!isContract(contract)) throw new TypeError("runCode: options.contract must be a contract made by defineCapabilities");
-  return contract.declarations(inputSchema === undefined ? {} : { input: inputSchema });
+  // Only what the run allows type-checks, as only that is answered; allowed names outside the contract are
+  // other capabilities the host gives, which the contract cannot type (runGuest has checked `allowed` itself).
+  const offered = allowed === undefined ? undefined : contract.names.filter((name) => allowed.includes(name));
+  return contract.declarations({ ...(inputSchema === undefined ? {} : { input: inputSchema }), ...(offered && { allowed: offered }) });
 }
 
 /**

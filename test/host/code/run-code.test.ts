@@ -273,6 +273,27 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
       expect(report.failure?.message).toMatch(/code\.ts:1:14: Property 'nope' does not exist/);
     });
 
+    it("with allowed, a call to a capability the run would refuse is a type error; an allowed one checks", async () => {
+      const refused = await runCode({
+        code: 'const r = await ears.call("add", { a: 1, b: 2 });\nreturn r.status;',
+        capabilities,
+        contract: tools,
+        allowed: ["read"],
+        typecheck: true,
+      });
+      expect(refused.failure?.code).toBe("CompileError");
+      expect(refused.failure?.message).toMatch(/code\.ts:1:27: Argument of type '"add"' is not assignable to parameter of type '"read"'/);
+      const allowed = await runCode({
+        code: 'const r = await ears.call("read", { path: "a" });\nreturn r.content;',
+        capabilities,
+        contract: tools,
+        allowed: ["read", "not-in-the-contract"],
+        typecheck: true,
+        sandbox: false,
+      });
+      expect(allowed.outcome?.structured).toBe("contents of a");
+    });
+
     it("runs a body that type-checks", async () => {
       const report = await runCode({
         code: 'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\nreturn r.structured.sum * 2;',

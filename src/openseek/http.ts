@@ -94,7 +94,8 @@ export function postJson(service: HostService, handoff: Handoff, body: string, o
         // The one status with a known cause: OpenSeek's admission answers 403 to a wrong token (or an Origin).
         const why =
           status === 403
-            ? `: the host refused the bearer token; ${service.variable} must be the value this host run set (a token from another run is refused)`
+            ? `: the host refused the bearer token; ${service.variable} must be the value this host run set ` +
+              "(a token from another run is refused)"
             : "";
         fail(`transport failed (HTTP ${status}${why})`);
         return;

@@ -88,7 +88,9 @@ export async function runTestGuest<Specs extends CapabilitySpecs, Input>(
     throw new TypeError("testGuest: options.contract must be a contract made by defineCapabilities");
   }
   if (inputSchema !== undefined && typeof inputSchema?.["~standard"]?.validate !== "function") {
-    throw new TypeError("testGuest: options.inputSchema must be a Standard Schema (an object with ~standard.validate), e.g. a zod 4 schema");
+    throw new TypeError(
+      "testGuest: options.inputSchema must be a Standard Schema (an object with ~standard.validate), e.g. a zod 4 schema",
+    );
   }
   const [guestEnd, hostEnd] = createLinkedPair();
   const transcript: FrameEntry[] = [];

@@ -195,10 +195,10 @@ export const inputSchema = z.object({ path: z.string(), depth: z.number().int().
   it("declares only the allowed capabilities, so the prompt offers no tool the run will refuse", () => {
     const all = tools.declarations();
     const readOnly = tools.declarations({ allowed: ["read"] });
-    expect(all).toMatch(/^  add: \{/m);
-    expect(readOnly).toMatch(/^  read: \{/m);
-    for (const refused of ["add", "pick", "loose"]) expect(readOnly).not.toMatch(new RegExp(`^  ${refused}: \\{`, "m"));
-    expect(tools.declarations({ allowed: [] })).not.toMatch(/^  \w+: \{ args/m);
+    expect(all).toMatch(/^ {2}add: \{/m);
+    expect(readOnly).toMatch(/^ {2}read: \{/m);
+    for (const refused of ["add", "pick", "loose"]) expect(readOnly).not.toMatch(new RegExp(`^ {2}${refused}: \\{`, "m"));
+    expect(tools.declarations({ allowed: [] })).not.toMatch(/^ {2}\w+: \{ args/m);
     expect(() => tools.declarations({ allowed: ["read", "nope"] })).toThrow(
       new TypeError('declarations: options.allowed names "nope", which the contract does not declare'),
     );

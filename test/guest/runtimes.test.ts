@@ -14,7 +14,7 @@ const root = new URL("../../", import.meta.url).pathname;
 const all = [{ name: "node", command: [process.execPath] }, ...runtimes];
 
 /** The words after `--` in docs/typescript.md's ".ts guest" column for a runtime (e.g. `deno run -A … guest.ts`). */
-function guestCommandOf(runtime: "bun" | "deno"): string[] {
+function guestCommandOf(runtime: "node" | "bun" | "deno"): string[] {
   const table = readFileSync(new URL("docs/typescript.md", `file://${root}`), "utf8");
   const row = table.split("\n").find((line) => line.toLowerCase().startsWith(`| ${runtime} `));
   const cell = /`npx ears run -- ([^`]+)`/.exec(row ?? "")?.[1];
@@ -47,21 +47,24 @@ for (const name of ["node", "bun", "deno"] as const) {
       expect(logs.slice(-4)).toEqual(["warn warn", "error error", "debug debug", "info raw write"]);
     });
 
-    it.skipIf(name === "node")("runs a .ts guest natively: the typed-contract sample's guest.ts, as docs/typescript.md's row says", async () => {
-      // The command is the docs table's (only the runtime's path and the guest's file differ), so a row that
-      // fails for the layout the docs recommend (guest.ts importing "./contract.js") fails here.
-      const words = guestCommandOf(name);
-      expect(words.at(-1)).toBe("guest.ts");
-      const report = await runGuest({
-        command: command[0]!,
-        args: [...words.slice(1, -1), "test-d/sample/guest.ts"],
-        cwd: root,
-        input: { path: "README.md" },
-        capabilities: tools.implement({ read: async ({ path }) => `contents of ${path}`, add: ({ a, b }) => ({ sum: a + b }) }),
-      });
-      expect(report.failure).toBeUndefined();
-      expect(report.outcome).toEqual({ status: "success", content: "", structured: { length: "contents of README.md".length, sum: 3 } });
-    });
+    it.skipIf(name === "node")(
+      "runs a .ts guest natively: the typed-contract sample's guest.ts, as docs/typescript.md's row says",
+      async () => {
+        // The command is the docs table's (only the runtime's path and the guest's file differ), so a row that
+        // fails for the layout the docs recommend (guest.ts importing "./contract.js") fails here.
+        const words = guestCommandOf(name);
+        expect(words.at(-1)).toBe("guest.ts");
+        const report = await runGuest({
+          command: command[0]!,
+          args: [...words.slice(1, -1), "test-d/sample/guest.ts"],
+          cwd: root,
+          input: { path: "README.md" },
+          capabilities: tools.implement({ read: async ({ path }) => `contents of ${path}`, add: ({ a, b }) => ({ sum: a + b }) }),
+        });
+        expect(report.failure).toBeUndefined();
+        expect(report.outcome).toEqual({ status: "success", content: "", structured: { length: "contents of README.md".length, sum: 3 } });
+      },
+    );
 
     it.skipIf(name === "node")("runs the ears CLI itself, which then loads a .ts --capabilities module", async () => {
       const guest =

@@ -83,7 +83,9 @@ describe("testGuest with serve's options", () => {
     // The contract refuses the bad call before it is sent: the replay diverges where the request should be.
     const bad = await replay(recorded.transcript, { run: async (ears) => ears.call("add", { a: 1, b: "2" } as never), contract: tools });
     expect(bad.ok).toBe(false);
-    expect(bad.divergence).toMatch(/made only 0 of the 1 recorded requests and then returned failure InvalidArguments .*do not match the contract/);
+    expect(bad.divergence).toMatch(
+      /made only 0 of the 1 recorded requests and then returned failure InvalidArguments .*do not match the contract/,
+    );
   });
 });
 
@@ -114,7 +116,8 @@ describe("testGuest captures what the program prints, as a real run does", () =>
   const dist = pathToFileURL(resolve(import.meta.dirname, "../../dist/index.js")).href;
   writeFileSync(
     guestFile,
-    `import { serve, stdio } from ${JSON.stringify(dist)};\nimport { program } from "./program.mjs";\nawait serve({ wire: stdio(), run: program });\n`,
+    `import { serve, stdio } from ${JSON.stringify(dist)};\nimport { program } from "./program.mjs";\n` +
+      "await serve({ wire: stdio(), run: program });\n",
   );
 
   it("the same logs, levels and order as the program run as a real child process over stdio", async () => {
@@ -128,7 +131,8 @@ describe("testGuest captures what the program prints, as a real run does", () =>
     expect(lines(inProcess.logs)).toContain("info: log { a: 1 } 7");
   });
 
-  it("leaves alone what is printed outside the program (the test, the handlers, after the result), and keeps concurrent programs apart", () => {
+  const apart = "leaves alone what is printed outside the program (the test, the handlers, after the result), and keeps programs apart";
+  it(apart, () => {
     // A child process, so that its real stdout shows what passed through (the kit's build, as users import it).
     const testing = pathToFileURL(resolve(import.meta.dirname, "../../dist/testing/index.js")).href;
     const script = `const { testGuest } = await import(${JSON.stringify(testing)});

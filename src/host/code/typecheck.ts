@@ -41,7 +41,8 @@ function tscPath(): string | undefined {
 export function requireTypeScript(): void {
   if (tscPath() === undefined) {
     throw new MissingPeerError(
-      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install typescript (the host runs tsc when it runs code, so it is not only a development tool)",
+      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install typescript " +
+        "(the host runs tsc when it runs code, so it is not only a development tool)",
     );
   }
 }

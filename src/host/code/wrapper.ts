@@ -21,4 +21,5 @@ export function wrapBody(body: string): string {
  * `vm.Script` has no `import()`), so Node's built-ins come through `process.getBuiltinModule`.
  */
 export const NO_MODULES_HINT =
-  'a code body cannot import or require modules; use Node\'s built-ins through process.getBuiltinModule("node:fs") (Node >= 20.16) and the host\'s tools through ears.call';
+  "a code body cannot import or require modules; " +
+  "use Node's built-ins through process.getBuiltinModule(\"node:fs\") (Node >= 20.16) and the host's tools through ears.call";

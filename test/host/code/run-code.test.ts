@@ -108,7 +108,9 @@ describe("runCode", () => {
     });
     expect(report.pid).toBeUndefined();
     const first = await runCode({ code: "return 1 2;" });
-    expect(first.failure?.message).toBe("the code was not run: code.ts:1:10: Expected ';', got 'numeric literal'\n  | return 1 2;\n  |          ^");
+    expect(first.failure?.message).toBe(
+      "the code was not run: code.ts:1:10: Expected ';', got 'numeric literal'\n  | return 1 2;\n  |          ^",
+    );
   });
 
   const columnsInUtf16Units =

@@ -33,11 +33,17 @@ describe("ears --help names only files the published package has", () => {
     expect(isPublished("docs/cli.md")).toBe(true);
   });
 
-  for (const args of [["--help"], ["run", "--help"], ["exec", "--help"], ["replay", "--help"]]) {
+  const help = (args: string[]) => execFileSync(process.execPath, [cli, ...args], { encoding: "utf8" });
+  // Every command's help that the main help points to ("Run "ears run --help", …"), and the main help itself.
+  const commands = [...help(["--help"]).matchAll(/"ears (\w+) --help"/g)].map((match) => match[1]!);
+
+  it("finds the commands' helps through the main help", () => expect(commands).toEqual(expect.arrayContaining(["run", "exec", "replay"])));
+
+  for (const args of [["--help"], ...commands.map((command) => [command, "--help"])]) {
     it(`ears ${args.join(" ")}`, () => {
-      const help = execFileSync(process.execPath, [cli, ...args], { encoding: "utf8" });
-      expect(help.length).toBeGreaterThan(100);
-      const outside = repositoryPaths(help).filter((path) => !isPublished(path));
+      const text = help(args);
+      expect(text.length).toBeGreaterThan(100);
+      const outside = repositoryPaths(text).filter((path) => !isPublished(path));
       expect(outside).toEqual([]);
     });
   }

@@ -29,7 +29,7 @@ of the capabilities it may call, answers its calls, streams its logs to stderr, 
 ${EXIT_STATUS}
 
 Examples:
-  ears run --allow read,list -- node fixtures/guests/demo.mjs
+  ears run --allow read,list -- node guest.mjs
   ears run --allow read --record run.ndjson -- node guest.mjs
   ears replay run.ndjson -- node guest.mjs
 
@@ -101,7 +101,7 @@ Built-in capabilities (allow them with --allow):
 ${EXIT_STATUS}
 
 Examples:
-  ears run --allow read,list -- node fixtures/guests/demo.mjs
+  ears run --allow read,list -- node guest.mjs
   ears run --allow read --input '{"path":"README.md"}' --root docs -- node guest.mjs
   ears run --capabilities ./caps.mjs --allow search --input @input.json --json -- node guest.mjs
   ears run --allow read --record run.ndjson --timeout 30 -- node guest.mjs

@@ -34,7 +34,10 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
    * Needs the `typescript` package (an optional peer dependency), loaded only then.
    */
   typecheck?: boolean;
-  /** The contract `ears.call` is checked against with `typecheck: true` (see {@link Contract.declarations}). */
+  /**
+   * The contract `ears.call` is checked against with `typecheck: true` (see {@link Contract.declarations}):
+   * with `allowed`, only the capabilities it names, so a call the run would refuse is a type error.
+   */
   contract?: Contract;
   /** The schema of `input`, for `typecheck: true`; without it `input` is any JSON. */
   inputSchema?: StandardSchemaV1;
@@ -84,7 +87,7 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   if (rest.onStderr !== undefined && typeof rest.onStderr !== "function")
     throw new TypeError("runCode: options.onStderr must be a function");
   if (typecheck) requireTypeScript();
-  const declarations = typecheck ? checkDeclarations(contract, inputSchema) : undefined;
+  const declarations = typecheck ? checkDeclarations(contract, inputSchema, rest.allowed) : undefined;
   const script = runner();
   const startedAt = performance.now();
   const notRun = (failure: HostFailure): RunReport => notStartedReport(failure, performance.now() - startedAt);

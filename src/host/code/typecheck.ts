@@ -14,7 +14,7 @@ import { dirname, join } from "node:path";
 import { looseDeclarations } from "../../contract/declarations.js";
 import { isContract, type Contract, type StandardSchemaV1 } from "../../contract/contract.js";
 import { describeError } from "../../protocol/errors.js";
-import { MissingPeerError } from "./compile.js";
+import { MissingPeerError, placeInBody } from "./compile.js";
 import { CODE_FILENAME } from "./wrapper.js";
 import { ProcessGroup } from "../process-group.js";
 
@@ -42,7 +42,8 @@ function tscPath(): string | undefined {
 export function requireTypeScript(): void {
   if (tscPath() === undefined) {
     throw new MissingPeerError(
-      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install --save-dev typescript",
+      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install typescript " +
+        "(the host runs tsc when it runs code, so it is not only a development tool)",
     );
   }
 }
@@ -52,13 +53,20 @@ export function requireTypeScript(): void {
  * an untyped `ears` without a contract. Throws a TypeError for a value that is not a contract, or a
  * schema without Standard JSON Schema.
  */
-export function checkDeclarations(contract: Contract | undefined, inputSchema: StandardSchemaV1 | undefined): string {
+export function checkDeclarations(
+  contract: Contract | undefined,
+  inputSchema: StandardSchemaV1 | undefined,
+  allowed: readonly string[] | undefined,
+): string {
   if (contract === undefined) {
     if (inputSchema !== undefined) throw new TypeError("runCode: options.inputSchema types input for typecheck and needs options.contract");
     return looseDeclarations();
   }
   if (!isContract(contract)) throw new TypeError("runCode: options.contract must be a contract made by defineCapabilities");
-  return contract.declarations(inputSchema === undefined ? {} : { input: inputSchema });
+  // Only what the run allows type-checks, as only that is answered; allowed names outside the contract are
+  // other capabilities the host gives, which the contract cannot type (runGuest has checked `allowed` itself).
+  const offered = allowed === undefined ? undefined : contract.names.filter((name) => allowed.includes(name));
+  return contract.declarations({ ...(inputSchema === undefined ? {} : { input: inputSchema }), ...(offered && { allowed: offered }) });
 }
 
 /**
@@ -105,7 +113,8 @@ export async function typecheckBody(body: string, declarations: string, signal: 
             .filter((part) => part !== ""),
         ].join(" ");
         const text = clip(explained, MAX_ERROR_CHARS);
-        return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${text} (${id})`;
+        // tsc's column is 1-based; on line 1 it counts the prefix too.
+        return `${placeInBody(body, l, Number(column) - 1 - (l === 1 ? CHECK_PREFIX.length : 0))}: ${text} (${id})`;
       },
     );
     if (errors.length === 0) return `typecheck: tsc failed: ${output.trim().slice(0, 1000) || `exit code ${code}`}`;

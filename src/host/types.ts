@@ -25,10 +25,19 @@ export interface HostLimits {
   /** Largest guest -> host frame in bytes, default 64 MiB. A larger one ends the run: `FrameTooLarge`. */
   maxFrameBytes?: number;
   /**
-   * Handlers running at once, default 1024. A request over it is answered at once with a failure reply
-   * `TooManyCalls`. A handler still running after its call timed out keeps its slot until it settles.
+   * Calls accepted at once (handlers running plus calls waiting to start), default 1024. A request over
+   * it is answered at once with a failure reply `TooManyCalls`. A handler still running after its call
+   * timed out keeps its slot until it settles.
    */
   maxInFlight?: number;
+  /**
+   * Added: handlers running at once, default 16. A call over it waits, in arrival order, until a handler
+   * settles, and the host reads no further guest frame meanwhile; its deadline runs while it waits. It
+   * bounds the answers that exist before the host can count them: each running handler may return a
+   * large answer, and all of them are in memory until the guest reads them (see docs/host.md, "Memory").
+   * A handler still running after its call timed out keeps its slot until it settles.
+   */
+  maxRunningHandlers?: number;
   /** Bytes of the guest's stderr kept (the tail), default 64 KiB. runGuest only. */
   maxStderrBytes?: number;
   /** Log entries kept in the report, default 10_000: older ones are dropped and counted; `onLog` still sees all. */

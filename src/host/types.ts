@@ -70,7 +70,8 @@ export interface HostLimits {
   /**
    * Added: characters (UTF-16 code units) of frames the guest may leave unread, default 16 Mi. Above it
    * the host reads no further requests and starts no further handlers until the guest has read back
-   * down to half of it; a waiting request's deadline still runs.
+   * down to half of it; a waiting request's deadline still runs. An answer that comes meanwhile waits as
+   * the handler returned it (not encoded into a frame) and is sent then, in order.
    */
   maxUnreadChars?: number;
   /**
@@ -141,7 +142,10 @@ export interface CallRecord {
   argumentsDropped?: true;
   /** Added: the outcome was not kept: it would have gone over `maxCallPayloadChars` (`status` remains). */
   outcomeDropped?: true;
-  /** From the request's arrival to its reply (or to the end of the run when no reply was sent). */
+  /**
+   * From the request's arrival to its answer (or to the end of the run when none came). The reply goes out
+   * then, or later when the guest leaves too much unread (see `maxUnreadChars`).
+   */
   durationMs: number;
   /** True when the name was outside `allowed`: answered `CapabilityDenied`, no handler ran. */
   denied?: boolean;

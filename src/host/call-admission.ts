@@ -234,8 +234,9 @@ export class CallAdmission {
     record.durationMs = this.session.now() - startedAt;
     // Counted as soon as it exists: while the guest leaves too much unread, the answer waits as it is
     // (its frame would be one more copy of its content, queued where the guest is not reading).
-    if (this.unsent > this.settings.limits.maxUnreadChars || this.waitingToSend.size > 0) this.waitingToSend.push({ record, kept, outcome });
-    else this.sendReply(record, kept, outcome);
+    if (this.unsent > this.settings.limits.maxUnreadChars || this.waitingToSend.size > 0) {
+      this.waitingToSend.push({ record, kept, outcome });
+    } else this.sendReply(record, kept, outcome);
   }
 
   /** Sends the held answers, in order, while the guest's unread replies stay under the limit. */

@@ -251,7 +251,7 @@ describe("an answer counts against the unread budget as soon as it exists", () =
     expect(report.calls.map((call) => call.status)).toEqual(["success", "success", "success", "success", "success"]);
   });
 
-  it("held answers are dropped, never sent, when the run ends before the guest reads them; their records say no reply went out", async () => {
+  it("held answers are dropped, never sent, when the run ends before the guest reads them; their records have no status", async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const host = unreadHost({

@@ -100,7 +100,7 @@ describe("host peak RSS under 512 MiB with the default limits", () => {
     expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
   });
 
-  it("200 requests for 16 MiB answers in one burst, never read: at most maxRunningHandlers answers exist; the deadline ends the run", async () => {
+  it("200 requests for 16 MiB answers in one burst, never read: at most maxRunningHandlers answers exist; RunTimeout ends it", async () => {
     const run = await hostScenario("burst-unread");
     expect(run.failure?.code).toBe("RunTimeout");
     expect(run.guestGone).toBe(true);

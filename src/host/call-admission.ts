@@ -87,10 +87,16 @@ export class CallAdmission {
 
   /**
    * Whether the session must read nothing more for now: a guest that sends requests but does not read its
-   * replies would make the host queue them without bound (a deadline still ends the run).
+   * replies would make the host queue them without bound, and a call waiting for a handler slot holds
+   * back those behind it (a deadline still ends the run).
    */
   holdsReading(): boolean {
-    return this.unsent > this.settings.limits.maxUnreadChars || this.waitingToSend.size > 0 || this.waitingToStart.size > 0;
+    return this.unreadFull() || this.waitingToStart.size > 0;
+  }
+
+  /** The guest leaves too much unread: over `maxUnreadChars` handed to the wire, or answers already held for it. */
+  private unreadFull(): boolean {
+    return this.unsent > this.settings.limits.maxUnreadChars || this.waitingToSend.size > 0;
   }
 
   /** Counts a frame of `chars` characters handed to the wire; returns its cost, to give back with {@link sent}. */
@@ -188,7 +194,7 @@ export class CallAdmission {
     this.running++;
     void answer(call.handler, args, new CallContext(record.name, record.id, call)).then((outcome) => {
       this.running--;
-      // Timed out or the run ended: the answer is dropped. Else it is counted (sent) before anything waiting starts.
+      // Timed out or the run ended: the answer is dropped. Else its reply is sent or held before the slot is reused.
       if (!call.settled) {
         call.settled = true;
         this.pending.delete(record.id);
@@ -210,9 +216,9 @@ export class CallAdmission {
    * than `maxRunningHandlers` handlers run. A call that timed out while waiting is dropped and never starts.
    */
   private startWaiting(): void {
-    const { maxUnreadChars, maxRunningHandlers } = this.settings.limits;
+    const { maxRunningHandlers } = this.settings.limits;
     for (let call = this.waitingToStart.peek(); call !== undefined; call = this.waitingToStart.peek()) {
-      if (!call.settled && (this.unsent > maxUnreadChars || this.waitingToSend.size > 0 || this.running >= maxRunningHandlers)) return;
+      if (!call.settled && (this.unreadFull() || this.running >= maxRunningHandlers)) return;
       if (!this.session.replying()) return;
       this.waitingToStart.take();
       if (!call.settled) this.start(call);
@@ -234,9 +240,8 @@ export class CallAdmission {
     record.durationMs = this.session.now() - startedAt;
     // Counted as soon as it exists: while the guest leaves too much unread, the answer waits as it is
     // (its frame would be one more copy of its content, queued where the guest is not reading).
-    if (this.unsent > this.settings.limits.maxUnreadChars || this.waitingToSend.size > 0) {
-      this.waitingToSend.push({ record, kept, outcome });
-    } else this.sendReply(record, kept, outcome);
+    if (this.unreadFull()) this.waitingToSend.push({ record, kept, outcome });
+    else this.sendReply(record, kept, outcome);
   }
 
   /** Sends the held answers, in order, while the guest's unread replies stay under the limit. */

@@ -31,7 +31,7 @@ export interface HostLimits {
    */
   maxInFlight?: number;
   /**
-   * Added: handlers running at once, default 16. A call over it waits, in arrival order, until a handler
+   * Added: handlers running at once, default 8. A call over it waits, in arrival order, until a handler
    * settles, and the host reads no further guest frame meanwhile; its deadline runs while it waits. It
    * bounds the answers that exist before the host can count them: each running handler may return a
    * large answer, and all of them are in memory until the guest reads them (see docs/host.md, "Memory").

@@ -46,8 +46,8 @@ async function drain(wire: MemoryWire): Promise<Record<string, unknown>[]> {
 }
 
 describe("at most maxRunningHandlers handlers run at once", () => {
-  it("defaults to 16", () => {
-    expect(DEFAULT_HOST_LIMITS.maxRunningHandlers).toBe(16);
+  it("defaults to 8", () => {
+    expect(DEFAULT_HOST_LIMITS.maxRunningHandlers).toBe(8);
   });
 
   it("runs at most the cap, starts the others in arrival order as handlers settle, and answers every call (property, seeded)", async () => {
@@ -84,7 +84,7 @@ describe("at most maxRunningHandlers handlers run at once", () => {
     );
   });
 
-  it("with default limits, 40 calls at once run 16 handlers, then the rest as those settle", async () => {
+  it("with default limits, 40 calls at once run 8 handlers, then the rest as those settle", async () => {
     const { counter, enter, leave } = runningCounter();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -107,8 +107,8 @@ describe("at most maxRunningHandlers handlers run at once", () => {
         },
       },
     );
-    expect(startedBeforeRelease).toBe(16);
-    expect(counter.most).toBe(16);
+    expect(startedBeforeRelease).toBe(8);
+    expect(counter.most).toBe(8);
     expect(report.outcome?.structured).toBe(40);
   });
 

@@ -135,22 +135,37 @@ function earsCli(args: string[]): Promise<{ code: number | null; stdout: string;
 }
 
 describe("the ears CLI's peak RSS under 512 MiB with the default limits", () => {
-  it("200 built-in reads of a 16 MiB file in one burst, never read: the deadline ends the run (exit 2) and the guest is gone", async () => {
+  /** 16 MiB of text lines: exactly the built-in read's largest file. */
+  const lines = (first: string) => {
+    const line = `${"0123456789abcdef".repeat(4)}\n`;
+    return Buffer.from(first + line.repeat((16 * MiB) / line.length)).subarray(0, 16 * MiB);
+  };
+
+  /** The CLI answering 200 reads of big.txt sent in one burst by a guest that never reads; its peak RSS. */
+  async function burstReads(file: Buffer, label: string): Promise<void> {
     const files = mkdtempSync(join(tmpdir(), "ears-memory-"));
     try {
-      // Exactly the built-in read's largest file: 16 MiB of text lines.
-      const line = `${"0123456789abcdef".repeat(4)}\n`;
-      writeFileSync(join(files, "big.txt"), line.repeat((16 * MiB) / line.length).padEnd(16 * MiB, "x"));
+      writeFileSync(join(files, "big.txt"), file);
       const guest = ["--", process.execPath, `${root}fixtures/hostile/memory-guest.mjs`, "burst-reads"];
       const run = await earsCli(["run", "--allow", "read", "--root", files, "--timeout", "10", "--no-sandbox", "--json", ...guest]);
-      console.log(`burst-reads: ears CLI peak RSS ${(run.maxRssKiB / 1024).toFixed(0)} MiB`);
+      console.log(`burst-reads (${label}): ears CLI peak RSS ${(run.maxRssKiB / 1024).toFixed(0)} MiB`);
       expect(run.code).toBe(2);
-      const report = JSON.parse(run.stdout) as { failure?: { code: string }; pid?: number };
+      const report = JSON.parse(run.stdout) as { failure?: { code: string }; pid?: number; calls: { status?: string }[] };
       expect(report.failure?.code).toBe("RunTimeout");
+      // A read was answered (the file is within the cap); the answers after it wait for the guest to read.
+      expect(report.calls.some((call) => call.status === "success")).toBe(true);
       expect(() => process.kill(report.pid!, 0)).toThrow(expect.objectContaining({ code: "ESRCH" }));
       expect(run.maxRssKiB).toBeLessThan(LIMIT_KIB);
     } finally {
       rmSync(files, { recursive: true, force: true });
     }
+  }
+
+  it("200 built-in reads of a 16 MiB file in one burst, never read: the deadline ends the run (exit 2) and the guest is gone", async () => {
+    await burstReads(lines(""), "ASCII");
+  });
+
+  it("the same with one character beyond Latin-1 in the file: each answer is a two-byte string of twice the size", async () => {
+    await burstReads(lines("Ω"), "one Ω");
   });
 });

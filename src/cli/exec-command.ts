@@ -24,18 +24,23 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
     );
   }
   const code = codeOf(values.code, values["code-file"], io.cwd);
-  const host = await hostOptionsOf(values, io);
-  let running: Promise<RunReport>;
+  const { contract, closeConnectors, ...host } = await hostOptionsOf(values, io);
   try {
-    running = runCode({ ...host, code, typecheck: values.typecheck ?? false });
-  } catch (error) {
-    // amaro is not installed: say what to install, as for any failure to start (exit 2).
-    if (!(error instanceof Error && error.name === "MissingPeerError")) throw error;
-    await host.recorder?.close().catch(() => {});
-    io.stderr.write(`ears: ${error.message}\n`);
-    return ExitStatus.SessionError;
+    let running: Promise<RunReport>;
+    try {
+      // With connectors, --typecheck checks against their types; without, against an untyped ears.
+      running = runCode({ ...host, code, typecheck: values.typecheck ?? false, ...(contract === undefined ? {} : { contract }) });
+    } catch (error) {
+      // amaro is not installed: say what to install, as for any failure to start (exit 2).
+      if (!(error instanceof Error && error.name === "MissingPeerError")) throw error;
+      await host.recorder?.close().catch(() => {});
+      io.stderr.write(`ears: ${error.message}\n`);
+      return ExitStatus.SessionError;
+    }
+    return await reportRun(await running, values, io, host.recorder);
+  } finally {
+    await closeConnectors();
   }
-  return reportRun(await running, values, io, host.recorder);
 });
 
 /** The body from --code or --code-file: exactly one of them. */

@@ -35,7 +35,10 @@ const tools = defineCapabilities({
       type: "object",
       properties: {
         total: { type: "number" },
-        items: { type: "array", items: { type: "object", properties: { id: { type: "number" }, title: { type: "string" } }, required: ["id"] } },
+        items: {
+          type: "array",
+          items: { type: "object", properties: { id: { type: "number" }, title: { type: "string" } }, required: ["id"] },
+        },
       },
       required: ["total", "items"],
     }),
@@ -57,7 +60,12 @@ const bodies: [string, string, boolean][] = [
   ["an unknown argument", 'await ears.call("github.search", { query: "q", nope: 1 });', false],
   ["an untyped keyword takes any JSON", 'await ears.call("github.search", { query: "q", extra: { a: [1] } });', true],
   ["an unnarrowed result", 'const r = await ears.call("github.search", { query: "q" });\nreturn r.structured.total;', false],
-  ["an optional item field used as required", 'const r = await ears.call("github.search", { query: "q" });\nif (r.status === "failure") return r;\nreturn r.structured.items[0]!.title.length;', false],
+  [
+    "an optional item field used as required",
+    'const r = await ears.call("github.search", { query: "q" });\nif (r.status === "failure") return r;\n' +
+      "return r.structured.items[0]!.title.length;",
+    false,
+  ],
   ["a schema of true takes any JSON", 'await ears.call("github.anything", { a: 1 });\nawait ears.call("github.anything", [1, "x"]);', true],
   ["an undeclared tool", 'await ears.call("github.other", {});', false],
 ];
@@ -105,7 +113,9 @@ describe("jsonSchema() in a contract", () => {
       }),
     );
     const output = await new Promise<string>((resolve) =>
-      execFile(process.execPath, [tsc, "-p", join(dir, "tsconfig.json"), "--pretty", "false"], { cwd: dir }, (_e, stdout) => resolve(stdout)),
+      execFile(process.execPath, [tsc, "-p", join(dir, "tsconfig.json"), "--pretty", "false"], { cwd: dir }, (_e, stdout) =>
+        resolve(stdout),
+      ),
     );
     expect(output).not.toMatch(/ears\.d\.ts/);
     const failing = new Set([...output.matchAll(/^body(\d+)\.ts\(\d+,\d+\): error/gm)].map((match) => Number(match[1])));
@@ -129,6 +139,6 @@ describe("jsonSchema() in a contract", () => {
     const hostile = defineCapabilities({
       t: { arguments: jsonSchema({ type: "object", properties: { a: { '*/ | "x': 1 } }, required: ["a"] }) },
     });
-    expect(hostile.declarations()).toMatch(/  a: Json \/\* untyped: +x \*\/;\n/);
+    expect(hostile.declarations()).toMatch(/ {2}a: Json \/\* untyped: +x \*\/;\n/);
   });
 });

@@ -142,7 +142,10 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
       [{ address: "127.0.0.1", family: 4 }],
     ]) {
       const lookup = vi.fn(async () => addresses);
-      const outcome = await fetchCapability({ allow: ["http://metadata.test"], lookup })({ url: "http://metadata.test/latest/meta-data" }, ctx());
+      const outcome = await fetchCapability({ allow: ["http://metadata.test"], lookup })(
+        { url: "http://metadata.test/latest/meta-data" },
+        ctx(),
+      );
       expect(outcome).toMatchObject({ status: "failure", code: "FetchRefused" });
       expect((outcome as { content: string }).content).toMatch(/resolves to .*, a .* address/);
       expect(lookup).toHaveBeenCalledWith("metadata.test");
@@ -158,7 +161,7 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
     const lookup = vi.fn(async () => answers.shift()!);
     const pinned: string[] = [];
     vi.spyOn(Socket.prototype, "connect").mockImplementation(function (this: Socket, ...args: unknown[]) {
-      const options = (Array.isArray(args[0]) ? args[0][0] : args[0]) as { host: string; lookup: Function };
+      const options = (Array.isArray(args[0]) ? args[0][0] : args[0]) as { host: string; lookup: (...a: unknown[]) => void };
       options.lookup(options.host, {}, (_error: unknown, address: string) => pinned.push(address));
       options.lookup(options.host, { all: true }, (_error: unknown, all: { address: string }[]) => pinned.push(all[0]!.address));
       // No traffic: the socket fails before any connection is made.

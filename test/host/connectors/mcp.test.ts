@@ -3,7 +3,11 @@
  * server this project did not write, started over stdio as a real child process.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectMcpServers, mcpConfig, runCode, type McpConfig, type McpConnection } from "../../../src/host/index.js";
 import { isRunning } from "../../helpers/spawn-ears.js";
@@ -108,6 +112,45 @@ return { t: r.structured.temperature, e: e.content };`,
     expect(valid.failure).toBeUndefined();
     expect(valid.outcome).toMatchObject({ status: "success", structured: { t: expect.any(Number), e: expect.stringMatching(/^Echo: /) } });
     if (process.platform === "linux") expect(valid.sandbox?.mechanism).toBe("bubblewrap");
+  });
+});
+
+describe("connectMcpServers over Streamable HTTP", () => {
+  it("connects to a url with the configured headers and calls a tool", async () => {
+    // server-everything's own server, behind the SDK's Streamable HTTP transport, listening on 127.0.0.1 only.
+    const everything = (await import(pathToFileURL(resolve(EVERYTHING, "../server/index.js")).href)) as {
+      createServer: () => { server: { connect(transport: unknown): Promise<void>; close(): Promise<void> }; cleanup?: () => void };
+    };
+    const { StreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/streamableHttp.js");
+    const { server: mcp, cleanup } = everything.createServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+    await mcp.connect(transport);
+    const authorizations: (string | undefined)[] = [];
+    const http = createServer((request, response) => {
+      authorizations.push(request.headers.authorization);
+      void transport.handleRequest(request, response);
+    });
+    await new Promise<void>((done) => http.listen(0, "127.0.0.1", done));
+    const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+    try {
+      const connection = await connectMcpServers({ mcpServers: { remote: { url, headers: { Authorization: "Bearer remote-token" } } } });
+      try {
+        const outcome = await connection.capabilities["remote.echo"]!(
+          { message: "over http" },
+          { name: "remote.echo", id: 1, signal: new AbortController().signal },
+        );
+        expect(outcome).toEqual({ status: "success", content: "Echo: over http" });
+      } finally {
+        await connection.close();
+      }
+      expect(authorizations.length).toBeGreaterThan(1);
+      expect(new Set(authorizations)).toEqual(new Set(["Bearer remote-token"]));
+    } finally {
+      await mcp.close();
+      cleanup?.();
+      http.closeAllConnections();
+      http.close();
+    }
   });
 });
 

@@ -1,0 +1,53 @@
+/**
+ * The MCP SDK is an optional peer (issue 19): the guest entry and the host entry load without it, and
+ * the connectors say what to install when it is missing. A child process runs the built package with a
+ * module hook that makes `@modelcontextprotocol/sdk` unresolvable, as in an install without it.
+ */
+import { execFile } from "node:child_process";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const HOOKS = `
+export async function resolve(specifier, context, next) {
+  if (specifier.startsWith("@modelcontextprotocol/")) {
+    const error = new Error("Cannot find package '" + specifier + "' imported from " + context.parentURL);
+    error.code = "ERR_MODULE_NOT_FOUND";
+    throw error;
+  }
+  return next(specifier, context);
+}`;
+
+const REGISTER = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOKS)}`)});`;
+
+const SCRIPT = `
+const guest = await import(${JSON.stringify(pathToFileURL(resolve("dist/index.js")).href)});
+const host = await import(${JSON.stringify(pathToFileURL(resolve("dist/host/index.js")).href)});
+const lines = [typeof guest.serve, typeof host.runCode, typeof host.fetchCapability({ allow: ["https://a.example"] })];
+try {
+  await host.connectMcpServers({ mcpServers: { a: { command: "true" } } });
+  lines.push("connected?");
+} catch (error) {
+  lines.push(error.name + ": " + error.message);
+}
+console.log(lines.join("\\n"));
+`;
+
+describe("the MCP SDK is loaded only by the connectors", () => {
+  it("the guest and host entries load without it; connectMcpServers says what to install", async () => {
+    const stdout = await new Promise<string>((done, fail) =>
+      execFile(
+        process.execPath,
+        ["--import", `data:text/javascript,${encodeURIComponent(REGISTER)}`, "--input-type=module", "-e", SCRIPT],
+        (error, out, err) => (error ? fail(new Error(`${error.message}\n${err}`)) : done(out)),
+      ),
+    );
+    expect(stdout.trim().split("\n")).toEqual([
+      "function",
+      "function",
+      "function",
+      "MissingPeerError: MCP connectors and ears mcp need @modelcontextprotocol/sdk, an optional peer dependency that is not installed: " +
+        "npm install @modelcontextprotocol/sdk",
+    ]);
+  });
+});

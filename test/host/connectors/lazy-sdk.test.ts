@@ -18,7 +18,8 @@ export async function resolve(specifier, context, next) {
   return next(specifier, context);
 }`;
 
-const REGISTER = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOKS)}`)});`;
+const HOOKS_URL = `data:text/javascript,${encodeURIComponent(HOOKS)}`;
+const REGISTER = `import { register } from "node:module"; register(${JSON.stringify(HOOKS_URL)});`;
 
 const SCRIPT = `
 const guest = await import(${JSON.stringify(pathToFileURL(resolve("dist/index.js")).href)});

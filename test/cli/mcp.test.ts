@@ -8,7 +8,10 @@ import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fetchHeadersOf } from "../../src/cli/connector-options.js";
+import { cliInProcess } from "../helpers/cli-in-process.js";
 import { UsageError } from "../../src/cli/usage.js";
 import { EARS, ears, isRunning } from "../helpers/spawn-ears.js";
 
@@ -80,6 +83,13 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
     rmSync(secretDir, { recursive: true, force: true });
     // The body cannot see a host file outside its sandbox.
     expect(sandbox.structuredContent).toEqual({ status: "success", content: "", structured: false });
+  });
+
+  it("answers an unknown tool name and a call without code with isError, saying what to send", async () => {
+    const unknown = await client.callTool({ name: "nope", arguments: {} });
+    expect(unknown).toMatchObject({ isError: true, content: [{ type: "text", text: 'unknown tool "nope"; the tool is run_code' }] });
+    const noCode = await client.callTool({ name: "run_code", arguments: { input: 1 } });
+    expect(noCode).toMatchObject({ isError: true, content: [{ type: "text", text: 'run_code needs "code", the body as a string' }] });
   });
 
   it("answers a syntax error with isError and the body's line:column", async () => {
@@ -174,6 +184,58 @@ describe("ears declarations", () => {
     const origin = await ears(["declarations", "--fetch-allow", "https://a.example/path"], { cwd: dir });
     expect(origin.code).toBe(64);
     expect(origin.stderr).toMatch(/not an http\(s\) origin/);
+  });
+});
+
+describe("--fetch-allow and --fetch-header through ears exec", () => {
+  let server: Server;
+  let origin: string;
+  const seen: (string | undefined)[] = [];
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      seen.push(request.headers.authorization);
+      response.end("hello from the api");
+    });
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    process.env.EARS_TEST_FETCH_TOKEN = "tok-from-env-123";
+  });
+  afterAll(() => {
+    delete process.env.EARS_TEST_FETCH_TOKEN;
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it("a body fetches an allowed origin; ears adds the header from its environment and the output never shows it", async () => {
+    const run = await cliInProcess([
+      "exec",
+      "--fetch-allow",
+      origin,
+      "--fetch-header",
+      `${origin}=Authorization: Bearer \${EARS_TEST_FETCH_TOKEN}`,
+      "--input",
+      JSON.stringify(`${origin}/x`),
+      "--typecheck",
+      "--json",
+      "--code",
+      'const r = await ears.call("fetch", { url: input as string });\nif (r.status === "failure") return r;\nreturn r.structured.body;',
+    ]);
+    expect(JSON.parse(run.stdout).outcome).toEqual({ status: "success", content: "", structured: "hello from the api" });
+    expect(run.code).toBe(0);
+    expect(seen).toEqual(["Bearer tok-from-env-123"]);
+    expect(run.stdout + run.stderr).not.toContain("tok-from-env-123");
+  });
+
+  it("refuses a --capabilities handler with the name of a connector's capability (64)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ears-clash-"));
+    try {
+      writeFileSync(join(dir, "caps.mjs"), "export function fetch() { return 'mine'; }\n");
+      const run = await cliInProcess(["exec", "--capabilities", join(dir, "caps.mjs"), "--fetch-allow", origin, "--code", "return 1;"]);
+      expect(run.stderr).toBe('ears: --capabilities exports "fetch", which a connector also provides; rename one\n');
+      expect(run.code).toBe(64);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

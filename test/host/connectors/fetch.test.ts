@@ -52,6 +52,8 @@ describe("fetchCapability", () => {
       }
       if (request.url === "/big-declared") return reply.writeHead(200, { "content-length": "5000" }).end("z".repeat(5000));
       if (request.url === "/silent") return;
+      if (request.url === "/loop") return reply.writeHead(302, { location: "/loop" }).end();
+      if (request.url === "/bad-location") return reply.writeHead(302, { location: "http://[nope" }).end();
       reply.writeHead(201, { "content-type": "text/plain", "x-answer": "42" }).end(`got ${request.method} ${request.url} ${request.body}`);
     });
   });
@@ -190,6 +192,22 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
   it("answers FetchFailed when no complete response comes within timeoutMs", async () => {
     const outcome = await fetchOf({ timeoutMs: 200 })({ url: `${api.origin}/silent` }, ctx());
     expect(outcome).toEqual({ status: "failure", code: "FetchFailed", content: "fetch: no complete response within 200 ms (timeoutMs)" });
+  });
+
+  it("answers FetchFailed for too many redirects, a redirect to no URL, and a refused connection", async () => {
+    const loop = await fetchOf({ maxRedirects: 2 })({ url: `${api.origin}/loop` }, ctx());
+    expect(loop).toEqual({ status: "failure", code: "FetchFailed", content: "fetch: more than 2 redirects (maxRedirects)" });
+    expect(api.seen.map((seen) => seen.url)).toEqual(["/loop", "/loop", "/loop"]);
+    const bad = await fetchOf()({ url: `${api.origin}/bad-location` }, ctx());
+    expect(bad).toMatchObject({ status: "failure", code: "FetchFailed" });
+    expect((bad as { content: string }).content).toContain('a redirect to "http://[nope", which is not a URL');
+    // A loopback port nobody listens on (just closed), named explicitly, so only the connection fails.
+    const closed = await recordingServer(() => {});
+    const { origin } = closed;
+    await new Promise((done) => closed.server.close(done));
+    const refused = await fetchCapability({ allow: [origin] })({ url: `${origin}/` }, ctx());
+    expect(refused).toMatchObject({ status: "failure", code: "FetchFailed" });
+    expect((refused as { content: string }).content).toMatch(/^fetch: the request to "127\.0\.0\.1:\d+" failed: .*ECONNREFUSED/);
   });
 
   it("refuses malformed arguments with InvalidArguments, sending nothing", async () => {

@@ -2,15 +2,18 @@
  * MCP servers as capabilities (issue 19), against @modelcontextprotocol/server-everything, a reference
  * server this project did not write, started over stdio as a real child process.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectMcpServers, mcpConfig, runCode, type McpConfig, type McpConnection } from "../../../src/host/index.js";
 import { isRunning } from "../../helpers/spawn-ears.js";
+
+const ctxOf = (name: string) => ({ name, id: 1, signal: new AbortController().signal });
 
 const EVERYTHING = resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const everythingConfig: McpConfig = { mcpServers: { everything: { command: process.execPath, args: [EVERYTHING, "stdio"] } } };
@@ -164,6 +167,24 @@ describe("connectMcpServers: lifecycle and configuration", () => {
     await connection.close();
     expect(started.filter(isRunning)).toEqual([]);
     expect(existsSync(connection.filesDir)).toBe(false);
+  });
+
+  it("keeps a filesDir the caller gave; a call after close() rejects (the host answers CapabilityFailed)", async () => {
+    const filesDir = mkdtempSync(join(tmpdir(), "ears-mcp-files-"));
+    try {
+      const connection = await connectMcpServers(everythingConfig, { filesDir, onServerStderr: () => {} });
+      const image = (await connection.capabilities["everything.get-tiny-image"]!({}, ctxOf("everything.get-tiny-image"))) as {
+        structured: { images: string[] };
+      };
+      await connection.close();
+      expect(existsSync(image.structured.images[0]!)).toBe(true);
+      expect(image.structured.images[0]!.startsWith(filesDir)).toBe(true);
+      await expect(connection.capabilities["everything.echo"]!({ message: "late" }, ctxOf("everything.echo"))).rejects.toThrow(
+        /Not connected/,
+      );
+    } finally {
+      rmSync(filesDir, { recursive: true, force: true });
+    }
   });
 
   it("rejects naming a server that cannot start, and closes the ones already started", async () => {

@@ -4,6 +4,7 @@
  * with a contract built from each tool's JSON Schemas. The MCP SDK (`@modelcontextprotocol/sdk`, an
  * optional peer dependency) is loaded only here, on the first connection.
  */
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -308,6 +309,8 @@ const EXTENSIONS: Record<string, string> = {
 /** Saves binary content to files (mode 0600) with names no tool can steer, and says where. */
 class FileSaver {
   private count = 0;
+  // Per connection, so two connections sharing a caller's filesDir never pick the same name.
+  private readonly prefix = randomBytes(4).toString("hex");
   constructor(private readonly dir: string) {}
 
   /** The line of `content` for one content item; saves it first when it is binary. */
@@ -344,7 +347,7 @@ class FileSaver {
     // The name comes from a counter and the capability's name cleaned to safe characters: a server's
     // text never chooses a path.
     const safe = label.replace(/[^\w.-]/g, "_").slice(0, 80);
-    const path = join(this.dir, `${safe}-${++this.count}.${EXTENSIONS[mimeType] ?? "bin"}`);
+    const path = join(this.dir, `${safe}-${this.prefix}-${++this.count}.${EXTENSIONS[mimeType] ?? "bin"}`);
     writeFileSync(path, bytes, { mode: 0o600, flag: "wx" });
     return { path, bytes: bytes.length };
   }

@@ -53,6 +53,13 @@ describe("npm pack", () => {
     expect(run(process.execPath, ["--input-type=module", "-e", runCode], folder).trim()).toBe(
       "runCode needs amaro, an optional peer dependency that is not installed: npm install amaro",
     );
+    const mcp =
+      `import { connectMcpServers } from "@posoco/ears/host"; ` +
+      `try { await connectMcpServers({ mcpServers: {} }); } catch (error) { console.log(error.message); }`;
+    expect(run(process.execPath, ["--input-type=module", "-e", mcp], folder).trim()).toBe(
+      "MCP connectors and ears mcp need @modelcontextprotocol/sdk, an optional peer dependency that is not installed: " +
+        "npm install @modelcontextprotocol/sdk",
+    );
   });
 
   it("with the peers installed, every entry point imports", () => {

@@ -164,6 +164,18 @@ describe("ears declarations", () => {
     expect(wrong.code).toBe(2);
   });
 
+  it("ears run --mcp-config gives a guest program the servers' tools, allowed by default", async () => {
+    const guest = resolve("fixtures/guests/call-input.mjs");
+    const input = JSON.stringify({ name: "everything.echo", args: { message: "from a guest" } });
+    const run = await ears(["run", "--mcp-config", "mcp.json", "--input", input, "--json", "--quiet", "--", process.execPath, guest], {
+      cwd: dir,
+    });
+    const report = JSON.parse(run.stdout);
+    expect(report.outcome).toEqual({ status: "success", content: "Echo: from a guest" });
+    expect(report.calls).toHaveLength(1);
+    expect(run.code).toBe(0);
+  });
+
   it("exits 64 naming the problem for a configuration that cannot be read or a server that cannot start", async () => {
     writeFileSync(join(dir, "bad.json"), '{"mcpServers": {"x": {}}}');
     writeFileSync(join(dir, "broken.json"), JSON.stringify({ mcpServers: { broken: { command: process.execPath, args: ["-e", "1"] } } }));

@@ -19,6 +19,21 @@ const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" } } as const;
 /** The name of the one tool `ears mcp` serves. */
 export const RUN_CODE_TOOL = "run_code";
 
+/**
+ * The `structuredContent` of every run_code result: the body's Outcome, or, when the run itself failed
+ * (CompileError, RunTimeout, ...), a failure with the run's code and message.
+ */
+const OUTCOME_SCHEMA = {
+  type: "object" as const,
+  properties: {
+    status: { enum: ["success", "failure"] },
+    code: { type: "string", description: "A failure's code: the body's own, a capability's, or the run's (CompileError, RunTimeout, ...)" },
+    content: { type: "string" },
+    structured: { description: "Any JSON value: what the body returned" },
+  },
+  required: ["status", "content"],
+};
+
 /** Logs shown in a result: a model needs what the body printed, within bounds. */
 const MAX_LOG_LINES = 50;
 const MAX_LOG_CHARS = 10_000;
@@ -61,6 +76,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
           },
           required: ["code"],
         },
+        outputSchema: OUTCOME_SCHEMA,
       },
     ],
   }));
@@ -115,7 +131,10 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   return ExitStatus.Success;
 });
 
-/** A run's report as a tool result: the outcome as text and `structuredContent`; `isError` unless it succeeded. */
+/**
+ * A run's report as a tool result: the outcome as text (content, then structured as JSON, then the logs)
+ * and as `structuredContent`; `isError` unless it succeeded.
+ */
 export function toolResult(report: RunReport): {
   content: { type: "text"; text: string }[];
   structuredContent?: Record<string, Json>;
@@ -123,7 +142,12 @@ export function toolResult(report: RunReport): {
 } {
   const logs = logText(report);
   if (report.failure !== undefined) {
-    return { content: [{ type: "text", text: `${report.failure.code}: ${report.failure.message}${logs}` }], isError: true };
+    const { code, message } = report.failure;
+    return {
+      content: [{ type: "text", text: `${code}: ${message}${logs}` }],
+      structuredContent: { status: "failure", code, content: message },
+      isError: true,
+    };
   }
   const outcome = report.outcome;
   const structured =

@@ -65,6 +65,7 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
     expect(tools[0]!.description).toContain('"everything.get-structured-content": { args: {');
     expect(tools[0]!.description).toContain('location: "New York" | "Chicago" | "Los Angeles";');
     expect(tools[0]!.inputSchema).toMatchObject({ required: ["code"] });
+    expect(tools[0]!.outputSchema).toMatchObject({ required: ["status", "content"] });
   });
 
   it("runs a body sandboxed that calls the upstream server, twice over the same connection", async () => {
@@ -96,6 +97,7 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
     const result = await client.callTool({ name: "run_code", arguments: { code: "const a = 1;\nconst b: = 2;" } });
     expect(result.isError).toBe(true);
     expect((result.content as { text: string }[])[0]!.text).toMatch(/^CompileError: the code was not run: code\.ts:2:10: /);
+    expect(result.structuredContent).toMatchObject({ status: "failure", code: "CompileError" });
   });
 
   it("refuses a wrong argument by typecheck before anything runs, and answers a failure outcome with isError", async () => {

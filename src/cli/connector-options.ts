@@ -78,11 +78,8 @@ export async function connectorsOf(values: ConnectorValues, io: CliIo): Promise<
       if (error instanceof Error && error.name === "MissingPeerError") throw new UsageError(error.message);
       throw new UsageError(`--mcp-config ${file}: ${describeError(error)}`);
     }
+    // No clash with fetch: an MCP capability's name always holds a ".", "<server>.<tool>".
     for (const name of connection.contract.names) {
-      if (Object.hasOwn(capabilities, name)) {
-        await connection.close();
-        throw new UsageError(`--mcp-config ${file}: the tool ${JSON.stringify(name)} has the name of another capability`);
-      }
       capabilities[name] = connection.capabilities[name]!;
       specs[name] = connection.contract.specs[name]!;
     }

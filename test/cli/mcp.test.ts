@@ -184,6 +184,12 @@ describe("ears declarations", () => {
     const missing = await ears(["declarations", "--mcp-config", "nope.json"], { cwd: dir });
     expect(missing.code).toBe(64);
     expect(missing.stderr).toMatch(/^ears: --mcp-config: cannot read the MCP configuration .*nope\.json: /);
+    writeFileSync(join(dir, "not-json.json"), "{ mcpServers: ");
+    const notJson = await ears(["declarations", "--mcp-config", "not-json.json"], { cwd: dir });
+    expect(notJson.code).toBe(64);
+    expect(notJson.stderr).toMatch(/^ears: --mcp-config: the MCP configuration .*not-json\.json is not JSON: /);
+    const words = await ears(["declarations", "extra"], { cwd: dir });
+    expect(words.stderr).toBe("ears: ears declarations takes options only (see ears declarations --help)\n");
     const bad = await ears(["declarations", "--mcp-config", "bad.json"], { cwd: dir });
     expect(bad.code).toBe(64);
     expect(bad.stderr).toContain('server "x" needs exactly one of "command" (stdio) and "url" (Streamable HTTP)');

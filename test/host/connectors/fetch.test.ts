@@ -194,6 +194,21 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
     expect(outcome).toEqual({ status: "failure", code: "FetchFailed", content: "fetch: no complete response within 200 ms (timeoutMs)" });
   });
 
+  it("refuses a URL with user information, and answers FetchFailed for a name that resolves to no address", async () => {
+    const userinfo = await fetchOf()({ url: api.origin.replace("http://", "http://user:pw@") + "/" }, ctx());
+    expect(userinfo).toMatchObject({ status: "failure", code: "FetchRefused" });
+    const nowhere = await fetchCapability({ allow: ["http://nowhere.test"], lookup: async () => [] })(
+      { url: "http://nowhere.test/" },
+      ctx(),
+    );
+    expect(nowhere).toEqual({
+      status: "failure",
+      code: "FetchFailed",
+      content: 'fetch: the request to "nowhere.test" failed: nowhere.test resolved to no address',
+    });
+    expect(api.seen).toEqual([]);
+  });
+
   it("answers FetchFailed for too many redirects, a redirect to no URL, and a refused connection", async () => {
     const loop = await fetchOf({ maxRedirects: 2 })({ url: `${api.origin}/loop` }, ctx());
     expect(loop).toEqual({ status: "failure", code: "FetchFailed", content: "fetch: more than 2 redirects (maxRedirects)" });
@@ -237,5 +252,14 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
     );
     expect(() => fetchCapability({ allow: ["https://a.example"], maxBytes: 0 })).toThrow(/maxBytes must be a positive integer/);
     expect(() => fetchCapability({ allow: "https://a.example" as never })).toThrow(/allow must be an array/);
+    expect(() => fetchCapability({ allow: ["https://a.example"], headers: { "https://a.example": { A: 1 as never } } })).toThrow(
+      /header "A" for https:\/\/a.example must be a string/,
+    );
+    expect(() => fetchCapability({ allow: ["https://a.example"], headers: { "https://a.example": null as never } })).toThrow(
+      /must be an object/,
+    );
+    expect(() => fetchCapability({ allow: ["https://a.example"], maxRedirects: -1 })).toThrow(
+      /maxRedirects must be a non-negative integer/,
+    );
   });
 });

@@ -34,7 +34,28 @@ try {
 console.log(lines.join("\\n"));
 `;
 
+/** Runs `args` with the hook that hides the MCP SDK; stdout, stderr and the exit code. */
+function withoutSdk(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) =>
+    execFile(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(REGISTER)}`, ...args], (error, stdout, stderr) =>
+      done({ code: typeof error?.code === "number" ? error.code : 0, stdout, stderr }),
+    ),
+  );
+}
+
 describe("the MCP SDK is loaded only by the connectors", () => {
+  it("ears mcp without it exits 64 saying what to install; the other commands run", async () => {
+    const mcp = await withoutSdk([resolve("dist/cli/main.js"), "mcp"]);
+    expect(mcp.stderr).toBe(
+      "ears: MCP connectors and ears mcp need @modelcontextprotocol/sdk, an optional peer dependency that is not installed: " +
+        "npm install @modelcontextprotocol/sdk\n",
+    );
+    expect(mcp.code).toBe(64);
+    const exec = await withoutSdk([resolve("dist/cli/main.js"), "exec", "--no-sandbox", "--code", "return 1 + 1;"]);
+    expect(exec.stdout).toBe("2\n");
+    expect(exec.code).toBe(0);
+  });
+
   it("the guest and host entries load without it; connectMcpServers says what to install", async () => {
     const stdout = await new Promise<string>((done, fail) =>
       execFile(

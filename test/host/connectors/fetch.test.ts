@@ -194,6 +194,20 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
     expect(outcome).toEqual({ status: "failure", code: "FetchFailed", content: "fetch: no complete response within 200 ms (timeoutMs)" });
   });
 
+  it("reaches an IPv6 loopback origin named by its address, and refuses [::1] when only 127.0.0.1 is named", async () => {
+    const v6 = createServer((_, reply) => reply.end("over v6"));
+    await new Promise<void>((done) => v6.listen(0, "::1", done));
+    const origin = `http://[::1]:${(v6.address() as AddressInfo).port}`;
+    try {
+      const outcome = await fetchCapability({ allow: [origin] })({ url: `${origin}/` }, ctx());
+      expect(outcome).toMatchObject({ status: "success", structured: { body: "over v6" } });
+      const other = await fetchOf()({ url: `${origin}/` }, ctx());
+      expect(other).toMatchObject({ status: "failure", code: "FetchRefused" });
+    } finally {
+      v6.close();
+    }
+  });
+
   it("refuses a URL with user information, and answers FetchFailed for a name that resolves to no address", async () => {
     const userinfo = await fetchOf()({ url: api.origin.replace("http://", "http://user:pw@") + "/" }, ctx());
     expect(userinfo).toMatchObject({ status: "failure", code: "FetchRefused" });

@@ -71,12 +71,17 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
   it("runs a body sandboxed that calls the upstream server, twice over the same connection", async () => {
     const body =
       'const r = await ears.call("everything.echo", { message: String(input) });\nconsole.log("called");\nreturn { said: r.content };';
+    // One upstream server process for the whole session: started once, kept between calls.
+    const upstreamOf = () => childrenOf(transport.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(EVERYTHING));
+    const upstream = upstreamOf();
+    expect(upstream).toHaveLength(1);
     for (const input of ["one", "two"]) {
       const result = await client.callTool({ name: "run_code", arguments: { code: body, input } });
       expect(result.isError).toBe(false);
       expect(result.structuredContent).toEqual({ status: "success", content: "", structured: { said: `Echo: ${input}` } });
       expect((result.content as { text: string }[])[0]!.text).toBe(`{\n  "said": "Echo: ${input}"\n}\n\nLogs:\n[info] called`);
     }
+    expect(upstreamOf()).toEqual(upstream);
     const secretDir = mkdtempSync(join(tmpdir(), "ears-mcp-secret-"));
     writeFileSync(join(secretDir, "secret.txt"), "secret");
     const probe = 'const fs = (globalThis as any).process.getBuiltinModule("node:fs");\nreturn fs.existsSync(input as string);';

@@ -96,6 +96,8 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     try {
       report = await runCode({
         ...host,
+        // As ears exec without --cwd: each body works in a private, empty directory of its own.
+        cwd: undefined,
         signal,
         code: args.code,
         input: (args.input ?? null) as Json,

@@ -23,7 +23,8 @@ const entries = {
 const bundle = await rolldown({
   input: Object.fromEntries(Object.entries(entries).map(([name, file]) => [name, join(dist, file)])),
   platform: "node",
-  external: [/^node:/, "zod", /^zod\//, "fast-check"],
+  // The MCP SDK is an optional peer that the connectors and `ears mcp` import lazily.
+  external: [/^node:/, "zod", /^zod\//, "fast-check", /^@modelcontextprotocol\/sdk(\/|$)/],
   treeshake: true,
 });
 await bundle.write({

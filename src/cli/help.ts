@@ -8,6 +8,20 @@ const EXIT_STATUS = `Exit status:
       written, or (exec) the code body does not compile (CompileError)
   64  usage error: unknown option, bad --input, missing command, unreadable file`;
 
+/** The connector options, shared by run, exec, declarations and mcp. */
+const CONNECTOR_HELP = `  --mcp-config <file>       An MCP client configuration ({"mcpServers": {"name": {"command", "args",
+                            "env"} | {"url", "headers"}}}): every tool of every server becomes a
+                            capability named <server>.<tool>, allowed by default. Servers start
+                            once, their stderr goes to ears' stderr as "[mcp <server>] line".
+  --fetch-allow <origin>    Add the capability fetch ({url, method?, headers?, body?} ->
+                            {status, headers, body}) for this origin (scheme://host[:port]);
+                            repeatable; allowed by default. Private, loopback and metadata
+                            addresses are refused unless the origin names the address itself.
+  --fetch-header '<origin>=<Name>: <value>'
+                            A header ears adds to fetch requests to <origin> only; \${VAR} in the
+                            value is read from ears' environment (single-quote it), and the body
+                            never sees it. Repeatable.`;
+
 /** `ears --help`. */
 export const MAIN_HELP = `ears - run, record and replay @posoco/ears guest programs (protocol 1 over stdio)
 
@@ -20,6 +34,10 @@ Usage:
       Replay a recorded session against a guest and report the first divergence.
   ears doctor [--json]
       Say what confinement a run gets on this machine, and how to fix what is missing.
+  ears declarations [--mcp-config <file>] [--capabilities <module>] [--fetch-allow <origin>]
+      Print the TypeScript declarations of what a code body may call (for a model's prompt).
+  ears mcp [--mcp-config <file>] [--capabilities <module>] [--fetch-allow <origin>] [options]
+      Be an MCP server (stdio) with one tool, run_code, that runs a code body sandboxed.
   ears --help, ears <command> --help
   ears --version          (also -v, -V)
 
@@ -33,7 +51,8 @@ Examples:
   ears run --allow read --record run.ndjson -- node guest.mjs
   ears replay run.ndjson -- node guest.mjs
 
-Run "ears run --help", "ears exec --help", "ears replay --help" or "ears doctor --help" for the options.
+Run "ears run --help", "ears exec --help", "ears replay --help", "ears doctor --help",
+"ears declarations --help" or "ears mcp --help" for the options.
 `;
 
 /** `ears run --help`. */
@@ -54,6 +73,7 @@ Options:
                             Merged over the built-ins (a module's "read" replaces the built-in).
   --root <dir>              The directory the built-in read and list are confined to.
                             Default: the working directory.
+${CONNECTOR_HELP}
   --sandbox                 Require an OS sandbox (Linux: bubblewrap); without one the guest is
                             not started (SandboxUnavailable, exit 2). Default: a sandbox when one
                             can start here, else unconfined with a one-line note on stderr.
@@ -154,13 +174,15 @@ A body that does not compile is not run: CompileError, exit 2.
 Options:
   --code <body>             The body itself (quote it for the shell).
   --code-file <path>        Read the body from a file.
-  --typecheck               Check the body's types first (needs the typescript package): calls
-                            take any name and JSON arguments, as no contract is known here.
+  --typecheck               Check the body's types first (needs the typescript package): against
+                            the types of --mcp-config's tools and fetch when given; other calls
+                            take any name and JSON arguments, as no contract is known for them.
   --cwd <dir>               The body's working directory, shown read-only (secrets masked).
                             Default: a private empty directory, writable, removed after the run.
   Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
   --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
-  --timeout, --call-timeout, --json, --quiet), with the same meaning; see ears run --help.
+  --timeout, --call-timeout, --json, --quiet, --mcp-config, --fetch-allow, --fetch-header), with
+  the same meaning; see ears run --help.
   -h, --help                Show this help.
 
 ${EXIT_STATUS}
@@ -183,4 +205,55 @@ Options:
   -h, --help                Show this help.
 
 Exit status: 0 when runs here are confined, 1 when they are not, 64 for a usage error.
+`;
+
+/** `ears declarations --help`. */
+export const DECLARATIONS_HELP = `Usage: ears declarations [options]
+
+Prints the TypeScript declarations (ears, input, Outcome and the Capabilities map) of exactly what a
+code body run by "ears exec" or "ears mcp" with the same options may call: MCP tools and fetch typed
+from their JSON Schemas (descriptions as doc comments; what cannot be typed is Json with a comment),
+other capabilities untyped. Put the output in a model's prompt.
+
+Options:
+  --allow <names>           Also declare these capabilities (built-ins or --capabilities); repeatable.
+  --capabilities <module>   A module of capability handlers (see ears run --help).
+  --root <dir>              As for ears run.
+${CONNECTOR_HELP}
+  --quiet                   Do not copy the MCP servers' stderr to stderr.
+  -h, --help                Show this help.
+
+Exit status: 0 printed; 64 usage error (a bad option, an unreadable configuration, a server that
+cannot be reached).
+
+Examples:
+  ears declarations --mcp-config mcp.json
+  ears declarations --fetch-allow https://api.github.com --allow read
+`;
+
+/** `ears mcp --help`. */
+export const MCP_HELP = `Usage: ears mcp [options]
+
+Serves MCP over stdin and stdout (stdio transport) with one tool, run_code: its input is
+{"code": "<body>", "input"?: <JSON>}, its description carries the declarations of what the body may
+call, and its result is the body's outcome as text (and structuredContent), with isError for a
+failure. A body that does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
+Bodies run sandboxed (as ears exec: bubblewrap when it can start), one process each; the MCP
+servers of --mcp-config are started once and stay connected until the client closes stdin.
+Logs, the bodies' stderr and the servers' stderr go to stderr; stdout carries only MCP.
+
+Options:
+${CONNECTOR_HELP}
+  --allow, --capabilities, --root, --sandbox, --no-sandbox, --sandbox-read, --sandbox-write,
+  --sandbox-show-secrets, --sandbox-allow-broad, --env, --timeout, --call-timeout, --quiet
+                            As for ears run, for every body. Each body works in a private empty
+                            directory of its own, as ears exec without --cwd.
+  --typecheck               Check each body's types against the declarations before running it
+                            (needs the typescript package).
+  -h, --help                Show this help.
+
+In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, Cursor's mcp.json):
+  {"mcpServers": {"ears": {"command": "npx", "args": ["ears", "mcp", "--mcp-config", "/abs/mcp.json"]}}}
+
+Exit status: 0 when the client closed stdin; 64 usage error.
 `;

@@ -6,7 +6,9 @@ import type { Capabilities, GuestCommand, HostLimits, RunReport, SandboxSetting 
 import { envEntryProblem } from "../host/sandbox/policy.js";
 import { describeError } from "../protocol/errors.js";
 import { recordTo, type Recorder } from "../transcripts/transcript.js";
+import { defineCapabilities, type CapabilitySpec, type Contract } from "../contract/contract.js";
 import { loadCapabilityModule } from "./capability-module.js";
+import { CONNECTOR_OPTIONS, connectorsOf, type ConnectorValues } from "./connector-options.js";
 import { RUN_HELP } from "./help.js";
 import {
   endGuestStderrLine,
@@ -46,14 +48,19 @@ export const RUN_OPTIONS = {
   input: { type: "string" },
   capabilities: { type: "string" },
   root: { type: "string" },
+  ...CONNECTOR_OPTIONS,
 } as const;
 
 /** Runs `ears run` with `argv` (the words after "run"); resolves with the exit status. Throws {@link UsageError}. */
 export const runCommand = subcommand("run", RUN_OPTIONS, RUN_HELP, async ({ values, positionals, command }, io) => {
   const guest = guestCommand("run", positionals, command);
-  const host = await hostOptionsOf(values, io);
-  const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
-  return reportRun(report, values, io, host.recorder);
+  const { contract: _contract, closeConnectors, ...host } = await hostOptionsOf(values, io);
+  try {
+    const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
+    return await reportRun(report, values, io, host.recorder);
+  } finally {
+    await closeConnectors();
+  }
 });
 
 /** The command-line options every run of a guest takes (`ears run`, `ears exec`). */
@@ -67,17 +74,28 @@ export type HostValues = {
   "call-timeout"?: string;
   quiet?: boolean;
   json?: boolean;
-} & Parameters<typeof sandboxOf>[0];
+} & ConnectorValues &
+  Parameters<typeof sandboxOf>[0];
+
+/** What {@link hostOptionsOf} gives a command: runGuest's options, the transcript, and the connectors' contract and close. */
+export type HostOptionsOfCli = Omit<GuestCommand, "command" | "args"> & {
+  recorder: Recorder | undefined;
+  /**
+   * The allowed capabilities as a contract, when connectors (--mcp-config, --fetch-allow) declare types:
+   * theirs, and the others untyped. `undefined` without connectors (an untyped ears, as before).
+   */
+  contract: Contract | undefined;
+  /** Closes the MCP servers' connections; call it when the command is done. Never rejects. */
+  closeConnectors: () => Promise<void>;
+};
 
 /**
  * The host side of a run from the command line: input, limits, built-in and --capabilities handlers,
- * --allow, the sandbox, callbacks, and the --record transcript (opened before anything starts, so a bad
- * path is a usage error). Throws {@link UsageError}.
+ * the connectors (--mcp-config's tools and --fetch-allow's fetch, allowed by default), --allow, the
+ * sandbox, callbacks, and the --record transcript (opened before anything starts, so a bad path is a
+ * usage error). Throws {@link UsageError}, after closing any connector it opened.
  */
-export async function hostOptionsOf(
-  values: HostValues,
-  io: CliIo,
-): Promise<Omit<GuestCommand, "command" | "args"> & { recorder: Recorder | undefined }> {
+export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<HostOptionsOfCli> {
   const input = parseInput(values.input, io.cwd);
   const limits = limitsOf(values);
   let builtins: Capabilities;
@@ -87,18 +105,38 @@ export async function hostOptionsOf(
     throw new UsageError(`--root: ${describeError(error)}`);
   }
   const custom = values.capabilities === undefined ? {} : await loadCapabilityModule(values.capabilities, io.cwd);
-  const capabilities: Capabilities = Object.assign(Object.create(null) as Capabilities, builtins, custom);
-  const allowed = parseNameList(values.allow);
-  const unknown = allowed.filter((name) => !Object.hasOwn(capabilities, name));
-  if (unknown.length > 0) {
-    throw new UsageError(
-      `--allow names ${unknown.map((n) => JSON.stringify(n)).join(", ")}, but no such capability exists ` +
-        `(available: ${Object.keys(capabilities).join(", ")}); add a handler with --capabilities`,
-    );
-  }
   const sandbox = sandboxOf(values, io.cwd);
-  const recorder = startRecording(values.record, io.cwd);
+  const connectors = await connectorsOf(values, io);
+  let allowed: string[];
+  let contract: Contract | undefined;
+  let recorder: Recorder | undefined;
+  const capabilities: Capabilities = Object.assign(Object.create(null) as Capabilities, builtins, custom);
+  try {
+    const clash = Object.keys(connectors.capabilities).filter((name) => Object.hasOwn(custom, name));
+    if (clash.length > 0) {
+      throw new UsageError(
+        `--capabilities exports ${clash.map((n) => JSON.stringify(n)).join(", ")}, which a connector also provides; rename one`,
+      );
+    }
+    Object.assign(capabilities, connectors.capabilities);
+    // The connectors' capabilities are allowed by default, as a contract's are.
+    allowed = [...new Set([...parseNameList(values.allow), ...Object.keys(connectors.capabilities)])];
+    const unknown = allowed.filter((name) => !Object.hasOwn(capabilities, name));
+    if (unknown.length > 0) {
+      throw new UsageError(
+        `--allow names ${unknown.map((n) => JSON.stringify(n)).join(", ")}, but no such capability exists ` +
+          `(available: ${Object.keys(capabilities).join(", ")}); add a handler with --capabilities`,
+      );
+    }
+    contract = Object.keys(connectors.specs).length === 0 ? undefined : contractOf(allowed, connectors.specs);
+    recorder = startRecording(values.record, io.cwd);
+  } catch (error) {
+    await connectors.close();
+    throw error;
+  }
   return {
+    contract,
+    closeConnectors: () => connectors.close().catch(() => {}),
     sandbox,
     cwd: io.cwd,
     allowed,
@@ -111,6 +149,11 @@ export async function hostOptionsOf(
     signal: io.signal,
     recorder,
   };
+}
+
+/** The allowed names as a contract: the connectors' specs, and an untyped spec for every other name. */
+export function contractOf(allowed: readonly string[], specs: Record<string, CapabilitySpec>): Contract {
+  return defineCapabilities(Object.fromEntries(allowed.map((name) => [name, Object.hasOwn(specs, name) ? specs[name]! : {}])));
 }
 
 /** Finishes the transcript, prints the result (or the --json report) and the notes; the exit status. */

@@ -9,10 +9,13 @@ import { StreamWire } from "../wires/stdio.js";
 import { ByteTail } from "./byte-tail.js";
 import * as failures from "./failures.js";
 import { hostSession, type SessionResult } from "./session.js";
-import { graceMs, hostSettings } from "./settings.js";
+import { graceMs, hostSettings, RESOURCE_LIMITS } from "./settings.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
 import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report.js";
+import { RunLimits, type ResourceLimits } from "./limits/limits.js";
+import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
+import { findExecutable } from "./sandbox/policy.js";
 import type { GuestCommand, HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
@@ -52,7 +55,7 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
 export function launchGuest(
   options: GuestCommand,
   caller: string,
-  { readable = [], scratch }: { readable?: readonly string[]; scratch?: string },
+  { readable = [], scratch, keepFds = [] }: { readable?: readonly string[]; scratch?: string; keepFds?: readonly number[] },
 ): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object with a command`);
   const { command, args = [], env, onStderr } = options;
@@ -62,6 +65,8 @@ export function launchGuest(
   }
   if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError(`${caller}: options.onStderr must be a function`);
   const settings = hostSettings(options, caller);
+  const requestedLimits = new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined));
+  const resourceLimits = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, settings.limits[name]])) as ResourceLimits;
   const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
   const requested = sandboxRequest(options.sandbox, caller);
   const sandbox =
@@ -75,12 +80,28 @@ export function launchGuest(
   const aborted = () => blank(failures.abortedBeforeStart(settings.signal?.reason));
 
   if (settings.signal?.aborted) return Promise.resolve(aborted());
-  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env }).then((plan) => {
+  const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
+  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env }, tmpBytes).then(async (plan) => {
     if (settings.signal?.aborted) return aborted();
     if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
     if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
     const confined = plan.kind === "confined";
     const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
+    const limits = RunLimits.prepare(resourceLimits, requestedLimits, confined);
+    if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
+    const childEnv = confined ? plan.env : (env ?? process.env);
+    const launch = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
+    if ("problem" in launch || "error" in launch) {
+      await limits.cgroup?.remove();
+      return "error" in launch
+        ? blank(failures.spawnFailed(command, launch.error), fallback)
+        : blank(failures.limitUnavailable(launch.problem), fallback);
+    }
+    // The session ends early when a limit is passed; the user's signal still ends it as before.
+    const stop = new AbortController();
+    const passOnAbort = () => stop.abort(settings.signal?.reason);
+    settings.signal?.addEventListener("abort", passOnAbort, { once: true });
+    const sessionSettings = { ...settings, signal: stop.signal };
     let child: ChildProcessWithoutNullStreams;
     try {
       // detached: the guest leads its own process group (and session), so stopping it reaches its descendants.
@@ -91,19 +112,20 @@ export function launchGuest(
         windowsHide: true,
         detached: GROUPS_SUPPORTED,
       };
-      child = confined
-        ? spawn(plan.command, plan.args, { ...spawnOptions, env: plan.env })
-        : spawn(command, args, { ...spawnOptions, env });
+      child = spawn(launch.command, launch.args, { ...spawnOptions, env: childEnv });
     } catch (error) {
+      settings.signal?.removeEventListener("abort", passOnAbort);
+      await limits.cgroup?.remove();
       return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
     }
-    const group = new ProcessGroup(child, confined, scratch);
-    return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(
+    limits.watch((failure) => stop.abort(failure));
+    const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
+    const report = await new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(
       async (guest) => {
         const spawnError = await guest.started;
         if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
         const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
-        const session = await hostSession(wire, settings, {
+        const session = await hostSession(wire, sessionSettings, {
           startedAt,
           closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
           resultReceived: () => guest.stop("result"),
@@ -121,7 +143,43 @@ export function launchGuest(
       confined ? plan.report : null,
       fallback,
     );
+    settings.signal?.removeEventListener("abort", passOnAbort);
+    const end = await limits.finish(report);
+    return runReport({ ...report, failure: end.failure ?? report.failure, limits: end.limits, usage: end.usage });
   });
+}
+
+/**
+ * The command that starts the guest (or bubblewrap): through the launcher when the run has a cgroup to
+ * join, descriptors to close or an rlimit to set (see limits/launcher.ts), else directly. Unconfined, the
+ * command is resolved on PATH first, so a missing program is still `SpawnFailed` and not the shell's
+ * "not found".
+ */
+function guestLaunch(
+  target: { command: string; args: readonly string[] },
+  confined: boolean,
+  cwd: string,
+  childEnv: NodeJS.ProcessEnv,
+  limits: RunLimits,
+  keepFds: readonly number[],
+): { command: string; args: string[] } | { problem: string } | { error: Error } {
+  const steps = {
+    command: target.command,
+    args: target.args,
+    closeFds: leakedDescriptors(),
+    keepFds,
+    cgroupProcs: limits.cgroup?.procsFiles ?? [],
+    rlimits: limits.plan.cpuRlimitSeconds === undefined ? {} : { cpuSeconds: limits.plan.cpuRlimitSeconds },
+    env: childEnv,
+    shells: machineShells(),
+  };
+  const direct = launcherCommand(steps);
+  if ("problem" in direct || !direct.wrapped || confined) return direct;
+  try {
+    return launcherCommand({ ...steps, command: findExecutable(target.command, cwd, childEnv.PATH) });
+  } catch (error) {
+    return { error: error as Error };
+  }
 }
 
 /** The child, its exit, its stderr (tail and live callback), and the shutdown sequence. */

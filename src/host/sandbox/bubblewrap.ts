@@ -125,7 +125,10 @@ export function bubblewrapCommand(bwrap: string, policy: SandboxPolicy): { comma
     args.push("--ro-bind", bind.source, bind.target);
     readable.push(bind.target);
   }
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME);
+  args.push("--proc", "/proc", "--dev", "/dev");
+  // --size applies to the --tmpfs right after it (bubblewrap >= 0.5): writes past it fail with ENOSPC.
+  if (policy.tmpBytes !== undefined) args.push("--size", String(policy.tmpBytes));
+  args.push("--tmpfs", "/tmp", "--dir", SANDBOX_HOME);
   const writable = ["/tmp"];
   for (const bind of policy.binds) {
     args.push(bind.writable ? "--bind" : "--ro-bind", bind.source, bind.target);

@@ -4,7 +4,7 @@
  * turns a run's launch into the command that starts the guest confined.
  */
 import { bubblewrap } from "./bubblewrap.js";
-import { checkSandboxOptions, CommandNotFoundError, SandboxPathError, sandboxPolicy, type Launch } from "./policy.js";
+import { checkSandboxOptions, CommandNotFoundError, SandboxPathError, sandboxPolicy, type Launch, type SandboxPolicy } from "./policy.js";
 import type { SandboxMechanism, SandboxOptions, SandboxReport } from "./types.js";
 
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
@@ -55,8 +55,8 @@ export function sandboxUnavailableReason(): Promise<string | undefined> {
   return probed;
 }
 
-/** Decides how to start the guest. Never rejects: a policy that cannot be built is "unavailable" with the reason. */
-export async function planSandbox(request: SandboxRequest, launch: Launch): Promise<SandboxPlan> {
+/** Decides how to start the guest (`tmpBytes`: the size of its private /tmp, if bounded). Never rejects: a policy that cannot be built is "unavailable" with the reason. */
+export async function planSandbox(request: SandboxRequest, launch: Launch, tmpBytes?: number): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
   const reason = await sandboxUnavailableReason();
   const mechanism = MECHANISMS[process.platform];
@@ -65,7 +65,7 @@ export async function planSandbox(request: SandboxRequest, launch: Launch): Prom
     return request.mode === "auto" ? { kind: "unconfined", fallback: why } : { kind: "unavailable", reason: why };
   }
   try {
-    const policy = sandboxPolicy(launch, request.options);
+    const policy: SandboxPolicy = { ...sandboxPolicy(launch, request.options), tmpBytes };
     const { command, args, report } = mechanism.command(policy);
     return { kind: "confined", command, args, env: policy.env, report };
   } catch (error) {

@@ -45,6 +45,8 @@ export interface SandboxPolicy {
   binds: Bind[];
   network: boolean;
   env: Record<string, string>;
+  /** The size of the private /tmp in bytes (limits.tmpBytes); unbounded when absent. */
+  tmpBytes?: number | undefined;
 }
 
 /** What the host asked to run. */
@@ -244,7 +246,7 @@ function linkedPackages(nodeModules: string): string[] {
 }
 
 /** The command as an absolute path: taken from `cwd` when it has a slash, else searched on PATH. */
-function findExecutable(command: string, cwd: string, path: string | undefined): string {
+export function findExecutable(command: string, cwd: string, path: string | undefined): string {
   const candidates = command.includes("/")
     ? [resolve(cwd, command)]
     : (path ?? "")

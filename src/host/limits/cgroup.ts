@@ -66,9 +66,10 @@ export function ownCgroupDirs(procSelfCgroup: string, mountinfo: string): { v2?:
   const mounts = cgroupMounts(mountinfo).filter((mount) => !mount.readOnly);
   const dirs: { v2?: string; v1: Partial<Record<Controller, string>> } = { v1: {} };
   const inside = (mount: Mount, path: string): string | undefined => {
-    if (mount.root === "/") return join(mount.point, path);
-    if (path === mount.root || path.startsWith(`${mount.root}/`)) return join(mount.point, path.slice(mount.root.length));
-    return undefined;
+    const below =
+      mount.root === "/" ? path : path === mount.root || path.startsWith(`${mount.root}/`) ? path.slice(mount.root.length) : undefined;
+    // join keeps a trailing slash ("/" -> "/sys/fs/cgroup/pids/"); a directory is named without one.
+    return below === undefined ? undefined : join(mount.point, below).replace(/(.)\/+$/, "$1");
   };
   for (const line of procSelfCgroup.split("\n")) {
     const match = /^(\d+):([^:]*):(.*)$/.exec(line);

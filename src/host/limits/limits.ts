@@ -8,6 +8,7 @@ import { RESOURCE_LIMITS } from "../settings.js";
 import type { HostFailure, LimitEnforcer, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "../types.js";
 import { hostCgroupPlan, RunCgroup, type CgroupCounters, type CgroupLimits, type CgroupPlan, type Controller } from "./cgroup.js";
 import { LAUNCHER_FAILED, LAUNCHER_MARK } from "./launcher.js";
+import { sandboxUnavailableReason } from "../sandbox/index.js";
 
 /** The one line that gives a host cgroups to create runs' cgroups in. */
 export const CGROUP_FIX =
@@ -225,15 +226,21 @@ export interface LimitSupport {
 }
 
 /**
- * Which resource limits this machine can enforce and how (`ears doctor` prints it). `sandboxed`: whether
- * runs are confined here (bubblewrap bounds /tmp); pass what the sandbox probe found.
+ * Which resource limits this machine can enforce and how, with the one line that fixes each missing
+ * piece (`ears doctor` prints it). `sandboxed`: whether runs are confined here (bubblewrap bounds /tmp);
+ * by default the sandbox is probed.
+ *
+ * @example
+ * const support = await limitSupport();
+ * for (const [name, { enforcedBy, fix }] of Object.entries(support.limits)) console.log(name, enforcedBy ?? `no: ${fix}`);
  */
-export function limitSupport(sandboxed: boolean): LimitSupport {
+export async function limitSupport(sandboxed?: boolean): Promise<LimitSupport> {
+  const confined = sandboxed ?? (await sandboxUnavailableReason()) === undefined;
   const cgroupPlan = hostCgroupPlan();
   const offer = offerOf(cgroupPlan);
   const every = new Set<ResourceLimitName>(RESOURCE_LIMITS);
   const probe = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, 1])) as ResourceLimits;
-  const plan = limitPlan({ limits: probe, requested: every, confined: sandboxed, cgroup: offer });
+  const plan = limitPlan({ limits: probe, requested: every, confined, cgroup: offer });
   const limits = {} as LimitSupport["limits"];
   for (const name of RESOURCE_LIMITS) {
     const { enforcedBy, note } = plan.report[name];

@@ -82,7 +82,10 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
   if (close.length > 0) lines.push(`exec ${close.map((fd) => `${fd}<&-`).join(" ")}`);
   if (cpuSeconds !== undefined) {
     const seconds = Math.max(1, Math.ceil(cpuSeconds));
-    lines.push(`ulimit -t ${seconds} || { echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`);
+    // Soft limit: SIGXCPU, which ends the guest with a signal of its own; the hard one, a second later, SIGKILL.
+    lines.push(
+      `{ ulimit -S -t ${seconds} && ulimit -H -t ${seconds + 1}; } || { echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`,
+    );
   }
   const { PWD: pwd, SHLVL: shlvl } = steps.env;
   if (pwd === undefined) lines.push("unset PWD");

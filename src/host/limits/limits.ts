@@ -116,12 +116,16 @@ export class RunLimits {
   ) {}
 
   /**
-   * Plans the limits for a run and creates its cgroup (whenever the machine offers one: also for
-   * accounting alone). A refusal (a limit asked for that cannot be enforced) comes back as a string and
+   * Plans the limits for a run and creates its cgroup (whenever `cgroupPlan`, by default this host's,
+   * offers one: also for accounting alone). A refusal (a limit asked for that cannot be enforced) comes back as a string and
    * leaves nothing behind.
    */
-  static prepare(limits: ResourceLimits, requested: ReadonlySet<ResourceLimitName>, confined: boolean): RunLimits | string {
-    const cgroupPlan = hostCgroupPlan();
+  static prepare(
+    limits: ResourceLimits,
+    requested: ReadonlySet<ResourceLimitName>,
+    confined: boolean,
+    cgroupPlan: CgroupPlan = hostCgroupPlan(),
+  ): RunLimits | string {
     let plan = limitPlan({ limits, requested, confined, cgroup: offerOf(cgroupPlan) });
     if (plan.refusal !== undefined) return plan.refusal;
     if (cgroupPlan.version === null) return new RunLimits(plan, undefined, limits);

@@ -67,7 +67,7 @@ describe("the launcher's command line", () => {
           const closed = [...script.matchAll(/(\d+)<&-/g)].map((match) => Number(match[1]));
           expect(closed.sort((a, b) => a - b)).toEqual([...toClose].sort((a, b) => a - b));
           for (const fd of keepFds) expect(closed).not.toContain(fd);
-          expect(script.includes(`ulimit -t ${cpuSeconds}`)).toBe(cpuSeconds !== undefined);
+          expect(script.includes(`ulimit -S -t ${cpuSeconds}`)).toBe(cpuSeconds !== undefined);
           // The guest is exec'd last, with its environment as given (env {} here: no SHLVL from bash).
           expect(script).toMatch(shell === shells.bash ? /\nexec \/usr\/bin\/env -u SHLVL "\$@"$/ : /\nexec "\$@"$/);
         },
@@ -149,8 +149,8 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
   });
 
   it("sets RLIMIT_CPU for the guest", () => {
-    const result = run({ command: "/bin/sh", args: ["-c", "ulimit -t"], rlimits: { cpuSeconds: 3 } });
-    expect(result.stdout.trim()).toBe("3");
+    const result = run({ command: "/bin/sh", args: ["-c", "ulimit -S -t; ulimit -H -t"], rlimits: { cpuSeconds: 3 } });
+    expect(result.stdout.trim().split("\n")).toEqual(["3", "4"]);
   });
 });
 

@@ -8,7 +8,10 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { runGuest, type GuestCommand, type RunReport } from "../../../src/host/index.js";
+import { spawnSync } from "node:child_process";
+import { createLinkedPair } from "../../../src/wires/memory.js";
+import { limitSupport, runGuest, runHost, type GuestCommand, type RunReport } from "../../../src/host/index.js";
+import { launcherCommand, machineShells } from "../../../src/host/limits/launcher.js";
 import { hostCgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { RunLimits } from "../../../src/host/limits/limits.js";
 import { DEFAULT_HOST_LIMITS } from "../../../src/host/settings.js";
@@ -180,4 +183,82 @@ describe.runIf(process.platform === "linux")("limits that cannot apply", () => {
     expect(report.ok, JSON.stringify(report.failure)).toBe(true);
     for (const state of Object.values(report.limits!)) expect(state).toEqual({ value: null, requested: true, enforcedBy: null });
   });
+});
+
+describe.runIf(process.platform === "linux")("without a cgroup", () => {
+  it("CPU time falls back to RLIMIT_CPU: the kernel ends the guest with SIGXCPU, which the run reports as CpuLimit", async () => {
+    const limits = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS, cpuTimeMs: 1000 }, new Set(["cpuTimeMs"]), false, {
+      version: null,
+      reason: "none here",
+    });
+    if (typeof limits === "string") throw new Error(limits);
+    expect(limits.plan.report.cpuTimeMs).toMatchObject({ value: 1000, enforcedBy: "rlimit" });
+    expect(limits.plan.refusal).toBeUndefined();
+    // The launcher as runGuest would build it, around a busy loop.
+    const command = launcherCommand({
+      command: process.execPath,
+      args: ["-e", "for (;;) {}"],
+      closeFds: [],
+      keepFds: [],
+      cgroupProcs: [],
+      rlimits: { cpuSeconds: limits.plan.cpuRlimitSeconds! },
+      env: {},
+      shells: machineShells(),
+    });
+    if ("problem" in command) throw new Error(command.problem);
+    const burnt = spawnSync(command.command, command.args, { timeout: 20_000 });
+    expect(burnt.signal).toBe("SIGXCPU");
+    const report = {
+      ok: false,
+      failure: { code: "GuestCrashed", message: "the guest crashed (signal SIGXCPU) before it said hello" },
+      logs: [],
+      droppedLogs: 0,
+      calls: [],
+      durationMs: 1000,
+      exit: { code: null, signal: "SIGXCPU" },
+    } as RunReport;
+    const end = await limits.finish(report);
+    expect(end.failure?.code).toBe("CpuLimit");
+    expect(end.usage).toEqual({ source: "none", wallMs: 1000, calls: 0 });
+  });
+
+  it("memory asked for is refused with the fix; the defaults are reported as not enforced", () => {
+    const none = { version: null, reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted" } as const;
+    const refused = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS, memoryBytes: 64 * MiB }, new Set(["memoryBytes"]), true, none);
+    expect(refused).toMatch(
+      /^limits\.memoryBytes \(67108864\) was asked for but cannot be enforced: .*systemd-run --user --scope -p Delegate=yes/,
+    );
+    const defaults = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS }, new Set(), true, none);
+    if (typeof defaults === "string") throw new Error(defaults);
+    expect(defaults.cgroup).toBeUndefined();
+    expect(defaults.plan.report.memoryBytes).toMatchObject({ enforcedBy: null, note: expect.stringContaining("not enforced") });
+  });
+});
+
+describe("limits outside a guest process", () => {
+  it("runHost refuses a resource limit it cannot enforce (a wire has no process), before anything is sent", () => {
+    const [, hostEnd] = createLinkedPair();
+    expect(() => runHost(hostEnd, { limits: { memoryBytes: 1024 } })).toThrow(
+      new TypeError(
+        "runHost: limits.memoryBytes bounds a guest process (runGuest, runCode); runHost runs over a wire and cannot enforce it",
+      ),
+    );
+  });
+
+  it.runIf(process.platform === "linux")(
+    "limitSupport says, for this machine, what enforces each limit and how to fix what is missing",
+    async () => {
+      const support = await limitSupport();
+      for (const name of ["memoryBytes", "processes", "cpuTimeMs", "tmpBytes"] as const) {
+        const { enforcedBy, fix } = support.limits[name];
+        // Either something enforces it, or there is a line that fixes it.
+        expect(enforcedBy !== null || (typeof fix === "string" && fix.length > 0), name).toBe(true);
+      }
+      if (cgroupVersion !== null) {
+        expect(support.cgroup).toMatchObject({ version: cgroupVersion });
+        expect(support.limits.memoryBytes.enforcedBy).toBe(cgroupVersion === "v1" ? "cgroup-v1" : "cgroup-v2");
+      } else expect(support.cgroup).toMatchObject({ version: null, fix: expect.stringContaining("Delegate=yes") });
+      expect((await limitSupport(false)).limits.tmpBytes).toMatchObject({ enforcedBy: null, fix: expect.stringContaining("bubblewrap") });
+    },
+  );
 });

@@ -201,3 +201,51 @@ describe("the limit plan", () => {
     );
   });
 });
+
+describe("a run's cgroup v2, on a directory tree shaped like one", () => {
+  it("switches on what the plan says, writes the limits, reads the counters, and removes itself", async () => {
+    const { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync, unlinkSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
+    try {
+      const cgroup = RunCgroup.create(
+        { version: "v2", parent, controllers: ["memory", "pids", "cpu"], enable: ["pids", "cpu"] },
+        { memoryBytes: 4096, processes: 7 },
+      );
+      expect(readFileSync(join(parent, "cgroup.subtree_control"), "utf8")).toBe("+pids +cpu");
+      const [dir] = cgroup.directories;
+      expect(cgroup.procsFiles).toEqual([join(dir!, "cgroup.procs")]);
+      expect(readFileSync(join(dir!, "memory.max"), "utf8")).toBe("4096");
+      expect(readFileSync(join(dir!, "pids.max"), "utf8")).toBe("7");
+      writeFileSync(join(dir!, "cpu.stat"), "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n");
+      writeFileSync(join(dir!, "memory.peak"), "1048576\n");
+      writeFileSync(join(dir!, "memory.events"), "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
+      writeFileSync(join(dir!, "pids.peak"), "5\n");
+      expect(cgroup.read()).toEqual({ cpuMs: 2.5, peakMemoryBytes: 1048576, oomKills: 1, peakProcesses: 5 });
+      // A real cgroup directory can be removed with its files in it; this one only once they are gone.
+      for (const file of readdirSync(dir!)) unlinkSync(join(dir!, file));
+      expect(await cgroup.remove(1000)).toBe(true);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it("leaves nothing behind when a limit cannot be written", async () => {
+    const { mkdtempSync, mkdirSync, readdirSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
+    const memory = join(parent, "memory");
+    const pids = join(parent, "pids-missing");
+    mkdirSync(memory);
+    try {
+      expect(() => RunCgroup.create({ version: "v1", parents: { memory, pids } }, { memoryBytes: 4096 })).toThrow(/ENOENT/);
+      expect(readdirSync(memory)).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});

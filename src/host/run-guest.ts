@@ -3,6 +3,8 @@
  * child's stdout and stdin. The child is always gone (its exit observed) when the promise settles.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { StringDecoder } from "node:string_decoder";
 import { StreamWire } from "../wires/stdio.js";
@@ -178,6 +180,10 @@ function guestLaunch(
   try {
     return launcherCommand({ ...steps, command: findExecutable(target.command, cwd, childEnv.PATH) });
   } catch (error) {
+    // A path to a file that is there but not executable: the EACCES a direct spawn would have given.
+    if (target.command.includes("/") && existsSync(resolve(cwd, target.command))) {
+      return { error: Object.assign(new Error(`spawn ${target.command} EACCES`), { code: "EACCES" }) };
+    }
     return { error: error as Error };
   }
 }

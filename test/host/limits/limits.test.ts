@@ -262,3 +262,15 @@ describe("limits outside a guest process", () => {
     },
   );
 });
+
+describe.runIf(process.platform === "linux")("starting through the launcher", () => {
+  it("a missing or non-executable command is still SpawnFailed with the same advice, not the shell's complaint", async () => {
+    const missing = await runGuest({ command: "./no-such-guest", cwd: root, sandbox: false, limits: { cpuTimeMs: 60_000 } });
+    expect(missing.failure?.code).toBe("SpawnFailed");
+    expect(missing.failure?.message).toMatch(/ENOENT; check that the program exists/);
+    const notExecutable = await runGuest({ command: "./package.json", cwd: root, sandbox: false, limits: { cpuTimeMs: 60_000 } });
+    expect(notExecutable.failure?.code).toBe("SpawnFailed");
+    expect(notExecutable.failure?.message).toMatch(/EACCES; check that the file is executable/);
+    expect(leftoverCgroups()).toEqual([]);
+  });
+});

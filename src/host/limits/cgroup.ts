@@ -105,7 +105,8 @@ export function planCgroups(procSelfCgroup: string, mountinfo: string, look: Cgr
     const enabled = words(look.read(join(own.v2, "cgroup.subtree_control")));
     const controllers = CONTROLLERS.filter((c) => offered.includes(c));
     if (!controllers.includes("memory") || !controllers.includes("pids")) {
-      v2Reason = `the host's cgroup v2 ${own.v2} does not offer the memory and pids controllers (it offers: ${offered.join(" ") || "none"})`;
+      const offers = offered.join(" ") || "none";
+      v2Reason = `the host's cgroup v2 ${own.v2} does not offer the memory and pids controllers (it offers: ${offers})`;
     } else if (!look.writable(own.v2)) {
       v2Reason = `the host may not write its cgroup v2 ${own.v2} (not delegated to this user)`;
     } else {

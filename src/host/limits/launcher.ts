@@ -64,12 +64,12 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
   const shell = high !== undefined ? steps.shells.bash : (steps.shells.sh ?? steps.shells.bash);
   if (shell === undefined) {
     return {
-      problem: `the launcher needs ${high !== undefined ? `bash (to close descriptor ${high})` : "/bin/sh"}, which this machine does not have`,
+      problem: `the launcher needs ${high === undefined ? "/bin/sh" : `bash (to close descriptor ${high})`}, which this machine lacks`,
     };
   }
   const bash = shell === steps.shells.bash;
   if (bash && steps.shells.env === undefined)
-    return { problem: "the launcher needs env (to start the guest from bash unchanged), which this machine does not have" };
+    return { problem: "the launcher needs env (to start the guest from bash unchanged), which this machine lacks" };
   // env would take a command with "=" in its name for a variable.
   if (bash && steps.command.includes("="))
     return { problem: `the launcher cannot start ${JSON.stringify(steps.command)} through env (its path has "=")` };
@@ -84,7 +84,8 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
     const seconds = Math.max(1, Math.ceil(cpuSeconds));
     // Soft limit: SIGXCPU, which ends the guest with a signal of its own; the hard one, a second later, SIGKILL.
     lines.push(
-      `{ ulimit -S -t ${seconds} && ulimit -H -t ${seconds + 1}; } || { echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`,
+      `{ ulimit -S -t ${seconds} && ulimit -H -t ${seconds + 1}; } || ` +
+        `{ echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`,
     );
   }
   const { PWD: pwd, SHLVL: shlvl } = steps.env;

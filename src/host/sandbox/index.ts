@@ -55,7 +55,10 @@ export function sandboxUnavailableReason(): Promise<string | undefined> {
   return probed;
 }
 
-/** Decides how to start the guest (`tmpBytes`: the size of its private /tmp, if bounded). Never rejects: a policy that cannot be built is "unavailable" with the reason. */
+/**
+ * Decides how to start the guest (`tmpBytes`: the size of its private /tmp, if bounded). Never rejects:
+ * a policy that cannot be built is "unavailable" with the reason.
+ */
 export async function planSandbox(request: SandboxRequest, launch: Launch, tmpBytes?: number): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
   const reason = await sandboxUnavailableReason();

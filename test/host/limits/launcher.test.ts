@@ -78,7 +78,7 @@ describe("the launcher's command line", () => {
 
   it("says what is missing when no shell can do it", () => {
     expect(launcherCommand({ ...base, closeFds: [40], shells: { sh: "/bin/sh" } })).toEqual({
-      problem: "the launcher needs bash (to close descriptor 40), which this machine does not have",
+      problem: "the launcher needs bash (to close descriptor 40), which this machine lacks",
     });
     expect(launcherCommand({ ...base, cgroupProcs: ["/x/cgroup.procs"], shells: {} })).toMatchObject({
       problem: expect.stringContaining("/bin/sh"),

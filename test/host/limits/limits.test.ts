@@ -58,7 +58,7 @@ describe.runIf(cgroupVersion !== null)("resource limits, enforced by a cgroup", 
   for (const sandbox of hasBwrap ? [true, false] : [false]) {
     const where = sandbox ? "sandboxed" : "unconfined";
 
-    it(`${where}: memory past memoryBytes ends as MemoryLimit while the host lives on; under a larger limit the same body succeeds`, async () => {
+    it(`${where}: memory past memoryBytes is MemoryLimit, the host lives on; the same body succeeds under a larger limit`, async () => {
       const tight = await consumeRun({ action: "memory", mib: 160 }, { sandbox, limits: { memoryBytes: 96 * MiB } });
       expect(tight.failure?.code, JSON.stringify(tight.failure)).toBe("MemoryLimit");
       expect(tight.failure?.message).toContain(`${96 * MiB} bytes (limits.memoryBytes)`);

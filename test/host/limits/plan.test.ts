@@ -130,7 +130,7 @@ describe("the limit plan", () => {
     expect(plan.cpuRlimitSeconds).toBeUndefined();
   });
 
-  it("without a cgroup: asked-for memory is refused with the fix, defaults are reported as not enforced, CPU falls back to RLIMIT_CPU", () => {
+  it("without a cgroup: asked-for memory is refused with the fix, defaults are noted as not enforced, CPU falls back to RLIMIT_CPU", () => {
     const none: CgroupOffer = { version: null, reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted" };
     const asked = limitPlan({
       limits: { ...DEFAULTS, memoryBytes: 1000 },

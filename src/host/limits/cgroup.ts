@@ -214,9 +214,7 @@ export class RunCgroup {
     const made: string[] = [];
     try {
       if (plan.version === "v2") {
-        // Switching a controller on for the host's children fails on a non-root cgroup that holds processes
-        // (the "no internal processes" rule); the error says so and the run goes on without that controller.
-        if (plan.enable.length > 0) writeFileSync(join(plan.parent, "cgroup.subtree_control"), plan.enable.map((c) => `+${c}`).join(" "));
+        if (plan.enable.length > 0) enableControllers(plan.parent, plan.enable);
         const dir = join(plan.parent, name);
         mkdirSync(dir);
         made.push(dir);
@@ -308,6 +306,44 @@ export class RunCgroup {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
+}
+
+/** The leaf a delegated cgroup v2's own processes move to, so the cgroup may give its children controllers. */
+export const HOST_LEAF = "ears-host";
+
+/** How {@link enableControllers} touches the cgroup file system (the real one by default; a fake in tests). */
+export interface CgroupWriter {
+  read(path: string): string | undefined;
+  write(path: string, text: string): void;
+  mkdir(path: string): void;
+}
+
+const realWriter: CgroupWriter = {
+  read: (path) => realLook.read(path),
+  write: (path, text) => writeFileSync(path, text),
+  mkdir: (path) => mkdirSync(path, { recursive: true }),
+};
+
+/**
+ * Switches `controllers` on for the children of the cgroup v2 `parent`. The kernel refuses (EBUSY) while
+ * `parent` holds processes of its own (the "no internal processes" rule), which a delegated cgroup
+ * holding the host does; then its processes (the host, and whatever else the delegation put there) move
+ * to a leaf of their own, {@link HOST_LEAF}, as systemd's delegation guide advises, and it is tried again.
+ * Runs' cgroups stay under `parent`, beside the leaf. Throws when it still cannot.
+ */
+export function enableControllers(parent: string, controllers: readonly Controller[], fs: CgroupWriter = realWriter): void {
+  const control = join(parent, "cgroup.subtree_control");
+  const text = controllers.map((c) => `+${c}`).join(" ");
+  try {
+    fs.write(control, text);
+    return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EBUSY") throw error;
+  }
+  const leaf = join(parent, HOST_LEAF);
+  fs.mkdir(leaf);
+  for (const pid of words(fs.read(join(parent, "cgroup.procs")))) fs.write(join(leaf, "cgroup.procs"), pid);
+  fs.write(control, text);
 }
 
 function readText(path: string): string | undefined {

@@ -249,3 +249,66 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
     }
   });
 });
+
+describe("switching cgroup v2 controllers on for a delegated cgroup that holds the host", () => {
+  /** A cgroup file system as a map; subtree_control refuses (EBUSY) while `parent` holds processes. */
+  function fakeTree(parent: string, procs: string[]) {
+    const files = new Map<string, string>([[`${parent}/cgroup.procs`, procs.join("\n")]]);
+    const dirs = new Set<string>([parent]);
+    const written: string[] = [];
+    const fs = {
+      read: (path: string) => files.get(path),
+      mkdir: (path: string) => void dirs.add(path),
+      write(path: string, text: string) {
+        written.push(`${path} <- ${text}`);
+        if (path === `${parent}/cgroup.subtree_control` && (files.get(`${parent}/cgroup.procs`) ?? "").trim() !== "") {
+          throw Object.assign(new Error("EBUSY: resource busy or locked, write"), { code: "EBUSY" });
+        }
+        if (path.endsWith("/cgroup.procs")) {
+          // Moving a process takes it out of wherever it was.
+          for (const [file, list] of files) {
+            if (file.endsWith("/cgroup.procs"))
+              files.set(
+                file,
+                list
+                  .split("\n")
+                  .filter((pid) => pid !== text)
+                  .join("\n"),
+              );
+          }
+          files.set(path, [files.get(path), text].filter(Boolean).join("\n"));
+          if (!dirs.has(path.slice(0, -"/cgroup.procs".length))) throw Object.assign(new Error("ENOENT"), { code: "ENOENT" });
+          return;
+        }
+        files.set(path, text);
+      },
+    };
+    return { fs, files, written };
+  }
+
+  it("moves the cgroup's own processes to a leaf of their own, then switches the controllers on", async () => {
+    const { enableControllers, HOST_LEAF } = await import("../../../src/host/limits/cgroup.js");
+    const parent = "/sys/fs/cgroup/app.slice/ears.scope";
+    const tree = fakeTree(parent, ["100", "200"]);
+    enableControllers(parent, ["memory", "pids"], tree.fs);
+    expect(tree.files.get(`${parent}/cgroup.subtree_control`)).toBe("+memory +pids");
+    expect(tree.files.get(`${parent}/${HOST_LEAF}/cgroup.procs`)).toBe("100\n200");
+    expect(tree.files.get(`${parent}/cgroup.procs`)).toBe("");
+  });
+
+  it("an empty cgroup (or the root) needs no move; any other refusal is thrown", async () => {
+    const { enableControllers } = await import("../../../src/host/limits/cgroup.js");
+    const parent = "/sys/fs/cgroup";
+    const empty = fakeTree(parent, []);
+    enableControllers(parent, ["cpu"], empty.fs);
+    expect(empty.written).toEqual([`${parent}/cgroup.subtree_control <- +cpu`]);
+    const refusing = {
+      read: () => undefined,
+      mkdir: () => {},
+      write: (): void => {
+        throw Object.assign(new Error("EACCES"), { code: "EACCES" });
+      },
+    };
+    expect(() => enableControllers(parent, ["cpu"], refusing)).toThrow("EACCES");
+  });
+});

@@ -13,13 +13,15 @@ import * as failures from "./failures.js";
 import { hostSession, type SessionResult } from "./session.js";
 import { graceMs, hostSettings, RESOURCE_LIMITS } from "./settings.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
-import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
+import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report.js";
 import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
 import { findExecutable } from "./sandbox/policy.js";
+import { nodeFileSystem } from "./sandbox/file-system-view.js";
 import type { GuestCommand, HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
+import { guestHoldsOutput, OUTPUT_WATCH_MS } from "./sandbox/output-watch.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -49,6 +51,18 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
   return launchGuest(options, "runGuest", {});
 }
 
+/** @internal What runCode adds to a launch. */
+export interface LaunchExtras {
+  /** Paths added to the sandbox's `readable` (the mode is kept: "auto" stays "auto"). */
+  readable?: readonly string[];
+  /** Paths added to the sandbox's `writable`. */
+  writable?: readonly string[];
+  /** A directory the host made for this run, removed by the watchdog if the host dies first. */
+  scratch?: string;
+  /** Whether the sandbox looks for the script's directory and Node's lookups (default true). */
+  discover?: boolean;
+}
+
 /**
  * @internal runGuest, with `readable` paths added to whatever sandbox the options choose (the mode is
  * kept: "auto" stays "auto"), and a `scratch` directory the watchdog removes if the host dies before it
@@ -57,7 +71,7 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
 export function launchGuest(
   options: GuestCommand,
   caller: string,
-  { readable = [], scratch, keepFds = [] }: { readable?: readonly string[]; scratch?: string; keepFds?: readonly number[] },
+  { readable = [], writable = [], scratch, discover = true }: LaunchExtras,
 ): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object with a command`);
   const { command, args = [], env, onStderr } = options;
@@ -72,9 +86,16 @@ export function launchGuest(
   const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
   const requested = sandboxRequest(options.sandbox, caller);
   const sandbox =
-    readable.length === 0
+    readable.length === 0 && writable.length === 0
       ? requested
-      : { ...requested, options: { ...requested.options, readable: [...(requested.options.readable ?? []), ...readable] } };
+      : {
+          ...requested,
+          options: {
+            ...requested.options,
+            readable: [...(requested.options.readable ?? []), ...readable],
+            writable: [...(requested.options.writable ?? []), ...writable],
+          },
+        };
   const cwd = options.cwd ?? process.cwd();
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;
@@ -83,7 +104,7 @@ export function launchGuest(
 
   if (settings.signal?.aborted) return Promise.resolve(aborted());
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
-  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env }, tmpBytes).then(async (plan) => {
+  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }, { tmpBytes }).then(async (plan) => {
     if (settings.signal?.aborted) return aborted();
     if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
     if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
@@ -91,7 +112,10 @@ export function launchGuest(
     const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
     const limits = RunLimits.prepare(resourceLimits, requestedLimits, confined);
     if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
-    const childEnv = confined ? plan.env : (env ?? process.env);
+    // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
+    const childEnv = confined ? {} : (env ?? process.env);
+    // The seccomp program's pipe is the one descriptor above 2 the child is given on purpose.
+    const keepFds = confined && plan.seccomp !== undefined ? [SECCOMP_FD] : [];
     const launch = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
     if ("problem" in launch || "error" in launch) {
       await limits.cgroup?.remove();
@@ -114,7 +138,8 @@ export function launchGuest(
         windowsHide: true,
         detached: GROUPS_SUPPORTED,
       };
-      child = spawn(launch.command, launch.args, { ...spawnOptions, env: childEnv });
+      if (confined) child = spawnConfined({ ...plan, command: launch.command, args: launch.args }, { cwd, detached: GROUPS_SUPPORTED });
+      else child = spawn(launch.command, launch.args, { ...spawnOptions, env: childEnv });
     } catch (error) {
       settings.signal?.removeEventListener("abort", passOnAbort);
       await limits.cgroup?.remove();
@@ -122,7 +147,9 @@ export function launchGuest(
     }
     limits.watch((failure) => stop.abort(failure));
     const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
-    const report = await new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(
+    const guestProcess = new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr);
+    if (confined) guestProcess.watchOutput();
+    const report = await guestProcess.run(
       async (guest) => {
         const spawnError = await guest.started;
         if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
@@ -178,7 +205,7 @@ function guestLaunch(
   const direct = launcherCommand(steps);
   if ("problem" in direct || !direct.wrapped || confined) return direct;
   try {
-    return launcherCommand({ ...steps, command: findExecutable(target.command, cwd, childEnv.PATH) });
+    return launcherCommand({ ...steps, command: findExecutable(target.command, cwd, childEnv.PATH, nodeFileSystem) });
   } catch (error) {
     // A path to a file that is there but not executable: the EACCES a direct spawn would have given.
     if (target.command.includes("/") && existsSync(resolve(cwd, target.command))) {
@@ -199,6 +226,7 @@ class GuestProcess {
   private forced: "SIGTERM" | "SIGKILL" | undefined;
   private spawnFailed = false;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  private readonly intervals = new Set<ReturnType<typeof setInterval>>();
   private wakeOnExit: (() => void) | undefined;
   /** Holds back the bytes of a character split across stderr chunks until the rest arrives. */
   private readonly stderrDecoder: StringDecoder | undefined;
@@ -292,6 +320,28 @@ class GuestProcess {
     if (text !== "") this.callbacks.run("onStderr", () => this.onStderr?.(text));
   }
 
+  /**
+   * Confined: ends the output when no process of the guest's holds it any more (see output-watch.ts),
+   * so a guest that closed stdout and lives on ends as it would unconfined. Twice in a row, with nothing
+   * left unread in the stream, so no frame the guest wrote before closing is lost.
+   */
+  watchOutput(): void {
+    const { stdout } = this.child;
+    let closedOnce = false;
+    const timer = setInterval(() => {
+      if (this.exit !== undefined || stdout.destroyed) return clearInterval(timer);
+      const drained = stdout.readableLength === 0 && !stdout.isPaused() && stdout.listenerCount("data") > 0;
+      const closed = drained && this.child.pid !== undefined && guestHoldsOutput(this.child.pid) === false;
+      if (closed && closedOnce) {
+        clearInterval(timer);
+        stdout.destroy();
+      }
+      closedOnce = closed;
+    }, OUTPUT_WATCH_MS);
+    timer.unref();
+    this.intervals.add(timer);
+  }
+
   /** Starts the shutdown sequence once; a later call returns the same sequence. */
   stop(why: "result" | "failure" | "end"): void {
     this.stopping ??= this.shutdown(why);
@@ -352,6 +402,7 @@ class GuestProcess {
   }
 
   private clearTimers(): void {
+    for (const interval of this.intervals) clearInterval(interval);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
   }

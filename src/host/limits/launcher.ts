@@ -100,9 +100,12 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
     lines.push(`exec ${steps.shells.env} "SHLVL=$1" "\${@:2}"`);
     restore.push(shlvl);
   }
+  // bash reads no startup file: not $BASH_ENV (--posix), not ~/.bashrc, which it sources when stdin is a
+  // socket, as Node's stdio pipes are (its "run by rshd" guess; --norc).
+  const options = bash ? ["--norc", "--posix", "-c"] : ["-c"];
   return {
     command: shell,
-    args: ["-c", lines.join("\n"), ARGV0, ...steps.cgroupProcs, ...restore, steps.command, ...steps.args],
+    args: [...options, lines.join("\n"), ARGV0, ...steps.cgroupProcs, ...restore, steps.command, ...steps.args],
     wrapped: true,
   };
 }

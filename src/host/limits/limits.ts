@@ -8,7 +8,7 @@ import { RESOURCE_LIMITS } from "../settings.js";
 import type { HostFailure, LimitEnforcer, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "../types.js";
 import { hostCgroupPlan, RunCgroup, type CgroupCounters, type CgroupLimits, type CgroupPlan, type Controller } from "./cgroup.js";
 import { LAUNCHER_FAILED, LAUNCHER_MARK } from "./launcher.js";
-import { sandboxUnavailableReason } from "../sandbox/index.js";
+import { sandboxMissing } from "../sandbox/index.js";
 
 /** The one line that gives a host cgroups to create runs' cgroups in. */
 export const CGROUP_FIX =
@@ -232,14 +232,14 @@ export interface LimitSupport {
 /**
  * Which resource limits this machine can enforce and how, with the one line that fixes each missing
  * piece (`ears doctor` prints it). `sandboxed`: whether runs are confined here (bubblewrap bounds /tmp);
- * by default the sandbox is probed.
+ * by default, whether bubblewrap is installed (whether it starts is `ears doctor`'s other question).
  *
  * @example
- * const support = await limitSupport();
+ * const support = limitSupport();
  * for (const [name, { enforcedBy, fix }] of Object.entries(support.limits)) console.log(name, enforcedBy ?? `no: ${fix}`);
  */
-export async function limitSupport(sandboxed?: boolean): Promise<LimitSupport> {
-  const confined = sandboxed ?? (await sandboxUnavailableReason()) === undefined;
+export function limitSupport(sandboxed?: boolean): LimitSupport {
+  const confined = sandboxed ?? sandboxMissing() === undefined;
   const cgroupPlan = hostCgroupPlan();
   const offer = offerOf(cgroupPlan);
   const every = new Set<ResourceLimitName>(RESOURCE_LIMITS);

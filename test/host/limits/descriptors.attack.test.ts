@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { findBwrap } from "../../../src/host/sandbox/bubblewrap.js";
+import { sandboxMissing } from "../../../src/host/sandbox/index.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const host = `${root}fixtures/hostile/limits-host.mjs`;
@@ -34,7 +34,7 @@ describe.runIf(process.platform === "linux")("descriptors the host inherited", (
   writeFileSync(secret, "host secret");
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  for (const mode of findBwrap() !== undefined ? ["sandbox", "unconfined"] : ["unconfined"]) {
+  for (const mode of sandboxMissing() === undefined ? ["sandbox", "unconfined"] : ["unconfined"]) {
     it(`${mode}: never reach the guest: only what Node itself opens, nothing pointing at the leaked directory or file`, () => {
       const clean = hostWith(mode, "");
       const leaky = hostWith(mode, `40</ 5<${JSON.stringify(secret)}`);

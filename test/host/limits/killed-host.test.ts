@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { hostCgroupPlan } from "../../../src/host/limits/cgroup.js";
-import { findBwrap } from "../../../src/host/sandbox/bubblewrap.js";
+import { sandboxMissing } from "../../../src/host/sandbox/index.js";
 import { goneWithin, killAllWith, uniqueMarker } from "../../helpers/processes.js";
 import { within } from "../../helpers/spawned-guest.js";
 
@@ -41,7 +41,7 @@ async function goneFromDisk(dirs: string[], withinMs: number): Promise<string[]>
 }
 
 describe.runIf(plan.version !== null)("a host killed mid-run", () => {
-  const modes = findBwrap() !== undefined ? ["sandbox", "unconfined"] : ["unconfined"];
+  const modes = sandboxMissing() === undefined ? ["sandbox", "unconfined"] : ["unconfined"];
   for (const mode of modes) {
     it(`${mode}: leaves no cgroup and no process behind, not even one that left the guest's process group`, async () => {
       const marker = uniqueMarker();

@@ -5,7 +5,7 @@
  * runs the guest, and the host's own scan finds exactly the descriptors it inherited without close-on-exec.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,8 +31,10 @@ const fdArb = fc.integer({ min: 3, max: 60 });
 function wrapped(steps: LaunchSteps): { shell: string; script: string; rest: string[] } {
   const command = launcherCommand(steps);
   if ("problem" in command || !command.wrapped) throw new Error(`not wrapped: ${JSON.stringify(command)}`);
-  expect(command.args[0]).toBe("-c");
-  return { shell: command.command, script: command.args[1]!, rest: command.args.slice(2) };
+  const at = command.args.indexOf("-c");
+  // bash reads no startup file (--norc, --posix), whatever the environment or stdin.
+  expect(command.args.slice(0, at)).toEqual(command.command === shells.bash ? ["--norc", "--posix"] : []);
+  return { shell: command.command, script: command.args[at + 1]!, rest: command.args.slice(at + 2) };
 }
 
 describe("the launcher's command line", () => {
@@ -146,6 +148,15 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
         );
       }
     }
+  });
+
+  it("bash runs no startup file: not $BASH_ENV, which still reaches the guest", () => {
+    const sourced = join(dir, "sourced");
+    const startup = join(dir, "startup.sh");
+    writeFileSync(startup, `touch ${sourced}\n`);
+    const result = run({ command: "/usr/bin/env", args: [], closeFds: [40], env: { BASH_ENV: startup } }, [40]);
+    expect(result.stdout.trim()).toBe(`BASH_ENV=${startup}`);
+    expect(existsSync(sourced)).toBe(false);
   });
 
   it("sets RLIMIT_CPU for the guest", () => {

@@ -15,7 +15,7 @@ import { launcherCommand, machineShells } from "../../../src/host/limits/launche
 import { hostCgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { RunLimits } from "../../../src/host/limits/limits.js";
 import { DEFAULT_HOST_LIMITS } from "../../../src/host/settings.js";
-import { findBwrap } from "../../../src/host/sandbox/bubblewrap.js";
+import { sandboxMissing } from "../../../src/host/sandbox/index.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 import { goneWithin, killAllWith, uniqueMarker } from "../../helpers/processes.js";
 
@@ -26,7 +26,7 @@ const consume = `${root}fixtures/hostile/consume.mjs`;
 const MiB = 1024 * 1024;
 const plan = hostCgroupPlan();
 const cgroupVersion = plan.version;
-const hasBwrap = process.platform === "linux" && findBwrap() !== undefined;
+const hasBwrap = process.platform === "linux" && sandboxMissing() === undefined;
 const markers: string[] = [];
 
 /** The host's cgroup directories runs are created in. */
@@ -248,7 +248,7 @@ describe("limits outside a guest process", () => {
   it.runIf(process.platform === "linux")(
     "limitSupport says, for this machine, what enforces each limit and how to fix what is missing",
     async () => {
-      const support = await limitSupport();
+      const support = limitSupport();
       for (const name of ["memoryBytes", "processes", "cpuTimeMs", "tmpBytes"] as const) {
         const { enforcedBy, fix } = support.limits[name];
         // Either something enforces it, or there is a line that fixes it.
@@ -258,7 +258,7 @@ describe("limits outside a guest process", () => {
         expect(support.cgroup).toMatchObject({ version: cgroupVersion });
         expect(support.limits.memoryBytes.enforcedBy).toBe(cgroupVersion === "v1" ? "cgroup-v1" : "cgroup-v2");
       } else expect(support.cgroup).toMatchObject({ version: null, fix: expect.stringContaining("Delegate=yes") });
-      expect((await limitSupport(false)).limits.tmpBytes).toMatchObject({ enforcedBy: null, fix: expect.stringContaining("bubblewrap") });
+      expect(limitSupport(false).limits.tmpBytes).toMatchObject({ enforcedBy: null, fix: expect.stringContaining("bubblewrap") });
     },
   );
 });

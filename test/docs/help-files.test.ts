@@ -18,17 +18,21 @@ function isPublished(path: string): boolean {
   return published.some((entry) => relative === entry || relative.startsWith(`${entry}/`));
 }
 
-/** Every word of `text` that names a file or folder of this repository. */
+/**
+ * Every word of `text` that names a file or folder of this repository. A bare dot-name (`.git/`, `.env`)
+ * names a kind of file the sandbox masks, in any directory, not this repository's.
+ */
 function repositoryPaths(text: string): string[] {
   const words = text.match(/[\w@.][\w@./-]*/g) ?? [];
   return [...new Set(words.map((word) => word.replace(/[.,:;]+$/, "")))].filter(
-    (word) => word !== "" && word !== "." && /[/.]/.test(word) && existsSync(join(root, word)),
+    (word) => word !== "" && word !== "." && /[/.]/.test(word) && !/^\.[^/]+\/?$/.test(word) && existsSync(join(root, word)),
   );
 }
 
 describe("ears --help names only files the published package has", () => {
   it("the check sees a repository file outside the package", () => {
     expect(repositoryPaths("node fixtures/guests/demo.mjs")).toEqual(["fixtures/guests/demo.mjs"]);
+    expect(repositoryPaths("masks .git/ and .env")).toEqual([]);
     expect(isPublished("fixtures/guests/demo.mjs")).toBe(false);
     expect(isPublished("docs/cli.md")).toBe(true);
   });

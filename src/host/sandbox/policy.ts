@@ -334,7 +334,9 @@ function secretsIn(roots: readonly string[], named: ReadonlySet<string>, fs: Fil
   // A root inside another is walked with it (to the same depth from the outer root, as the guest sees it).
   const outermost = roots.filter((root) => !roots.some((other) => other !== root && within(other, root)));
   const masks = outermost.flatMap((root) => cache?.reuse(root, fs) ?? walkForSecrets(root, fs, cache));
-  return masks.filter((mask) => !named.has(mask.path)).sort((a, b) => a.path.localeCompare(b.path));
+  // A named path is shown: neither it nor a directory holding it is masked.
+  const shown = [...named];
+  return masks.filter((mask) => !shown.some((path) => within(mask.path, path))).sort((a, b) => a.path.localeCompare(b.path));
 }
 
 function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | undefined): Mask[] {

@@ -67,7 +67,7 @@ describe.runIf(hasBwrap)("planning a run with bubblewrap", () => {
   afterAll(() => rmSync(base, { recursive: true, force: true }));
   const launch = (cwd: string, command = process.execPath) => ({ command, args: ["-e", "0"], cwd, env: { PATH: process.env.PATH } });
 
-  it("off is unconfined, no reason; required and auto are confined, with the seccomp filter and an empty environment for bwrap", async () => {
+  it("off: unconfined, no reason; required and auto: confined, with the seccomp filter and an empty environment for bwrap", async () => {
     expect(await planSandbox({ mode: "off", options: {} }, launch(base))).toEqual({ kind: "unconfined" });
     for (const mode of ["auto", "required"] as const) {
       const plan = await planSandbox({ mode, options: {} }, launch(base), { tmpBytes: 4096 });

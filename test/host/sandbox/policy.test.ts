@@ -229,6 +229,12 @@ describe("secrets inside shown directories", () => {
     expect(masked).not.toContain("/data/named/.env");
   });
 
+  it("does not mask a directory that holds a path the host named (the mask would hide it)", () => {
+    const fs = base().add("/work/proj/.git/config", "x").add("/work/proj/.ssh/id_rsa", "k");
+    const p = policy(fs, launch("/work/proj"), { readable: ["/work/proj/.git/config"] });
+    expect(p.masks.map((m) => m.path)).toEqual(["/work/proj/.ssh"]);
+  });
+
   it("masks nothing with showSecrets: true", () => {
     const fs = base().add("/work/proj/.env", "x");
     expect(policy(fs, launch("/work/proj"), { showSecrets: true }).masks).toEqual([]);

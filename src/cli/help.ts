@@ -190,10 +190,13 @@ export const DOCTOR_HELP = `Usage: ears doctor [--json]
 Says what confinement a guest run gets on this machine and why: the platform, bubblewrap (found, its
 version, whether it starts a sandbox), user namespaces, the seccomp filter, the host's user. For each
 missing piece it prints the one line that fixes it (e.g. apt-get install bubblewrap, the sysctl for
-user namespaces, AppArmor's restriction on Ubuntu 24.04).
+user namespaces, AppArmor's restriction on Ubuntu 24.04). Then the resource limits (--memory,
+--processes, --cpu-time, --tmp-size): what enforces each here (a cgroup, an rlimit, bubblewrap),
+or why nothing does and the fix. The exit status is about confinement only.
 
 Options:
-  --json                    Print {"confined": true|false, "checks": [{name, ok, detail, fix?}]}.
+  --json                    Print {"confined": true|false, "checks": [{name, ok, detail, fix?}],
+                            "limits": {cgroup, limits: {memoryBytes: {enforcedBy, note?, fix?}, ...}}}.
   -h, --help                Show this help.
 
 Exit status: 0 when runs here are confined, 1 when they are not, 64 for a usage error.

@@ -116,3 +116,37 @@ describe.runIf(hostCgroupPlan().version !== null)("ears run with limits", () => 
     expect(run.stderr).not.toMatch(/^ears: cpu /m);
   });
 });
+
+describe("ears doctor's resource limits", () => {
+  it("says what enforces each limit, or why nothing does and the fix", async () => {
+    const { limitsText } = await import("../../src/cli/doctor-command.js");
+    const fix = "run the host as root where …";
+    const text = limitsText({
+      cgroup: { version: null, reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted", fix },
+      limits: {
+        memoryBytes: { enforcedBy: null, note: "no cgroup memory controller can be used here", fix },
+        processes: { enforcedBy: null, note: "no cgroup pids controller can be used here", fix },
+        cpuTimeMs: { enforcedBy: "rlimit", note: "RLIMIT_CPU: per process, not per tree, in whole seconds", fix },
+        tmpBytes: { enforcedBy: "bubblewrap" },
+      },
+    });
+    expect(text.split("\n")).toEqual([
+      "Resource limits (no cgroup: no cgroup v1 memory, pids or cpuacct hierarchy is mounted):",
+      "no  memory (--memory)        no cgroup memory controller can be used here",
+      `                             fix: ${fix}`,
+      "no  processes (--processes)  no cgroup pids controller can be used here",
+      `                             fix: ${fix}`,
+      "ok  CPU time (--cpu-time)    rlimit (RLIMIT_CPU: per process, not per tree, in whole seconds)",
+      `                             fix: ${fix}`,
+      "ok  /tmp size (--tmp-size)   bubblewrap",
+      "",
+    ]);
+  });
+
+  it.runIf(process.platform === "linux")("--json carries them next to the confinement checks", async () => {
+    const run = await cliInProcess(["doctor", "--json"]);
+    const out = JSON.parse(run.stdout) as { confined: boolean; limits: { limits: Record<string, { enforcedBy: string | null }> } };
+    expect(Object.keys(out.limits.limits)).toEqual(["memoryBytes", "processes", "cpuTimeMs", "tmpBytes"]);
+    if (hostCgroupPlan().version !== null) expect(out.limits.limits.memoryBytes!.enforcedBy).toMatch(/^cgroup-v[12]$/);
+  });
+});

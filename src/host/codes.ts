@@ -51,6 +51,6 @@ export const HostReplyCode = {
   CapabilityMissing: "CapabilityMissing",
   /** No answer within `callTimeoutMs`; the call may have run. */
   CallTimedOut: "CallTimedOut",
-  /** `maxInFlight` handlers were already running; this one did not run. */
+  /** `maxInFlight` calls were already running or waiting to start; this one did not run. */
   TooManyCalls: "TooManyCalls",
 } as const;

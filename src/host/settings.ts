@@ -15,6 +15,7 @@ export const DEFAULT_HOST_LIMITS: Readonly<Required<HostLimits>> = Object.freeze
   helloTimeoutMs: 10_000,
   maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
   maxInFlight: 1024,
+  maxRunningHandlers: 8,
   maxStderrBytes: 64 * 1024,
   maxLogs: 10_000,
   maxLogBytes: 16 * 1024 * 1024,
@@ -53,6 +54,7 @@ const UNBOUNDED_OK = new Set<keyof HostLimits>([...DEADLINES, ...RESOURCE_LIMITS
 const INTEGER = new Set<keyof HostLimits>([
   "maxFrameBytes",
   "maxInFlight",
+  "maxRunningHandlers",
   "maxStderrBytes",
   "maxLogs",
   "maxLogBytes",

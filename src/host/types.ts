@@ -25,10 +25,19 @@ export interface HostLimits {
   /** Largest guest -> host frame in bytes, default 64 MiB. A larger one ends the run: `FrameTooLarge`. */
   maxFrameBytes?: number;
   /**
-   * Handlers running at once, default 1024. A request over it is answered at once with a failure reply
-   * `TooManyCalls`. A handler still running after its call timed out keeps its slot until it settles.
+   * Calls accepted at once (handlers running plus calls waiting to start), default 1024. A request over
+   * it is answered at once with a failure reply `TooManyCalls`. A handler still running after its call
+   * timed out keeps its slot until it settles.
    */
   maxInFlight?: number;
+  /**
+   * Added: handlers running at once, default 8. A call over it waits, in arrival order, until a handler
+   * settles, and the host reads no further guest frame meanwhile; its deadline runs while it waits. It
+   * bounds the answers that exist before the host can count them: each running handler may return a
+   * large answer, and all of them are in memory until the guest reads them (see docs/host.md, "Memory").
+   * A handler still running after its call timed out keeps its slot until it settles.
+   */
+  maxRunningHandlers?: number;
   /** Bytes of the guest's stderr kept (the tail), default 64 KiB. runGuest only. */
   maxStderrBytes?: number;
   /** Log entries kept in the report, default 10_000: older ones are dropped and counted; `onLog` still sees all. */
@@ -61,7 +70,8 @@ export interface HostLimits {
   /**
    * Added: characters (UTF-16 code units) of frames the guest may leave unread, default 16 Mi. Above it
    * the host reads no further requests and starts no further handlers until the guest has read back
-   * down to half of it; a waiting request's deadline still runs.
+   * down to half of it; a waiting request's deadline still runs. An answer that comes meanwhile waits as
+   * the handler returned it (not encoded into a frame) and is sent then, in order.
    */
   maxUnreadChars?: number;
   /**
@@ -191,7 +201,10 @@ export interface CallRecord {
   argumentsDropped?: true;
   /** Added: the outcome was not kept: it would have gone over `maxCallPayloadChars` (`status` remains). */
   outcomeDropped?: true;
-  /** From the request's arrival to its reply (or to the end of the run when no reply was sent). */
+  /**
+   * From the request's arrival to its answer (or to the end of the run when none came). The reply goes out
+   * then, or later when the guest leaves too much unread (see `maxUnreadChars`).
+   */
   durationMs: number;
   /** True when the name was outside `allowed`: answered `CapabilityDenied`, no handler ran. */
   denied?: boolean;

@@ -4,8 +4,9 @@ const EXIT_STATUS = `Exit status:
   0   the guest's result is a success (replay: the guest did what the recording says)
   1   the guest's result is a failure outcome (replay: the guest diverged from the recording)
   2   the session broke: protocol error, crash, no result, timeout, the command could not start,
-      no sandbox although one was required, interrupted (Ctrl-C), the transcript could not be
-      written, or (exec) the code body does not compile (CompileError)
+      no sandbox although one was required, a resource limit reached (MemoryLimit, CpuLimit) or
+      not enforceable here, interrupted (Ctrl-C), the transcript could not be written, or (exec)
+      the code body does not compile (CompileError)
   64  usage error: unknown option, bad --input, missing command, unreadable file`;
 
 /** The connector options, shared by run, exec, declarations and mcp. */
@@ -96,8 +97,20 @@ ${CONNECTOR_HELP}
                             Default: none.
   --call-timeout <seconds>  Deadline for each capability call; a late call is answered with a
                             CallTimedOut failure. Default: 120.
+  --memory <n>[K|M|G]       Memory of the guest and everything it starts (K, M, G: powers of
+                            1024); past it the guest is killed: MemoryLimit, exit 2. Default: 1G.
+  --processes <n>           Processes and threads of the guest tree at once; beyond it fork and
+                            spawn fail inside the guest (EAGAIN) and the run goes on. Default: 256.
+  --cpu-time <seconds>      CPU time of the guest tree; past it the run ends: CpuLimit, exit 2.
+                            Default: none (the --timeout deadline only).
+  --tmp-size <n>[K|M|G]     Size of the sandbox's private /tmp; writes past it fail with ENOSPC
+                            inside the guest. Sandboxed runs only. Default: 256M.
+                            A limit given here that this machine cannot enforce (no cgroup; no
+                            sandbox for --tmp-size) stops the run before it starts (exit 2). After
+                            the run, a note says what it cost: cpu 120 ms, memory 48 MiB peak,
+                            3 processes (--json: the report's "limits" and "usage").
   --json                    Print the whole run report (outcome, failure, logs, calls, exit,
-                            stderr tail) as one JSON line on stdout instead of the result.
+                            stderr tail, limits, usage) as one JSON line on stdout instead of the result.
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
                             (errors still appear, and the guest's stderr tail after a broken run).
   -h, --help                Show this help.
@@ -181,8 +194,8 @@ Options:
                             Default: a private empty directory, writable, removed after the run.
   Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
   --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
-  --timeout, --call-timeout, --json, --quiet, --mcp-config, --fetch-allow, --fetch-header), with
-  the same meaning; see ears run --help.
+  --timeout, --call-timeout, --memory, --processes, --cpu-time, --tmp-size, --json, --quiet,
+  --mcp-config, --fetch-allow, --fetch-header), with the same meaning; see ears run --help.
   -h, --help                Show this help.
 
 ${EXIT_STATUS}
@@ -198,10 +211,13 @@ export const DOCTOR_HELP = `Usage: ears doctor [--json]
 Says what confinement a guest run gets on this machine and why: the platform, bubblewrap (found, its
 version, whether it starts a sandbox), user namespaces, the seccomp filter, the host's user. For each
 missing piece it prints the one line that fixes it (e.g. apt-get install bubblewrap, the sysctl for
-user namespaces, AppArmor's restriction on Ubuntu 24.04).
+user namespaces, AppArmor's restriction on Ubuntu 24.04). Then the resource limits (--memory,
+--processes, --cpu-time, --tmp-size): what enforces each here (a cgroup, an rlimit, bubblewrap),
+or why nothing does and the fix. The exit status is about confinement only.
 
 Options:
-  --json                    Print {"confined": true|false, "checks": [{name, ok, detail, fix?}]}.
+  --json                    Print {"confined": true|false, "checks": [{name, ok, detail, fix?}],
+                            "limits": {cgroup, limits: {memoryBytes: {enforcedBy, note?, fix?}, ...}}}.
   -h, --help                Show this help.
 
 Exit status: 0 when runs here are confined, 1 when they are not, 64 for a usage error.

@@ -19,10 +19,11 @@ import {
   printJson,
   printNotes,
   printOutcome,
+  printUsage,
   type CliIo,
 } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
-import { parseInput, parseNameList, parseSeconds, subcommand, UsageError } from "./usage.js";
+import { parseCount, parseInput, parseNameList, parseSeconds, parseSize, subcommand, UsageError } from "./usage.js";
 
 /** Options shared by `ears run` and `ears replay`. */
 export const SESSION_OPTIONS = {
@@ -49,6 +50,10 @@ export const RUN_OPTIONS = {
   capabilities: { type: "string" },
   root: { type: "string" },
   ...CONNECTOR_OPTIONS,
+  memory: { type: "string" },
+  processes: { type: "string" },
+  "cpu-time": { type: "string" },
+  "tmp-size": { type: "string" },
 } as const;
 
 /** Runs `ears run` with `argv` (the words after "run"); resolves with the exit status. Throws {@link UsageError}. */
@@ -75,7 +80,8 @@ export type HostValues = {
   quiet?: boolean;
   json?: boolean;
 } & ConnectorValues &
-  Parameters<typeof sandboxOf>[0];
+  Parameters<typeof sandboxOf>[0] &
+  Parameters<typeof resourceLimitsOf>[0];
 
 /** What {@link hostOptionsOf} gives a command: runGuest's options, the transcript, and the connectors' contract and close. */
 export type HostOptionsOfCli = Omit<GuestCommand, "command" | "args"> & {
@@ -97,7 +103,7 @@ export type HostOptionsOfCli = Omit<GuestCommand, "command" | "args"> & {
  */
 export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<HostOptionsOfCli> {
   const input = parseInput(values.input, io.cwd);
-  const limits = limitsOf(values);
+  const limits = { ...limitsOf(values), ...resourceLimitsOf(values) };
   let builtins: Capabilities;
   try {
     builtins = await rootFiles(resolve(io.cwd, values.root ?? "."));
@@ -164,6 +170,7 @@ export async function reportRun(report: RunReport, values: HostValues, io: CliIo
   if (!values.json && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
   printSandboxNote(report, io, values.quiet ?? false);
   printNotes(inFlagTerms(report), io.stderr, values.quiet ?? false);
+  if (!values.json) printUsage(report, io.stderr, values.quiet ?? false);
   return recorded && printed ? exitStatusOf(report) : ExitStatus.SessionError;
 }
 
@@ -238,9 +245,22 @@ export function printSandboxNote(report: RunReport, io: CliIo, quiet: boolean): 
  * set it (`--timeout`, not `limits.runTimeoutMs`). The `--json` report stays as the host wrote it.
  */
 export function inFlagTerms<Report extends { failure?: { code: string; message: string } }>(report: Report): Report {
-  if (report.failure === undefined || !report.failure.message.includes("(limits.runTimeoutMs)")) return report;
-  return { ...report, failure: { ...report.failure, message: report.failure.message.replace("(limits.runTimeoutMs)", "(--timeout)") } };
+  if (report.failure === undefined) return report;
+  let message = report.failure.message;
+  for (const [limit, flag] of LIMIT_FLAGS) message = message.replaceAll(limit, flag);
+  return message === report.failure.message ? report : { ...report, failure: { ...report.failure, message } };
 }
+
+/** How a host limit named in a failure message is set from the command line. */
+const LIMIT_FLAGS = [
+  ["(limits.runTimeoutMs)", "(--timeout)"],
+  ["(limits.memoryBytes)", "(--memory)"],
+  ["(limits.cpuTimeMs)", "(--cpu-time)"],
+  ["limits.memoryBytes (", "--memory ("],
+  ["limits.processes (", "--processes ("],
+  ["limits.cpuTimeMs (", "--cpu-time ("],
+  ["limits.tmpBytes (", "--tmp-size ("],
+] as const;
 
 /** The guest command after `--`, or a usage error that shows how to give it. */
 export function guestCommand(name: string, positionals: readonly string[], command: readonly string[]): string[] {
@@ -262,6 +282,20 @@ export function limitsOf(values: { timeout?: string; "call-timeout"?: string }):
   const callTimeoutMs = parseSeconds("call-timeout", values["call-timeout"]);
   if (runTimeoutMs !== undefined) limits.runTimeoutMs = runTimeoutMs;
   if (callTimeoutMs !== undefined) limits.callTimeoutMs = callTimeoutMs;
+  return limits;
+}
+
+/** The resource limits from --memory, --processes, --cpu-time and --tmp-size (`ears run`, `ears exec`). */
+export function resourceLimitsOf(values: { memory?: string; processes?: string; "cpu-time"?: string; "tmp-size"?: string }): HostLimits {
+  const limits: HostLimits = {};
+  const memoryBytes = parseSize("memory", values.memory);
+  const processes = parseCount("processes", values.processes);
+  const cpuTimeMs = parseSeconds("cpu-time", values["cpu-time"]);
+  const tmpBytes = parseSize("tmp-size", values["tmp-size"]);
+  if (memoryBytes !== undefined) limits.memoryBytes = memoryBytes;
+  if (processes !== undefined) limits.processes = processes;
+  if (cpuTimeMs !== undefined) limits.cpuTimeMs = cpuTimeMs;
+  if (tmpBytes !== undefined) limits.tmpBytes = tmpBytes;
   return limits;
 }
 

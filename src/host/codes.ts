@@ -31,6 +31,10 @@ export const HostFailureCode = {
   SandboxUnavailable: "SandboxUnavailable",
   /** runCode: the code body does not compile (syntax, or types with `typecheck: true`); no process was started. */
   CompileError: "CompileError",
+  /** runGuest: the guest tree went past `limits.memoryBytes` and the kernel killed it. */
+  MemoryLimit: "MemoryLimit",
+  /** runGuest: the guest tree used more CPU time than `limits.cpuTimeMs`; the run was stopped. */
+  CpuLimit: "CpuLimit",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;

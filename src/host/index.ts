@@ -18,7 +18,12 @@ export type {
   HostFailure,
   RunReport,
   GuestCommand,
+  LimitEnforcer,
+  LimitState,
+  ResourceLimitName,
+  ResourceUsage,
 } from "./types.js";
+export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
 export {

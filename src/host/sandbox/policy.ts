@@ -479,7 +479,7 @@ function linkedPackages(nodeModules: string, fs: FileSystemView): string[] {
 }
 
 /** The command as an absolute path: taken from `cwd` when it has a slash, else searched on PATH. */
-function findExecutable(command: string, cwd: string, path: string | undefined, fs: FileSystemView): string {
+export function findExecutable(command: string, cwd: string, path: string | undefined, fs: FileSystemView): string {
   const candidates = command.includes("/")
     ? [resolve(cwd, command)]
     : (path ?? "")

@@ -35,8 +35,15 @@ describe("the built-in read's memory per answer", () => {
       expect(answer.status === "success" && answer.content.length).toBe(16 * MiB);
       answers.push(answer);
     }
-    await collect();
-    const after = process.memoryUsage();
+    // A buffer's memory goes back to the process after the collection that frees it, sometimes a collection
+    // later (on a loaded machine): collect until it settles. A buffer still held never does.
+    let after = process.memoryUsage();
+    for (let i = 0; i < 5; i++) {
+      await collect();
+      after = process.memoryUsage();
+      if (after.arrayBuffers - before.arrayBuffers < MiB) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     // ASCII text: a one-byte string of 16 MiB each, and the file's buffers all released.
     expect(after.heapUsed - before.heapUsed).toBeGreaterThanOrEqual(4 * 16 * MiB);
     expect(after.heapUsed - before.heapUsed).toBeLessThan(4 * 16 * MiB + 8 * MiB);

@@ -6,10 +6,11 @@ import { PassThrough } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { doctorCommand, doctorText } from "../../../src/cli/doctor-command.js";
-import { diagnoseSandbox, thisMachine, type MachineView } from "../../../src/host/sandbox/doctor.js";
+import { diagnoseSandbox, type MachineView } from "../../../src/host/sandbox/doctor.js";
+import { bwrapPath } from "./has-bwrap.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
-const realBwrap = thisMachine().bwrap;
+const realBwrap = bwrapPath;
 
 const machine = (more: Partial<MachineView> = {}, proc: Record<string, string> = {}): MachineView => ({
   platform: "linux",

@@ -111,8 +111,9 @@ const MODE_ARG: Record<string, number> = {
 };
 
 describe.each(ARCHES)("the seccomp filter on %s", (arch) => {
-  const program = seccompInstructions(arch);
-  const call = (name: string, args: number[] = []) => run(program, { arch: AUDIT_ARCH[arch], nr: number(name, arch)!, args });
+  // Built in each test, not while the suite is collected (load-time coverage would make every mutant static).
+  const program = () => seccompInstructions(arch);
+  const call = (name: string, args: number[] = []) => run(program(), { arch: AUDIT_ARCH[arch], nr: number(name, arch)!, args });
 
   it("refuses every call the threat model names with EPERM, whatever the arguments (fast-check)", () => {
     const known = ALWAYS_REFUSED.filter((name) => number(name, arch) !== undefined);
@@ -180,23 +181,24 @@ describe.each(ARCHES)("the seccomp filter on %s", (arch) => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 600 }), fc.array(fc.nat(), { maxLength: 6 }), (nr, args) => {
         fc.pre(!ruled.has(nr));
-        expect(run(program, { arch: AUDIT_ARCH[arch], nr, args })).toBe(RET_ALLOW);
+        expect(run(program(), { arch: AUDIT_ARCH[arch], nr, args })).toBe(RET_ALLOW);
       }),
       { seed: 20, numRuns: 300 },
     );
-    expect(run(program, { arch: AUDIT_ARCH[arch], nr: 0 })).toBe(RET_ALLOW); // read / io_setup
+    expect(run(program(), { arch: AUDIT_ARCH[arch], nr: 0 })).toBe(RET_ALLOW); // read / io_setup
   });
 
   it("kills a call made under another architecture's numbering (a 32-bit call into a 64-bit kernel)", () => {
     for (const other of [0x40000003, AUDIT_ARCH[arch === "x64" ? "arm64" : "x64"], 0]) {
-      expect(run(program, { arch: other, nr: 0 })).toBe(RET_KILL_PROCESS);
+      expect(run(program(), { arch: other, nr: 0 })).toBe(RET_KILL_PROCESS);
     }
   });
 
   it("encodes each instruction as struct sock_filter: code u16, jt u8, jf u8, k u32, little-endian", () => {
-    const bytes = encodeBpf(program);
-    expect(bytes.length).toBe(program.length * 8);
-    program.forEach((instruction, i) => {
+    const bytes = encodeBpf(program());
+    const instructions = program();
+    expect(bytes.length).toBe(instructions.length * 8);
+    instructions.forEach((instruction, i) => {
       expect(bytes.readUInt16LE(i * 8)).toBe(instruction.code);
       expect(bytes[i * 8 + 2]).toBe(instruction.jt);
       expect(bytes[i * 8 + 3]).toBe(instruction.jf);

@@ -23,7 +23,8 @@ const entries = {
 const bundle = await rolldown({
   input: Object.fromEntries(Object.entries(entries).map(([name, file]) => [name, join(dist, file)])),
   platform: "node",
-  external: [/^node:/, "zod", /^zod\//, "fast-check"],
+  // Optional peers stay imports: the user's copy is loaded, when there is one (OpenTelemetry lazily, by the host).
+  external: [/^node:/, "zod", /^zod\//, "fast-check", "@opentelemetry/api"],
   treeshake: true,
 });
 await bundle.write({

@@ -9,6 +9,7 @@ import { Call, CallContext, replyLine } from "./calls.js";
 import { DeadlineQueue } from "./deadlines.js";
 import * as replies from "./call-failures.js";
 import * as failures from "./failures.js";
+import type { RunObserver } from "./observer.js";
 import type { HostSettings } from "./settings.js";
 import type { CallRecord, HostFailure } from "./types.js";
 
@@ -28,6 +29,8 @@ export interface CallSession {
   send(line: string): void;
   /** Ends the run: the guest broke the protocol with a request. */
   finish(failure: HostFailure): void;
+  /** Told about each reply (tracing). */
+  readonly observer?: RunObserver | undefined;
 }
 
 /** Takes the guest's request frames and answers each one through the session. */
@@ -215,6 +218,7 @@ export class CallAdmission {
       }
     }
     record.durationMs = this.session.now() - startedAt;
+    this.session.observer?.replied(record.id, outcome, line);
     this.session.send(line);
   }
 

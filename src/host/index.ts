@@ -18,6 +18,10 @@ export type {
   HostFailure,
   RunReport,
   GuestCommand,
+  TraceSetting,
+  TraceOptions,
+  TracerLike,
+  TraceContextLike,
 } from "./types.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";

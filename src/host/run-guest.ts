@@ -9,7 +9,9 @@ import { StreamWire } from "../wires/stdio.js";
 import { ByteTail } from "./byte-tail.js";
 import * as failures from "./failures.js";
 import { hostSession, type SessionResult } from "./session.js";
-import { graceMs, hostSettings } from "./settings.js";
+import { graceMs, hostSettings, type HostSettings } from "./settings.js";
+import type { RunObserver } from "./observer.js";
+import { traced } from "./tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
 import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report.js";
@@ -48,14 +50,19 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
  * @internal runGuest, with `readable` paths added to whatever sandbox the options choose (the mode is
  * kept: "auto" stays "auto"), and a `scratch` directory the watchdog removes if the host dies before it
  * can. `runCode` uses both for the guest's compiled body. `caller` names the public function in option errors.
+ * `observed`: the caller traces the run (runCode) and passes its observer; otherwise the run is traced here.
  */
 export function launchGuest(
   options: GuestCommand,
-  caller: string,
-  { readable = [], scratch }: { readable?: readonly string[]; scratch?: string },
+  caller: "runGuest" | "runCode",
+  {
+    readable = [],
+    scratch,
+    observed,
+  }: { readable?: readonly string[]; scratch?: string; observed?: { observer: RunObserver | undefined } },
 ): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object with a command`);
-  const { command, args = [], env, onStderr } = options;
+  const { command, args = [], onStderr } = options;
   if (typeof command !== "string" || command === "") throw new TypeError("runGuest: options.command must be a non-empty string");
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) {
     throw new TypeError("runGuest: options.args must be an array of strings");
@@ -68,6 +75,22 @@ export function launchGuest(
     readable.length === 0
       ? requested
       : { ...requested, options: { ...requested.options, readable: [...(requested.options.readable ?? []), ...readable] } };
+  if (observed !== undefined) return launchValid(options, settings, killGrace, sandbox, scratch, observed.observer);
+  return traced(settings.trace, { api: caller, input: settings.input }, (observer) =>
+    launchValid(options, settings, killGrace, sandbox, scratch, observer),
+  );
+}
+
+/** launchGuest once its options are checked. */
+function launchValid(
+  options: GuestCommand,
+  settings: HostSettings,
+  killGrace: number,
+  sandbox: ReturnType<typeof sandboxRequest>,
+  scratch: string | undefined,
+  observer: RunObserver | undefined,
+): Promise<RunReport> {
+  const { command, args = [], env, onStderr } = options;
   const cwd = options.cwd ?? process.cwd();
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;
@@ -106,6 +129,7 @@ export function launchGuest(
         const session = await hostSession(wire, settings, {
           startedAt,
           closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
+          observer,
           resultReceived: () => guest.stop("result"),
           release: (failure) => {
             void wire.close().catch(() => {});

@@ -189,9 +189,7 @@ export function invokeFrame(): fc.Arbitrary<InvokeFrame> {
 /** A W3C `traceparent` (version 00): trace id, parent span id, sampled flag. */
 export function traceparent(): fc.Arbitrary<string> {
   const hex = (length: number) => fc.stringMatching(new RegExp(`^[0-9a-f]{${length}}$`));
-  return fc
-    .tuple(hex(32), hex(16), fc.constantFrom("00", "01"))
-    .map(([trace, span, flags]) => `00-${trace}-${span}-${flags}`);
+  return fc.tuple(hex(32), hex(16), fc.constantFrom("00", "01")).map(([trace, span, flags]) => `00-${trace}-${span}-${flags}`);
 }
 
 /** A guest `request` with any id, name and JSON arguments. */

@@ -15,6 +15,7 @@ import { DEFAULT_KILL_GRACE_MS, launchGuest } from "../run-guest.js";
 import { graceMs, hostSettings } from "../settings.js";
 import { sandboxRequest } from "../sandbox/index.js";
 import { notStartedReport } from "../report.js";
+import { traced } from "../tracing.js";
 import type { GuestCommand, HostFailure, RunReport } from "../types.js";
 import { compileBody } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
@@ -76,7 +77,7 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   if ("command" in rest || "args" in rest)
     throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
   // The same checks runGuest makes, up front, so bad options throw before any compiling.
-  hostSettings(rest, "runCode");
+  const { trace, input } = hostSettings(rest, "runCode");
   graceMs(rest.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", "runCode");
   sandboxRequest(rest.sandbox, "runCode");
   if (rest.onStderr !== undefined && typeof rest.onStderr !== "function")
@@ -88,36 +89,41 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const notRun = (failure: HostFailure): RunReport => notStartedReport(failure, performance.now() - startedAt);
 
   const refused = (problem: string) => notRun(failures.codeNotCompiled(problem));
+  // Compiled before tracing starts: a missing amaro must throw synchronously, as documented.
   const compiled = compileBody(code);
-  if (!compiled.ok) return Promise.resolve(refused(compiled.message));
-  const checked =
-    declarations !== undefined
-      ? typecheckBody(code, declarations, rest.signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
-      : Promise.resolve(undefined);
-  return checked.then((problem): RunReport | Promise<RunReport> => {
-    // Aborted while tsc ran: launchGuest reports Aborted (and starts nothing), not a type error.
-    if (problem !== undefined && rest.signal?.aborted !== true) return refused(problem);
-    let dir: string | undefined;
-    const cleanup = () => {
+  return traced(trace, { api: "runCode", input, code }, (observer) => {
+    if (!compiled.ok) return Promise.resolve(refused(compiled.message));
+    const checked =
+      declarations !== undefined
+        ? typecheckBody(code, declarations, rest.signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
+        : Promise.resolve(undefined);
+    return checked.then((problem): RunReport | Promise<RunReport> => {
+      // Aborted while tsc ran: launchGuest reports Aborted (and starts nothing), not a type error.
+      if (problem !== undefined && rest.signal?.aborted !== true) return refused(problem);
+      let dir: string | undefined;
+      const cleanup = () => {
+        try {
+          if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+        } catch {
+          // Best effort: a directory that cannot be removed must not turn the report into a rejection.
+        }
+      };
+      let file: string;
       try {
-        if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-      } catch {
-        // Best effort: a directory that cannot be removed must not turn the report into a rejection.
+        // A private directory (mode 0700, file 0600): only this user, and the guest through a read-only bind.
+        dir = mkdtempSync(join(tmpdir(), "ears-code-"));
+        file = join(dir, "body.js");
+        writeFileSync(file, compiled.javascript, { mode: 0o600, flag: "wx" });
+      } catch (error) {
+        cleanup();
+        // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
+        return notRun(failures.compiledCodeNotWritten(error));
       }
-    };
-    let file: string;
-    try {
-      // A private directory (mode 0700, file 0600): only this user, and the guest through a read-only bind.
-      dir = mkdtempSync(join(tmpdir(), "ears-code-"));
-      file = join(dir, "body.js");
-      writeFileSync(file, compiled.javascript, { mode: 0o600, flag: "wx" });
-    } catch (error) {
-      cleanup();
-      // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
-      return notRun(failures.compiledCodeNotWritten(error));
-    }
-    return launchGuest({ ...rest, command: process.execPath, args: [script, file] }, "runCode", { readable: [dir], scratch: dir }).finally(
-      cleanup,
-    );
+      return launchGuest({ ...rest, command: process.execPath, args: [script, file] }, "runCode", {
+        readable: [dir],
+        scratch: dir,
+        observed: { observer },
+      }).finally(cleanup);
+    });
   });
 }

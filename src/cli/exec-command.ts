@@ -35,7 +35,7 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
     io.stderr.write(`ears: ${error.message}\n`);
     return ExitStatus.SessionError;
   }
-  return reportRun(await running, values, io, host.recorder);
+  return reportRun(await running, values, io, host);
 });
 
 /** The body from --code or --code-file: exactly one of them. */

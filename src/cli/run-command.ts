@@ -5,7 +5,10 @@ import { runGuest } from "../host/index.js";
 import type { Capabilities, GuestCommand, HostLimits, RunReport, SandboxSetting } from "../host/index.js";
 import { envEntryProblem } from "../host/sandbox/policy.js";
 import { describeError } from "../protocol/errors.js";
-import { recordTo, type Recorder } from "../transcripts/transcript.js";
+import type { Json } from "../protocol/json.js";
+import { performance } from "node:perf_hooks";
+import { TimelineBuilder } from "../transcripts/timeline.js";
+import { recordTo, transcriptEntry, type Recorder } from "../transcripts/transcript.js";
 import { loadCapabilityModule } from "./capability-module.js";
 import { RUN_HELP } from "./help.js";
 import {
@@ -20,6 +23,7 @@ import {
   type CliIo,
 } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
+import { printTimeline } from "./timeline-text.js";
 import { parseInput, parseNameList, parseSeconds, subcommand, UsageError } from "./usage.js";
 
 /** Options shared by `ears run` and `ears replay`. */
@@ -40,6 +44,7 @@ export const SESSION_OPTIONS = {
 /** The options of `ears run`, which `ears exec` takes too. */
 export const RUN_OPTIONS = {
   ...SESSION_OPTIONS,
+  verbose: { type: "boolean" },
   allow: { type: "string", multiple: true },
   input: { type: "string" },
   capabilities: { type: "string" },
@@ -51,7 +56,7 @@ export const runCommand = subcommand("run", RUN_OPTIONS, RUN_HELP, async ({ valu
   const guest = guestCommand("run", positionals, command);
   const host = await hostOptionsOf(values, io);
   const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
-  return reportRun(report, values, io, host.recorder);
+  return reportRun(report, values, io, host);
 });
 
 /** The command-line options every run of a guest takes (`ears run`, `ears exec`). */
@@ -65,17 +70,21 @@ export type HostValues = {
   "call-timeout"?: string;
   quiet?: boolean;
   json?: boolean;
+  verbose?: boolean;
 } & Parameters<typeof sandboxOf>[0];
+
+/** What a run from the command line keeps besides the host options: the --record transcript and the --verbose timeline. */
+export interface RunWatchers {
+  recorder: Recorder | undefined;
+  timeline: TimelineBuilder | undefined;
+}
 
 /**
  * The host side of a run from the command line: input, limits, built-in and --capabilities handlers,
  * --allow, the sandbox, callbacks, and the --record transcript (opened before anything starts, so a bad
  * path is a usage error). Throws {@link UsageError}.
  */
-export async function hostOptionsOf(
-  values: HostValues,
-  io: CliIo,
-): Promise<Omit<GuestCommand, "command" | "args"> & { recorder: Recorder | undefined }> {
+export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Omit<GuestCommand, "command" | "args"> & RunWatchers> {
   const input = parseInput(values.input, io.cwd);
   const limits = limitsOf(values);
   let builtins: Capabilities;
@@ -96,6 +105,10 @@ export async function hostOptionsOf(
   }
   const sandbox = sandboxOf(values, io.cwd);
   const recorder = startRecording(values.record, io.cwd);
+  const timeline = values.verbose ? new TimelineBuilder() : undefined;
+  const startedAt = performance.now();
+  const now = () => performance.now() - startedAt;
+  const printStderr = values.quiet ? undefined : guestStderrPrinter(io.stderr);
   return {
     sandbox,
     cwd: io.cwd,
@@ -104,21 +117,40 @@ export async function hostOptionsOf(
     capabilities,
     limits,
     onLog: values.quiet ? undefined : logPrinter(io.stderr),
-    onFrame: recorder?.onFrame,
-    onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr),
+    onFrame:
+      timeline === undefined
+        ? recorder?.onFrame
+        : (from, line) => {
+            timeline.add(transcriptEntry(from, line), now());
+            return recorder?.onFrame(from, line);
+          },
+    // The guest's stderr goes to ours, into the transcript and onto the timeline, as each one asks.
+    onStderr:
+      printStderr === undefined && recorder === undefined && timeline === undefined
+        ? undefined
+        : (chunk) => {
+            printStderr?.(chunk);
+            recorder?.stderr(chunk);
+            timeline?.add({ from: "guest", stderr: chunk }, now());
+          },
     signal: io.signal,
     recorder,
+    timeline,
   };
 }
 
-/** Finishes the transcript, prints the result (or the --json report) and the notes; the exit status. */
-export async function reportRun(report: RunReport, values: HostValues, io: CliIo, recorder: Recorder | undefined): Promise<number> {
-  const recorded = await finishRecording(recorder, io);
+/**
+ * Closes the transcript with the report note, prints the result (or the --json report), the notes and,
+ * with --verbose, the timeline; the exit status.
+ */
+export async function reportRun(report: RunReport, values: HostValues, io: CliIo, { recorder, timeline }: RunWatchers): Promise<number> {
+  const recorded = await finishRecording(recorder, io, report);
   // With --json the report is the output: one that cannot be written fails the command (exit 2).
   const printed = values.json ? printJson(report, io.stdout, io.stderr) : true;
   if (!values.json && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
   printSandboxNote(report, io, values.quiet ?? false);
   printNotes(inFlagTerms(report), io.stderr, values.quiet ?? false);
+  if (timeline !== undefined) printRunTimeline(timeline, report, io);
   return recorded && printed ? exitStatusOf(report) : ExitStatus.SessionError;
 }
 
@@ -206,20 +238,31 @@ export function limitsOf(values: { timeout?: string; "call-timeout"?: string }):
 export function startRecording(path: string | undefined, cwd: string): Recorder | undefined {
   if (path === undefined) return undefined;
   try {
-    return recordTo(resolve(cwd, path));
+    return recordTo(resolve(cwd, path), { timed: true });
   } catch (error) {
     throw new UsageError(`--record: ${describeError(error)}`);
   }
 }
 
-/** Flushes the transcript; false (after saying why on stderr) when it could not be written completely. */
-export async function finishRecording(recorder: Recorder | undefined, io: CliIo): Promise<boolean> {
+/**
+ * Flushes the transcript, after the run's report as its closing note when there is one; false (after
+ * saying why on stderr) when it could not be written completely.
+ */
+export async function finishRecording(recorder: Recorder | undefined, io: CliIo, report?: RunReport): Promise<boolean> {
   if (recorder === undefined) return true;
   try {
+    if (report !== undefined) recorder.report(report);
     await recorder.close();
     return true;
   } catch (error) {
     io.stderr.write(`ears: ${describeError(error)}\n`);
     return false;
   }
+}
+
+/** The --verbose timeline of a run that has ended: what the session showed, with the report's failure and usage. */
+function printRunTimeline(timeline: TimelineBuilder, report: RunReport, io: CliIo): void {
+  const { logs: _logs, calls: _calls, stderr: _stderr, outcome: _outcome, hello: _hello, ...rest } = report;
+  timeline.add({ from: "host", report: JSON.parse(JSON.stringify(rest)) as Json });
+  printTimeline(timeline.build(), io.stderr);
 }

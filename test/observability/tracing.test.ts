@@ -61,7 +61,7 @@ describe("a traced runGuest", () => {
     expect(run!.spanContext().traceId).toBe(parent.spanContext().traceId);
     // The guest saw the run span's context, so its own spans would join this trace under the run.
     const { traceId, spanId } = run!.spanContext();
-    expect(report.outcome.structured).toEqual({ traceparent: `00-${traceId}-${spanId}-01`, statuses: ["success", "failure"] });
+    expect(report.outcome?.structured).toEqual({ traceparent: `00-${traceId}-${spanId}-01`, statuses: ["success", "failure"] });
 
     const read = named("ears.call read")[0]!;
     const missing = named("ears.call missing")[0]!;

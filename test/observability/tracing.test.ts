@@ -10,6 +10,8 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Outcome, serve, createLinkedPair } from "../../src/index.js";
 import { runCode, runHost } from "../../src/host/index.js";
+import { runReport } from "../../src/host/report.js";
+import { runAttributes } from "../../src/host/tracing.js";
 import { failOnUnhandledRejections, runFixture } from "../helpers/host.js";
 import { requireBuild } from "../helpers/spawned-guest.js";
 
@@ -182,5 +184,27 @@ describe("a traced runCode and runHost", () => {
     expect(() => runHost(hostEnd, { trace: { tracer: {} as never } })).toThrow("options.trace.tracer must be an OpenTelemetry Tracer");
     expect(() => runHost(hostEnd, { trace: { parent: 1 as never } })).toThrow("options.trace.parent must be an OpenTelemetry Context");
     expect(() => runHost(hostEnd, { trace: { payloads: { maxChars: 0 } } })).toThrow("options.trace.payloads must be a boolean");
+  });
+});
+
+describe("the run span's attributes from a report", () => {
+  it("carry the usage figures when the report has them, snake-cased, and the sandbox mechanism or none", () => {
+    const report = runReport({ outcome: { status: "success", content: "" }, durationMs: 1, sandbox: null });
+    const withUsage = {
+      ...report,
+      usage: { cpuMs: 120, peakMemoryBytes: 50_331_648, peakProcesses: 3, source: "cgroup v2", note: { nested: 1 } },
+    };
+    expect(runAttributes(withUsage)).toEqual({
+      "ears.run.ok": true,
+      "ears.run.calls": 0,
+      "ears.run.logs": 0,
+      "ears.outcome.status": "success",
+      "ears.sandbox.mechanism": "none",
+      "ears.usage.cpu_ms": 120,
+      "ears.usage.peak_memory_bytes": 50_331_648,
+      "ears.usage.peak_processes": 3,
+      "ears.usage.source": "cgroup v2",
+    });
+    expect(runAttributes(report)).not.toHaveProperty("ears.usage.cpu_ms");
   });
 });

@@ -138,6 +138,10 @@ describe("a traced runCode and runHost", () => {
     expect(run.attributes).toMatchObject({ "ears.run.api": "runCode", "ears.failure.code": "CompileError" });
     expect(run.status.code).toBe(SpanStatusCode.ERROR);
     expect(run.attributes).not.toHaveProperty("ears.code");
+
+    exporter.reset();
+    await runCode({ code: "return (;", sandbox: false, trace: { payloads: true } });
+    expect(named("ears.run")[0]!.attributes["ears.code"]).toBe("return (;");
   });
 
   it("runHost takes trace.tracer and trace.parent; a throwing tracer costs the spans, never the run", async () => {

@@ -98,6 +98,13 @@ describe("a traced runGuest", () => {
     expect(JSON.stringify(spans().map((span) => span.attributes))).not.toContain("do not trace me");
   });
 
+  it("a guest's own OpenTelemetry spans, continued from ears.traceparent, are children of the run span", async () => {
+    const { value: report } = await underActiveSpan(() => runFixture("traced-otel.mjs"));
+    expect(report.ok, report.stderr).toBe(true);
+    const run = named("ears.run")[0]!;
+    expect(report.outcome?.structured).toEqual({ traceId: run.spanContext().traceId, parentSpanId: run.spanContext().spanId });
+  });
+
   it("a run that fails is an ERROR span with the failure code; a call left unanswered is closed as such", async () => {
     const report = await runFixture("traced.mjs", [], {
       // read never answers: the run times out while the call waits.

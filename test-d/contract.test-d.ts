@@ -85,3 +85,32 @@ else expectTypeOf(plain.status).toEqualTypeOf<"success">();
 // An untyped value: narrowed to Failure when isError holds, left as it was (any) otherwise.
 declare const untyped: any;
 if (!Outcome.isError(untyped)) expectTypeOf(untyped).toBeAny();
+
+// The test kit takes a contract as serve does (issue 22, item 2): a typed program passes, its calls are typed.
+{
+  const { testGuest, replay } = await import("@posoco/ears/testing");
+  const typedProgram = async (ears: Ears<typeof tools.specs>, input: { path: string }) => {
+    const sum = await ears.call("add", { a: 1, b: 2 });
+    return Outcome.isError(sum) ? sum : { sum: sum.structured.sum, path: input.path };
+  };
+  await testGuest(typedProgram, { contract: tools, inputSchema: z.object({ path: z.string() }), input: { path: "p" } });
+  await testGuest(
+    async (ears, input) => {
+      expectTypeOf(input).toEqualTypeOf<{ path: string }>();
+      // @ts-expect-error: path must be a string
+      await ears.call("read", { path: 1 });
+      // @ts-expect-error: "nope" is not in the contract
+      await ears.call("nope", {});
+      return (await ears.call("read", { path: input.path })).content;
+    },
+    { contract: tools, inputSchema: z.object({ path: z.string() }) },
+  );
+  // @ts-expect-error: a typed program needs its contract (without it the kit's ears is the loose one)
+  await testGuest(typedProgram, { input: { path: "p" } });
+  await replay("run.ndjson", { run: typedProgram, contract: tools, inputSchema: z.object({ path: z.string() }) });
+  // @ts-expect-error: the same in a replay
+  await replay("run.ndjson", { run: typedProgram });
+  // Untyped programs need no options at all, as before.
+  await testGuest(async (ears) => (await ears.call("anything")).status);
+  await replay("run.ndjson", { run: async () => 1 });
+}

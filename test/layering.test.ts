@@ -1,4 +1,4 @@
-// The layers of src/ (README "Layout"): protocol ← wires ← guest ← host, transcripts, testing, openseek ← cli.
+// The layers of src/ (CONTRIBUTING.md, "Layout"): protocol ← wires ← guest ← host, transcripts, testing, openseek ← cli.
 // Every import of every src file is parsed and checked against the layers its folder may use, in the spirit
 // of the MCP SDK's layering test: a lower layer importing a higher one fails here, naming the file and line.
 import { readdirSync, readFileSync } from "node:fs";
@@ -44,7 +44,7 @@ export function layerViolations(files: ReadonlyMap<string, string>): string[] {
     const from = layerOf(file);
     const may = allowed[from];
     if (may === undefined) {
-      violations.push(`${file}: folder ${from} has no place in the layers (add it to this test and the README layout)`);
+      violations.push(`${file}: folder ${from} has no place in the layers (add it to this test and the layout in CONTRIBUTING.md)`);
       continue;
     }
     for (const { specifier, line } of importsOf(text)) {
@@ -127,7 +127,7 @@ describe("layering of src/", () => {
     ]);
     expect(layerViolations(files)).toEqual([
       `${join("cli", "replay-command.ts")}:1: cli imports testing (../testing/replay.js)`,
-      `${join("misc", "helper.ts")}: folder misc has no place in the layers (add it to this test and the README layout)`,
+      `${join("misc", "helper.ts")}: folder misc has no place in the layers (add it to this test and the layout in CONTRIBUTING.md)`,
       `${join("wires", "stdio.ts")}:1: wires imports guest (../guest/serve.js)`,
       `${join("wires", "stdio.ts")}:2: imports ../../test/x.js, outside src/`,
     ]);

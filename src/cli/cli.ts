@@ -1,7 +1,11 @@
-/** The `ears` command: dispatches to `run`, `exec`, `replay` and `timeline`, prints help and version, maps errors to exit statuses. */
+/**
+ * The `ears` command: dispatches to `run`, `exec`, `replay`, `timeline` and `doctor`, prints help and version,
+ * maps errors to exit statuses.
+ */
 import { describeError } from "../protocol/errors.js";
 import { SDK } from "../protocol/version.js";
 import { MAIN_HELP } from "./help.js";
+import { doctorCommand } from "./doctor-command.js";
 import { execCommand } from "./exec-command.js";
 import { replayCommand } from "./replay-command.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
@@ -28,6 +32,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return await execCommand(rest, io);
       case "timeline":
         return await timelineCommand(rest, io);
+      case "doctor":
+        return await doctorCommand()(rest, io);
       case "--help":
       case "-h":
       case "help":
@@ -44,7 +50,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         throw new UsageError(
           first.startsWith("-")
             ? `unknown option ${first}; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)`
-            : `unknown command ${JSON.stringify(first)}; the commands are run, exec, replay and timeline (see ears --help)`,
+            : `unknown command ${JSON.stringify(first)}; the commands are run, exec, replay, timeline and doctor (see ears --help)`,
         );
     }
   } catch (error) {

@@ -1,5 +1,5 @@
 /** `ears exec --code '<body>' | --code-file <path> [options]`: run a code body under a local host. */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { runCode, type RunReport } from "../host/index.js";
 import { describeError } from "../protocol/errors.js";
@@ -13,6 +13,7 @@ const EXEC_OPTIONS = {
   code: { type: "string" },
   "code-file": { type: "string" },
   typecheck: { type: "boolean" },
+  cwd: { type: "string" },
 } as const;
 
 /** Runs `ears exec` with `argv` (the words after "exec"); resolves with the exit status. Throws {@link UsageError}. */
@@ -27,7 +28,9 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
   const host = await hostOptionsOf(values, io);
   let running: Promise<RunReport>;
   try {
-    running = runCode({ ...host, code, typecheck: values.typecheck ?? false });
+    // The body works in a private empty directory unless --cwd names one (shown read-only, secrets masked).
+    const cwd = values.cwd === undefined ? undefined : workingDirectoryOf(values.cwd, io.cwd);
+    running = runCode({ ...host, cwd, code, typecheck: values.typecheck ?? false });
   } catch (error) {
     // amaro is not installed: say what to install, as for any failure to start (exit 2).
     if (!(error instanceof Error && error.name === "MissingPeerError")) throw error;
@@ -37,6 +40,13 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
   }
   return reportRun(await running, values, io, host);
 });
+
+/** --cwd as an absolute path to an existing directory. */
+function workingDirectoryOf(dir: string, cwd: string): string {
+  const path = resolve(cwd, dir);
+  if (!existsSync(path) || !statSync(path).isDirectory()) throw new UsageError(`--cwd ${JSON.stringify(dir)}: no such directory`);
+  return path;
+}
 
 /** The body from --code or --code-file: exactly one of them. */
 function codeOf(code: string | undefined, file: string | undefined, cwd: string): string {

@@ -20,6 +20,8 @@ Usage:
       Replay a recorded session against a guest and report the first divergence.
   ears timeline <transcript.ndjson> [-o run.html]
       Turn a recorded run into one self-contained HTML page: the calls on a time axis.
+  ears doctor [--json]
+      Say what confinement a run gets on this machine, and how to fix what is missing.
   ears --help, ears <command> --help
   ears --version          (also -v, -V)
 
@@ -29,12 +31,13 @@ of the capabilities it may call, answers its calls, streams its logs to stderr, 
 ${EXIT_STATUS}
 
 Examples:
-  ears run --allow read,list -- node fixtures/guests/demo.mjs
+  ears run --allow read,list -- node guest.mjs
   ears run --allow read --record run.ndjson -- node guest.mjs
   ears replay run.ndjson -- node guest.mjs
   ears timeline run.ndjson -o run.html
 
-Run "ears run --help", "ears exec --help", "ears replay --help" or "ears timeline --help" for the options.
+Run "ears run --help", "ears exec --help", "ears replay --help", "ears timeline --help" or "ears doctor --help"
+for the options.
 `;
 
 /** `ears run --help`. */
@@ -61,10 +64,15 @@ Options:
   --no-sandbox              Run the guest unconfined, with your rights (no note).
   --sandbox-read <path>     Let the sandboxed guest read this file or directory; repeatable.
   --sandbox-write <path>    Let the sandboxed guest read and write this path; repeatable.
+  --sandbox-show-secrets    Show .env*, .npmrc, .git/, .ssh/, *.pem, *.key and the like in the
+                            directories the guest sees (default: masked, they cannot be read).
+  --sandbox-allow-broad     Allow /, a home directory or the temporary directory's root as the
+                            working directory or a sandbox path (default: refused).
   --env NAME | NAME=value   Pass this environment variable (the host's value, or the one given)
                             into the sandbox; repeatable. The sandbox has only PATH, HOME (an
-                            empty private directory), LANG and TZ besides these. --sandbox-read,
-                            --sandbox-write and --env imply --sandbox.
+                            empty private directory), LANG, PWD and TZ besides these.
+                            --sandbox-read, --sandbox-write, the two above and --env imply
+                            --sandbox.
   --record <file>           Write every frame, both directions, to an NDJSON transcript
                             ({"from":"guest"|"host","at":ms,"frame":{...}} a line), with the guest's
                             stderr and the report as notes, for "ears replay" and "ears timeline".
@@ -82,8 +90,10 @@ Options:
   -h, --help                Show this help.
 
 The sandbox (Linux, bubblewrap): the guest sees the system directories needed to start the command,
-the working directory and its script's directory (read-only), a private /tmp, the paths given above,
-no network, no host process, and dies with ears. Capabilities still run outside it, in ears.
+the working directory and its script's directory (read-only, secrets masked), a private /tmp, the
+paths given above, no network, no host process, no kernel setting to change, no setuid bit to set,
+no descriptor but stdin, stdout and stderr, and dies with ears. Capabilities still run outside it,
+in ears. "ears doctor" says what confinement this machine gives and how to fix what is missing.
 
 Built-in capabilities (allow them with --allow):
   read  {"path": "notes/a.txt"}  the UTF-8 text of a file under the root
@@ -98,7 +108,7 @@ Built-in capabilities (allow them with --allow):
 ${EXIT_STATUS}
 
 Examples:
-  ears run --allow read,list -- node fixtures/guests/demo.mjs
+  ears run --allow read,list -- node guest.mjs
   ears run --allow read --input '{"path":"README.md"}' --root docs -- node guest.mjs
   ears run --capabilities ./caps.mjs --allow search --input @input.json --json -- node guest.mjs
   ears run --allow read --record run.ndjson --timeout 30 -- node guest.mjs
@@ -153,10 +163,11 @@ Options:
   --code-file <path>        Read the body from a file.
   --typecheck               Check the body's types first (needs the typescript package): calls
                             take any name and JSON arguments, as no contract is known here.
+  --cwd <dir>               The body's working directory, shown read-only (secrets masked).
+                            Default: a private empty directory, writable, removed after the run.
   Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
-  --sandbox-read, --sandbox-write, --env, --record, --timeout, --call-timeout, --json, --quiet,
-  --verbose),
-  with the same meaning; see ears run --help.
+  --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
+  --timeout, --call-timeout, --json, --quiet, --verbose), with the same meaning; see ears run --help.
   -h, --help                Show this help.
 
 ${EXIT_STATUS}
@@ -189,4 +200,19 @@ Exit status:
 Examples:
   ears run --allow read --record run.ndjson -- node guest.mjs
   ears timeline run.ndjson -o run.html
+`;
+
+/** `ears doctor --help`. */
+export const DOCTOR_HELP = `Usage: ears doctor [--json]
+
+Says what confinement a guest run gets on this machine and why: the platform, bubblewrap (found, its
+version, whether it starts a sandbox), user namespaces, the seccomp filter, the host's user. For each
+missing piece it prints the one line that fixes it (e.g. apt-get install bubblewrap, the sysctl for
+user namespaces, AppArmor's restriction on Ubuntu 24.04).
+
+Options:
+  --json                    Print {"confined": true|false, "checks": [{name, ok, detail, fix?}]}.
+  -h, --help                Show this help.
+
+Exit status: 0 when runs here are confined, 1 when they are not, 64 for a usage error.
 `;

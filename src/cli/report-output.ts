@@ -167,7 +167,10 @@ export function printNotes(report: RunReportFields, stderr: Writable, quiet: boo
   endGuestStderrLine(stderr);
   if (report.failure !== undefined) {
     // The host's message can quote guest text (a stray line, the guest's sdk name): escaped, on one line.
-    stderr.write(`ears: the session failed: ${report.failure.code}: ${oneLine(report.failure.message)}\n`);
+    // A CompileError's quote of the code (its line and a caret) keeps its own lines, each escaped.
+    const [first = "", ...quoted] = report.failure.code === "CompileError" ? report.failure.message.split("\n") : [report.failure.message];
+    stderr.write(`ears: the session failed: ${report.failure.code}: ${oneLine(first)}\n`);
+    for (const line of quoted) stderr.write(`ears: ${escapeTerminalText(excerpt(line, MAX_MESSAGE_CHARS))}\n`);
   } else if (report.outcome?.status === "failure" && !quiet) {
     stderr.write(`ears: the guest's result is a failure (code ${label(report.outcome.code)})\n`);
   }

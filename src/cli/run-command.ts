@@ -38,6 +38,8 @@ export const SESSION_OPTIONS = {
   "no-sandbox": { type: "boolean" },
   "sandbox-read": { type: "string", multiple: true },
   "sandbox-write": { type: "string", multiple: true },
+  "sandbox-show-secrets": { type: "boolean" },
+  "sandbox-allow-broad": { type: "boolean" },
   env: { type: "string", multiple: true },
 } as const;
 
@@ -159,15 +161,27 @@ export async function reportRun(report: RunReport, values: HostValues, io: CliIo
  * options object of runGuest, a path or --env requires the sandbox. Paths must exist (usage error).
  */
 export function sandboxOf(
-  values: { sandbox?: boolean; "no-sandbox"?: boolean; "sandbox-read"?: string[]; "sandbox-write"?: string[]; env?: string[] },
+  values: {
+    sandbox?: boolean;
+    "no-sandbox"?: boolean;
+    "sandbox-read"?: string[];
+    "sandbox-write"?: string[];
+    "sandbox-show-secrets"?: boolean;
+    "sandbox-allow-broad"?: boolean;
+    env?: string[];
+  },
   cwd: string,
 ): SandboxSetting {
   const readable = values["sandbox-read"] ?? [];
   const writable = values["sandbox-write"] ?? [];
   const env = values.env ?? [];
+  const showSecrets = values["sandbox-show-secrets"] === true;
+  const allowBroadPaths = values["sandbox-allow-broad"] === true;
   const shaping = [
     ...(readable.length > 0 ? ["--sandbox-read"] : []),
     ...(writable.length > 0 ? ["--sandbox-write"] : []),
+    ...(showSecrets ? ["--sandbox-show-secrets"] : []),
+    ...(allowBroadPaths ? ["--sandbox-allow-broad"] : []),
     ...(env.length > 0 ? ["--env"] : []),
   ];
   if (values["no-sandbox"]) {
@@ -190,7 +204,13 @@ export function sandboxOf(
     const problem = envEntryProblem(entry);
     if (problem !== undefined) throw new UsageError(`--env: ${problem}`);
   }
-  return { readable: readable.map((p) => resolve(cwd, p)), writable: writable.map((p) => resolve(cwd, p)), env };
+  return {
+    readable: readable.map((p) => resolve(cwd, p)),
+    writable: writable.map((p) => resolve(cwd, p)),
+    env,
+    ...(showSecrets ? { showSecrets } : {}),
+    ...(allowBroadPaths ? { allowBroadPaths } : {}),
+  };
 }
 
 /** The one-line note that "auto" found no sandbox and the guest ran with the user's rights. */

@@ -14,6 +14,12 @@ import type { CapabilitySpec, StandardSchemaV1 } from "./contract.js";
 export interface DeclarationOptions {
   /** The schema of the body's `input` (its output type is what the body sees); without it, `input` is any JSON. */
   input?: StandardSchemaV1;
+  /**
+   * The capability names the run allows (runGuest's and runCode's `allowed`): only these are declared, so
+   * a prompt never offers a tool the host will refuse. Each must be one the contract declares. Default:
+   * every capability of the contract.
+   */
+  allowed?: readonly string[];
 }
 
 type Schema = Record<string, unknown> | boolean;
@@ -45,9 +51,10 @@ declare const Outcome: {
 
 /** The declaration text of a contract's specs. Throws a TypeError naming a schema without Standard JSON Schema. */
 export function declarationsOf(specs: Record<string, CapabilitySpec>, options: DeclarationOptions = {}): string {
-  if (typeof options !== "object" || options === null) throw new TypeError("declarations: options must be an object { input? }");
+  if (typeof options !== "object" || options === null) throw new TypeError("declarations: options must be an object { input?, allowed? }");
   const aliases: string[] = [];
-  const entries = Object.entries(specs).map(([name, spec], index) => {
+  const offered = offeredSpecs(specs, options.allowed);
+  const entries = offered.map(([name, spec], index) => {
     const doc = spec.description === undefined ? "" : docComment(spec.description, "  ");
     const args =
       spec.arguments === undefined
@@ -62,6 +69,22 @@ export function declarationsOf(specs: Record<string, CapabilitySpec>, options: D
   const input =
     options.input === undefined ? "Json" : printRoot(jsonSchemaOf("input", "schema", options.input, "output"), "Input", aliases);
   return render(entries.join("\n"), aliases.join(""), input);
+}
+
+/** The specs to declare: all of them, or those `allowed` names, in the contract's order. */
+function offeredSpecs(specs: Record<string, CapabilitySpec>, allowed: readonly string[] | undefined): [string, CapabilitySpec][] {
+  const all = Object.entries(specs);
+  if (allowed === undefined) return all;
+  if (!Array.isArray(allowed) || allowed.some((name) => typeof name !== "string")) {
+    throw new TypeError("declarations: options.allowed must be an array of capability names");
+  }
+  const unknown = allowed.filter((name) => !Object.hasOwn(specs, name));
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `declarations: options.allowed names ${unknown.map((name) => JSON.stringify(name)).join(", ")}, which the contract does not declare`,
+    );
+  }
+  return all.filter(([name]) => allowed.includes(name));
 }
 
 /** The declarations of an untyped guest (no contract): any name, any JSON arguments, any outcome. */

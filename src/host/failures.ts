@@ -158,6 +158,8 @@ export function endedEarly(failure: HostFailure, exit: NonNullable<RunDetails["e
   return { code: failure.code, message: `${failure.message}; the guest exited with ${status}${hint}` };
 }
 
+// A Select Graphic Rendition sequence (colour, bold, reset): ESC [ parameters m.
+const SGR = /\x1b\[[0-9;:]*m/g;
 // An error's header line as Node prints it: "Error: boom", "TypeError: x", "Error [ERR_MODULE_NOT_FOUND]: ...".
 const ERROR_HEADER = /^(?:Uncaught )?(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[[^\]]+\])?: /;
 // What Node prints after the error: stack frames, the error's own properties, its version, advice.
@@ -169,7 +171,11 @@ const TRAILER = /^(?:\s+at |\s+\w+: |\s*[{}]$|Node\.js v\d|\(Use `node --trace)/
  * happened), else the last line that is not such trailer.
  */
 function stderrHint(text: string): string {
-  const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "");
+  // Colour codes (Deno and Bun colour their errors) are noise in a sentence; the raw tail stays in report.stderr.
+  const lines = text
+    .replace(SGR, "")
+    .split(/\r?\n/)
+    .filter((line) => line.trim() !== "");
   if (lines.length === 0) return "; its stderr is empty";
   const header = lines.findLast((line) => ERROR_HEADER.test(line));
   if (header !== undefined) return `; its stderr reports: ${quotedStderrLine(header)}`;

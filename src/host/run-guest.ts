@@ -13,10 +13,11 @@ import { graceMs, hostSettings, type HostSettings } from "./settings.js";
 import type { RunObserver } from "./observer.js";
 import { traced } from "./tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
-import { planSandbox, sandboxRequest, type SandboxReport } from "./sandbox/index.js";
+import { planSandbox, sandboxRequest, spawnConfined, type SandboxReport } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report.js";
 import type { GuestCommand, HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
+import { guestHoldsOutput, OUTPUT_WATCH_MS } from "./sandbox/output-watch.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -46,22 +47,28 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
   return launchGuest(options, "runGuest", {});
 }
 
+/** @internal What runCode adds to a launch. */
+export interface LaunchExtras {
+  /** Paths added to the sandbox's `readable` (the mode is kept: "auto" stays "auto"). */
+  readable?: readonly string[];
+  /** Paths added to the sandbox's `writable`. */
+  writable?: readonly string[];
+  /** A directory the host made for this run, removed by the watchdog if the host dies first. */
+  scratch?: string;
+  /** Whether the sandbox looks for the script's directory and Node's lookups (default true). */
+  discover?: boolean;
+  /** Set when the caller traces the run (runCode) and passes its observer; otherwise the run is traced here. */
+  observed?: { observer: RunObserver | undefined };
+}
+
 /**
  * @internal runGuest, with `readable` paths added to whatever sandbox the options choose (the mode is
  * kept: "auto" stays "auto"), and a `scratch` directory the watchdog removes if the host dies before it
  * can. `runCode` uses both for the guest's compiled body. `caller` names the public function in option errors.
- * `observed`: the caller traces the run (runCode) and passes its observer; otherwise the run is traced here.
  */
-export function launchGuest(
-  options: GuestCommand,
-  caller: "runGuest" | "runCode",
-  {
-    readable = [],
-    scratch,
-    observed,
-  }: { readable?: readonly string[]; scratch?: string; observed?: { observer: RunObserver | undefined } },
-): Promise<RunReport> {
+export function launchGuest(options: GuestCommand, caller: "runGuest" | "runCode", extras: LaunchExtras): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object with a command`);
+  const { readable = [], writable = [] } = extras;
   const { command, args = [], onStderr } = options;
   if (typeof command !== "string" || command === "") throw new TypeError("runGuest: options.command must be a non-empty string");
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) {
@@ -72,12 +79,19 @@ export function launchGuest(
   const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
   const requested = sandboxRequest(options.sandbox, caller);
   const sandbox =
-    readable.length === 0
+    readable.length === 0 && writable.length === 0
       ? requested
-      : { ...requested, options: { ...requested.options, readable: [...(requested.options.readable ?? []), ...readable] } };
-  if (observed !== undefined) return launchValid(options, settings, killGrace, sandbox, scratch, observed.observer);
+      : {
+          ...requested,
+          options: {
+            ...requested.options,
+            readable: [...(requested.options.readable ?? []), ...readable],
+            writable: [...(requested.options.writable ?? []), ...writable],
+          },
+        };
+  if (extras.observed !== undefined) return launchValid(options, settings, killGrace, sandbox, extras, extras.observed.observer);
   return traced(settings.trace, { api: caller, input: settings.input }, (observer) =>
-    launchValid(options, settings, killGrace, sandbox, scratch, observer),
+    launchValid(options, settings, killGrace, sandbox, extras, observer),
   );
 }
 
@@ -87,7 +101,7 @@ function launchValid(
   settings: HostSettings,
   killGrace: number,
   sandbox: ReturnType<typeof sandboxRequest>,
-  scratch: string | undefined,
+  { scratch, discover = true }: LaunchExtras,
   observer: RunObserver | undefined,
 ): Promise<RunReport> {
   const { command, args = [], env, onStderr } = options;
@@ -98,7 +112,7 @@ function launchValid(
   const aborted = () => blank(failures.abortedBeforeStart(settings.signal?.reason));
 
   if (settings.signal?.aborted) return Promise.resolve(aborted());
-  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env }).then((plan) => {
+  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }).then((plan) => {
     if (settings.signal?.aborted) return aborted();
     if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
     if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
@@ -114,14 +128,15 @@ function launchValid(
         windowsHide: true,
         detached: GROUPS_SUPPORTED,
       };
-      child = confined
-        ? spawn(plan.command, plan.args, { ...spawnOptions, env: plan.env })
-        : spawn(command, args, { ...spawnOptions, env });
+      if (confined) child = spawnConfined(plan, { cwd, detached: GROUPS_SUPPORTED });
+      else child = spawn(command, args, { ...spawnOptions, env });
     } catch (error) {
       return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
     }
     const group = new ProcessGroup(child, confined, scratch);
-    return new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr).run(
+    const guestProcess = new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr);
+    if (confined) guestProcess.watchOutput();
+    return guestProcess.run(
       async (guest) => {
         const spawnError = await guest.started;
         if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
@@ -159,6 +174,7 @@ class GuestProcess {
   private forced: "SIGTERM" | "SIGKILL" | undefined;
   private spawnFailed = false;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  private readonly intervals = new Set<ReturnType<typeof setInterval>>();
   private wakeOnExit: (() => void) | undefined;
   /** Holds back the bytes of a character split across stderr chunks until the rest arrives. */
   private readonly stderrDecoder: StringDecoder | undefined;
@@ -252,6 +268,28 @@ class GuestProcess {
     if (text !== "") this.callbacks.run("onStderr", () => this.onStderr?.(text));
   }
 
+  /**
+   * Confined: ends the output when no process of the guest's holds it any more (see output-watch.ts),
+   * so a guest that closed stdout and lives on ends as it would unconfined. Twice in a row, with nothing
+   * left unread in the stream, so no frame the guest wrote before closing is lost.
+   */
+  watchOutput(): void {
+    const { stdout } = this.child;
+    let closedOnce = false;
+    const timer = setInterval(() => {
+      if (this.exit !== undefined || stdout.destroyed) return clearInterval(timer);
+      const drained = stdout.readableLength === 0 && !stdout.isPaused() && stdout.listenerCount("data") > 0;
+      const closed = drained && this.child.pid !== undefined && guestHoldsOutput(this.child.pid) === false;
+      if (closed && closedOnce) {
+        clearInterval(timer);
+        stdout.destroy();
+      }
+      closedOnce = closed;
+    }, OUTPUT_WATCH_MS);
+    timer.unref();
+    this.intervals.add(timer);
+  }
+
   /** Starts the shutdown sequence once; a later call returns the same sequence. */
   stop(why: "result" | "failure" | "end"): void {
     this.stopping ??= this.shutdown(why);
@@ -312,6 +350,7 @@ class GuestProcess {
   }
 
   private clearTimers(): void {
+    for (const interval of this.intervals) clearInterval(interval);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
   }

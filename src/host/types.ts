@@ -271,6 +271,11 @@ export interface GuestCommand extends HostOptions {
   /** The program, run without a shell (e.g. `process.execPath` or "node"). */
   command: string;
   args?: string[];
+  /**
+   * The guest's working directory, default this process's. Sandboxed, it is shown read-only (its secrets
+   * masked); `/`, a home directory or the temporary directory's root is refused unless
+   * `sandbox.allowBroadPaths`. runCode's default is a private empty directory instead.
+   */
   cwd?: string;
   /**
    * Unconfined: the guest's environment, default this process's. Sandboxed: where the names in

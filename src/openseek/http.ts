@@ -91,7 +91,13 @@ export function postJson(service: HostService, handoff: Handoff, body: string, o
       const status = response.statusCode ?? 0;
       if (status !== 200) {
         response.resume();
-        fail(`transport failed (HTTP ${status})`);
+        // The one status with a known cause: OpenSeek's admission answers 403 to a wrong token (or an Origin).
+        const why =
+          status === 403
+            ? `: the host refused the bearer token; ${service.variable} must be the value this host run set ` +
+              "(a token from another run is refused)"
+            : "";
+        fail(`transport failed (HTTP ${status}${why})`);
         return;
       }
       const chunks: Buffer[] = [];

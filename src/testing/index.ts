@@ -2,7 +2,7 @@
  * @posoco/ears/testing: run guests in-process against scripted capabilities, record and replay
  * transcripts, fast-check arbitraries for frames and sessions, and OpenSeek host doubles.
  */
-export { testGuest, type GuestTestReport, type GuestTestDetails } from "./test-guest.js";
+export { testGuest, type ContractFor, type GuestTestOptions, type GuestTestReport, type GuestTestDetails } from "./test-guest.js";
 export {
   recordTo,
   recordToStream,
@@ -21,7 +21,7 @@ export {
   type TranscriptNote,
   type RecordOptions,
 } from "../transcripts/transcript.js";
-export { replay, type ReplayTarget } from "./replay.js";
+export { replay, type ReplayProgram, type ReplayTarget } from "./replay.js";
 export { recordingOf, RecordingError, type Recording, type RecordedExchange } from "../transcripts/recording.js";
 export {
   replayHost,

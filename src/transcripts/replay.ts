@@ -72,7 +72,11 @@ export async function replayGuestCommand(
   options: ReplayOptions = {},
 ): Promise<ReplayReport> {
   const double = replayHost(await loadRecording(recording), options);
-  return double.verdict(await runGuest({ ...target, ...double.options }));
+  const { onStderr } = target;
+  // Once the replay stops the run, what the guest says is about being stopped (its result could not be
+  // written: EPIPE), noise after the divergence the caller reports; report.stderr still keeps it.
+  const live = onStderr === undefined ? undefined : (chunk: string) => void (double.stoppedRun() || onStderr(chunk));
+  return double.verdict(await runGuest({ ...target, ...double.options, ...(live && { onStderr: live }) }));
 }
 
 /**
@@ -82,7 +86,12 @@ export async function replayGuestCommand(
 export function replayHost(
   recording: Recording,
   options: ReplayOptions = {},
-): { options: HostOptions; verdict<Report extends RunReport>(report: Report): ReplayReport<Report> } {
+): {
+  options: HostOptions;
+  verdict<Report extends RunReport>(report: Report): ReplayReport<Report>;
+  /** True once the replay has decided to stop the run at a divergence. */
+  stoppedRun(): boolean;
+} {
   const { exchanges } = recording;
   const stop = new AbortController();
   let divergence: string | undefined;
@@ -152,6 +161,7 @@ export function replayHost(
         return options.onFrame?.(direction, line); // its back-pressure passes through
       },
     },
+    stoppedRun: () => stopped,
     verdict(report) {
       divergence ??= endDivergence(recording, matched, report);
       const details = { stopped, matchedRequests: matched, recordedRequests: exchanges.length, report };

@@ -23,30 +23,35 @@ export function captureStdout(sink: CaptureSink): Write {
   const rawWrite = stdout.write.bind(stdout) as Write;
   let current = sink;
   stdout.write = function write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
-    const text =
-      typeof chunk === "string"
-        ? typeof encoding === "string" && encoding !== "utf8" && encoding !== "utf-8"
-          ? Buffer.from(chunk, encoding as BufferEncoding).toString("utf8")
-          : chunk
-        : Buffer.from(chunk as Uint8Array).toString("utf8");
-    current("info", text.endsWith("\n") ? text.slice(0, -1) : text);
-    const done = typeof encoding === "function" ? encoding : callback;
-    if (typeof done === "function") process.nextTick(done as () => void);
-    return true;
+    return writeToSink(current, chunk, encoding, callback);
   } as typeof stdout.write;
+  const methods = consoleMethods((level, text) => current(level, text));
   // console.log/info/dir/table/group… reach stdout.write; these four would go elsewhere or lose their level.
-  const levels = { debug: "debug", warn: "warn", error: "error" } as const;
-  for (const [method, level] of Object.entries(levels)) {
-    (console as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => current(level, format(...args));
-  }
-  console.trace = (...args: unknown[]) => {
-    const stack = new Error().stack?.split("\n").slice(2).join("\n") ?? "";
-    current("debug", `Trace${args.length > 0 ? `: ${format(...args)}` : ""}\n${stack}`);
-  };
-  if (!consoleUsesStdoutWrite()) captureConsoleDirectly((level, text) => current(level, text));
+  for (const method of LEVELLED_METHODS) (console as unknown as Record<string, unknown>)[method] = methods[method];
+  if (!consoleUsesStdoutWrite()) Object.assign(console, methods);
   installed = { rawWrite, setSink: (next) => (current = next) };
   return rawWrite;
 }
+
+/**
+ * One `process.stdout.write(chunk, encoding?, callback?)` handed to `sink` at level info, without its
+ * trailing newline (a log entry is a line); the callback is called as a stream would call it.
+ */
+export function writeToSink(sink: CaptureSink, chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+  const text =
+    typeof chunk === "string"
+      ? typeof encoding === "string" && encoding !== "utf8" && encoding !== "utf-8"
+        ? Buffer.from(chunk, encoding as BufferEncoding).toString("utf8")
+        : chunk
+      : Buffer.from(chunk as Uint8Array).toString("utf8");
+  sink("info", text.endsWith("\n") ? text.slice(0, -1) : text);
+  const done = typeof encoding === "function" ? encoding : callback;
+  if (typeof done === "function") process.nextTick(done as () => void);
+  return true;
+}
+
+/** The console methods that do not print to stdout in Node, or would lose their level there. */
+const LEVELLED_METHODS = ["debug", "warn", "error", "trace"] as const;
 
 /**
  * Node's console writes through `process.stdout.write`; Bun's and Deno's write to file descriptor 1
@@ -57,11 +62,13 @@ function consoleUsesStdoutWrite(): boolean {
 }
 
 /**
- * Under Bun and Deno: the console methods that print to stdout send to `sink` at level info, formatted as
- * Node formats them (`console.table` as its data, since a drawn table needs a terminal; groups do not
- * indent). warn/error/debug/trace are already rerouted for every runtime.
+ * Every console method that prints, sending to `sink` what a real run's log gets: debug/warn/error at
+ * their level, trace at debug with its stack, and the methods that print to stdout at level info,
+ * formatted as Node formats them (`console.table` as its data, since a drawn table needs a terminal;
+ * groups do not indent). Used as they are under Bun and Deno (whose console writes to file descriptor 1
+ * itself, past the patched writer) and by the test kit's capture.
  */
-function captureConsoleDirectly(sink: CaptureSink): void {
+export function consoleMethods(sink: CaptureSink): Record<string, (...args: never[]) => void> {
   const info = (text: string) => sink("info", text);
   const counts = new Map<string, number>();
   const timers = new Map<string, number>();
@@ -69,7 +76,14 @@ function captureConsoleDirectly(sink: CaptureSink): void {
     const started = timers.get(label);
     return started === undefined ? `Timer '${label}' does not exist` : `${label}: ${(performance.now() - started).toFixed(3)}ms`;
   };
-  const methods: Record<string, (...args: never[]) => void> = {
+  return {
+    debug: (...args: unknown[]) => sink("debug", format(...args)),
+    warn: (...args: unknown[]) => sink("warn", format(...args)),
+    error: (...args: unknown[]) => sink("error", format(...args)),
+    trace: (...args: unknown[]) => {
+      const stack = new Error().stack?.split("\n").slice(2).join("\n") ?? "";
+      sink("debug", `Trace${args.length > 0 ? `: ${format(...args)}` : ""}\n${stack}`);
+    },
     log: (...args: unknown[]) => info(format(...args)),
     info: (...args: unknown[]) => info(format(...args)),
     dirxml: (...args: unknown[]) => info(format(...args)),
@@ -92,5 +106,4 @@ function captureConsoleDirectly(sink: CaptureSink): void {
       timers.delete(label);
     },
   };
-  Object.assign(console, methods);
 }

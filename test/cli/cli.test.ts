@@ -421,6 +421,21 @@ describe("ears run --record, then ears replay", () => {
         'but the guest sent read {"path":"package.json"}\n',
     );
     expect(run.stdout).toBe("");
+    // The replay ends the guest: what it says on stderr after that (its result could not be written, EPIPE)
+    // is noise after the real message and is not printed (report.stderr keeps it).
+    expect(run.stderr).not.toContain("[stderr]");
+  });
+
+  it("prints nothing the guest says on stderr once the replay stopped it; the report keeps it", async () => {
+    const changed = JSON.stringify([{ name: "read", arguments: { path: "package.json" } }]);
+    const args = ["--", "node", SCRIPT, "--calls", changed, "--stderr-after-failure", "told it diverged"];
+    const run = await ears(["replay", transcript, ...args]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("ears: the guest diverged from the recording: request #1:");
+    expect(run.stderr).not.toContain("told it diverged");
+    expect(run.stderr).not.toContain("[stderr]");
+    const json = await ears(["replay", transcript, "--json", ...args]);
+    expect(JSON.parse(json.stdout).report.stderr).toContain("told it diverged\n");
   });
 
   it("reports a guest that returns a different result, in --json too", async () => {

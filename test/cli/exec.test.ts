@@ -51,6 +51,8 @@ describe("ears exec", () => {
   it("exits 2 with CompileError naming line:column for a body that does not compile", async () => {
     const run = await ears(["exec", "--code", "const a = 1;\nconst b: = 2;"], { cwd: dir });
     expect(run.stderr).toContain("ears: the session failed: CompileError: the code was not run: code.ts:2:10:");
+    // The line is quoted under the note, with a caret under the column, as the message has it.
+    expect(run.stderr).toContain("\nears:   | const b: = 2;\nears:   |          ^\n");
     expect(run.stdout).toBe("");
     expect(run.code).toBe(2);
   });

@@ -93,7 +93,7 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
       mechanism: "bubblewrap",
       network: false,
       writable: ["/tmp", out],
-      env: ["PATH", "HOME", "LANG", "FROM_HOST", "SET"],
+      env: ["PATH", "HOME", "LANG", "PWD", "FROM_HOST", "SET"],
     });
     expect(report.sandbox?.readable).toContain(join(dir, "in.txt"));
   });

@@ -192,6 +192,21 @@ export const inputSchema = z.object({ path: z.string(), depth: z.number().int().
     expect(defineCapabilities({}).declarations()).toContain("declare const input: Json;");
   });
 
+  it("declares only the allowed capabilities, so the prompt offers no tool the run will refuse", () => {
+    const all = tools.declarations();
+    const readOnly = tools.declarations({ allowed: ["read"] });
+    expect(all).toMatch(/^ {2}add: \{/m);
+    expect(readOnly).toMatch(/^ {2}read: \{/m);
+    for (const refused of ["add", "pick", "loose"]) expect(readOnly).not.toMatch(new RegExp(`^ {2}${refused}: \\{`, "m"));
+    expect(tools.declarations({ allowed: [] })).not.toMatch(/^ {2}\w+: \{ args/m);
+    expect(() => tools.declarations({ allowed: ["read", "nope"] })).toThrow(
+      new TypeError('declarations: options.allowed names "nope", which the contract does not declare'),
+    );
+    expect(() => tools.declarations({ allowed: "read" as never })).toThrow(
+      new TypeError("declarations: options.allowed must be an array of capability names"),
+    );
+  });
+
   it("keeps a description from closing its doc comment", () => {
     const text = defineCapabilities({ evil: { description: "ends here */ declare const x: 1; /*" } }).declarations();
     expect(text).toContain("/** ends here *\\/ declare const x: 1; /* */");

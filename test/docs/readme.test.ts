@@ -44,8 +44,94 @@ describe("README examples", () => {
   it("shows the OpenSeek examples exactly as docs/openseek.md, where they are run", () => {
     const docs = readFileSync(join(root, "docs/openseek.md"), "utf8");
     const named = blocks(readme, /<!-- example: ([\w-]+) -->/);
-    expect(named.map((b) => b.name)).toEqual(["ptc-call", "fix-warnings", "mcp-search-call"]);
+    expect(named.map((b) => b.name)).toEqual(["ptc-call", "mcp-search-call"]);
     const inDocs = new Map(blocks(docs, /<!-- example: ([\w-]+) -->/).map((b) => [b.name, b.code]));
     for (const { name, code } of named) expect(code, name).toBe(inDocs.get(name));
+  });
+});
+
+/** The text of the README's `## title` section, up to the next one. */
+function section(title: string): string {
+  const start = readme.indexOf(`\n## ${title}\n`);
+  if (start < 0) return "";
+  const end = readme.indexOf("\n## ", start + 1);
+  return readme.slice(start + 1, end < 0 ? undefined : end + 1);
+}
+
+// A user's path through the README (issue 22, item 13): install, a guest, a host, code mode, the test kit,
+// each step as written; the repository's two commands stay first, for CI and newcomers.
+describe("README user path", () => {
+  const headings = [...readme.matchAll(/^## (.*)$/gm)].map((match) => match[1]!);
+
+  it("keeps the two commands first, then a user's path in order", () => {
+    expect(headings[0]).toBe("The two commands");
+    expect(section("The two commands")).toContain("npm ci && npm run demo");
+    expect(section("The two commands")).toContain("npm ci && npm test");
+    const path = ["Install", "A guest", "Run a guest from your own host", "Run the code a model writes", "Test a guest"];
+    expect(headings.filter((heading) => path.includes(heading))).toEqual(path);
+    expect(headings.indexOf("Install")).toBe(1);
+  });
+
+  it("says how long npm test takes, and leaves contributors' material to CONTRIBUTING.md and changes to CHANGELOG.md", () => {
+    expect(section("The two commands")).toMatch(/`npm test` takes about \d+ minutes on\s+a 2-core machine/);
+    for (const moved of ["Mutation testing", "Layout"]) {
+      expect(headings).not.toContain(moved);
+      expect(readFileSync(join(root, "CONTRIBUTING.md"), "utf8")).toContain(`\n## ${moved}\n`);
+    }
+    expect(readme).toContain("[CONTRIBUTING.md](CONTRIBUTING.md)");
+    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toMatch(/^## 0\.1\.0\b/m);
+  });
+
+  it("installs the package for a consumer, and every package the user path imports", () => {
+    const install = section("Install");
+    expect(install).toContain("npm install @posoco/ears zod");
+    const installed = new Set(
+      [...install.matchAll(/^npm install (?:--save-dev )?([^#\n]+)/gm)].flatMap((match) => match[1]!.trim().split(/\s+/)),
+    );
+    const userPath = ["A guest", "Run a guest from your own host", "Run the code a model writes", "Test a guest"].map(section).join("\n");
+    const imported = new Set(
+      [...userPath.matchAll(/from "([^"]+)"/g)]
+        .map((match) => match[1]!)
+        .filter((specifier) => !specifier.startsWith("node:") && !specifier.startsWith("."))
+        .map((specifier) => (specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : specifier.split("/")[0]!)),
+    );
+    expect([...imported].sort()).toEqual(["@posoco/ears", "fast-check", "zod"]);
+    for (const name of imported) expect(installed, `the install section does not install ${name}`).toContain(name);
+    // What runCode needs at run time, named where runCode says to install it.
+    expect(installed).toContain("amaro");
+    expect(installed).toContain("typescript");
+  });
+
+  it("says where users look that npm warns about amaro's engines on a Node it does not list, and why that is harmless", () => {
+    const engines = (JSON.parse(readFileSync(join(root, "node_modules/amaro/package.json"), "utf8")) as { engines?: { node?: string } })
+      .engines?.node;
+    const minimum = Number(/^>=\s*(\d+)/.exec(engines ?? "")?.[1] ?? 0);
+    expect(engines).toBeDefined();
+    const major = Number(process.versions.node.split(".")[0]);
+    if (major < minimum) {
+      const install = section("Install");
+      expect(install).toContain("EBADENGINE");
+      expect(install).toContain(`Node >= ${minimum}`);
+      expect(install).toMatch(/harmless/);
+    }
+  });
+
+  it("runs the guest section's command as written, against the README's guest.mjs", () => {
+    const command = /^npx ears (run [^\n]*-- node guest\.mjs)$/m.exec(section("A guest"))?.[1];
+    expect(command).toBeDefined();
+    rmSync(scratch, { recursive: true, force: true });
+    mkdirSync(scratch, { recursive: true });
+    writeFileSync(join(scratch, "guest.mjs"), /```js\n(\/\/ guest\.mjs\n[\s\S]*?)```/.exec(readme)?.[1] ?? "");
+    writeFileSync(join(scratch, "README.md"), readme);
+    // The shell's words: single-quoted arguments as one word each.
+    const words = [...command!.matchAll(/'([^']*)'|(\S+)/g)].map((match) => match[1] ?? match[2]!);
+    const out = execFileSync(process.execPath, [join(root, "dist/cli/main.js"), ...words], {
+      cwd: scratch,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    expect(out).toContain('"echo"');
+    expect(out).toContain('"hello": 1');
+    rmSync(scratch, { recursive: true, force: true });
   });
 });

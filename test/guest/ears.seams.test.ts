@@ -1,5 +1,5 @@
 // Ears' messages and its less travelled paths, in process: each test here was prompted by a mutant Stryker
-// found surviving in src/guest/ears.ts (README, "Mutation testing") and was seen to fail on that mutant.
+// found surviving in src/guest/ears.ts (CONTRIBUTING.md, "Mutation testing") and was seen to fail on that mutant.
 import { PassThrough, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { defineCapabilities, type StandardSchemaV1 } from "../../src/contract/contract.js";

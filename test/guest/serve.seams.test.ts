@@ -1,6 +1,6 @@
 // serve's own argument checks and the seams a wire may offer (stdout routing, escaped errors), driven
 // through small user-written wires in process. Each test here was prompted by a mutant Stryker found
-// surviving in src/guest/serve.ts (README, "Mutation testing") and was seen to fail on that mutant.
+// surviving in src/guest/serve.ts (CONTRIBUTING.md, "Mutation testing") and was seen to fail on that mutant.
 import { describe, expect, it } from "vitest";
 import { TransportError } from "../../src/protocol/errors.js";
 import { decodeFrame, encodeFrame, type GuestFrame } from "../../src/protocol/frames.js";

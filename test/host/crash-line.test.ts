@@ -28,4 +28,16 @@ describe("a crash before hello names the meaningful stderr line", () => {
     const message = await crash(["-e", 'throw "plain words"']);
     expect(message).toBe('the guest crashed (exit code 1) before it said hello; its stderr ends with: "plain words"');
   });
+
+  it("quotes the line without colour codes (Deno colours its errors); the raw tail stays in report.stderr", async () => {
+    const coloured = '\u001b[0m\u001b[1m\u001b[31merror\u001b[0m: Module not found \u001b[4m"file:///guest.ts"\u001b[24m';
+    const report = await runGuest({
+      command: process.execPath,
+      args: ["-e", `console.error(${JSON.stringify(coloured)}); process.exit(1)`],
+    });
+    expect(report.failure?.message).toBe(
+      'the guest crashed (exit code 1) before it said hello; its stderr ends with: "error: Module not found \\"file:///guest.ts\\""',
+    );
+    expect(report.stderr).toBe(`${coloured}\n`);
+  });
 });

@@ -209,7 +209,7 @@ describe.runIf(process.platform === "linux")("runGuest's sandbox options", () =>
     expect(report.outcome?.structured).toMatchObject({
       env: { GIVEN: "from the host", SET: "chosen value", UNSET_ONE: null, OTHER: null, HOME: "/tmp/home" },
     });
-    expect(report.sandbox?.env).toEqual(["PATH", "HOME", "LANG", "GIVEN", "SET"]);
+    expect(report.sandbox?.env).toEqual(["PATH", "HOME", "LANG", "PWD", "GIVEN", "SET"]);
   });
 
   it("network: true shares the host's network and says so; the default has none", async () => {

@@ -264,7 +264,10 @@ describe("PTC call: transport failures are never retried", () => {
     const host = await echoHost();
     process.env["OPENSEEK_PTC"] = host.capability({ token: "not-the-token" });
     const error = await transportError(call("edit", {}));
-    expect(error.message).toMatch(/^PTC transport failed \(HTTP 403\); execution outcome may be unknown$/);
+    expect(error.message).toBe(
+      "PTC transport failed (HTTP 403: the host refused the bearer token; OPENSEEK_PTC must be the value this host run set " +
+        "(a token from another run is refused)); execution outcome may be unknown",
+    );
     expect(host.requests).toHaveLength(1);
   });
 

@@ -53,6 +53,14 @@ describe("npm pack", () => {
     expect(run(process.execPath, ["--input-type=module", "-e", runCode], folder).trim()).toBe(
       "runCode needs amaro, an optional peer dependency that is not installed: npm install amaro",
     );
+    // tsc runs in the host at run time: a dependency, not a dev dependency (issue 22, item 11).
+    const typecheck =
+      `import { runCode } from "@posoco/ears/host"; ` +
+      `try { runCode({ code: "return 1;", typecheck: true }); } catch (error) { console.log(error.message); }`;
+    expect(run(process.execPath, ["--input-type=module", "-e", typecheck], folder).trim()).toBe(
+      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install typescript " +
+        "(the host runs tsc when it runs code, so it is not only a development tool)",
+    );
   });
 
   it("with the peers installed, every entry point imports", () => {
@@ -138,6 +146,34 @@ describe("npm pack", () => {
     );
     const report = JSON.parse(out);
     expect(report.outcome).toEqual({ status: "success", content: "", structured: { got: { n: 1 }, allowed: [] } });
+  });
+
+  it("walks the README's user path in the consumer: its guest under the packaged CLI, its host, code mode and test kit", () => {
+    // After the peers the README's install section names (zod, fast-check, amaro) were installed above.
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    // The README links the changelog; the package ships it.
+    expect(readFileSync(join(folder, "node_modules/@posoco/ears/CHANGELOG.md"), "utf8")).toMatch(/^## 0\.1\.0\b/m);
+    const user = join(folder, "user");
+    mkdirSync(user, { recursive: true });
+    writeFileSync(join(user, "guest.mjs"), /```js\n(\/\/ guest\.mjs\n[\s\S]*?)```/.exec(readme)?.[1] ?? "");
+    writeFileSync(join(user, "README.md"), readme);
+    const command = /^npx ears (run [^\n]*-- node guest\.mjs)$/m.exec(readme)?.[1] ?? "";
+    const words = [...command.matchAll(/'([^']*)'|(\S+)/g)].map((match) => match[1] ?? match[2]!);
+    expect(words[0]).toBe("run");
+    expect(run(join(folder, "node_modules/.bin/ears"), words, user)).toContain('"echo"');
+    const runnable = [...readme.matchAll(/<!-- run -->\n```js\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    expect(runnable.length).toBeGreaterThanOrEqual(2);
+    runnable.forEach((code, index) => {
+      writeFileSync(join(user, `example-${index}.mjs`), code);
+      expect(run(process.execPath, [`example-${index}.mjs`], user).length, `README example ${index + 1}`).toBeGreaterThan(0);
+    });
+    // The code-mode example is TypeScript: stripped with the consumer's amaro, as a user on Node 20 would run it with tsx.
+    const codeMode = /<!-- code-example: readme -->\n```ts\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+    writeFileSync(join(user, "code-mode.ts"), codeMode);
+    const strip = `const { transformSync } = require("amaro"); const fs = require("node:fs");
+      fs.writeFileSync("code-mode.mjs", transformSync(fs.readFileSync("code-mode.ts", "utf8"), { mode: "strip-only" }).code);`;
+    run(process.execPath, ["-e", strip], user);
+    expect(run(process.execPath, ["code-mode.mjs"], user)).toBe("6 true\n");
   });
 
   it("keeps the guest entry's import graph to its own files and node builtins", () => {

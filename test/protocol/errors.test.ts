@@ -1,5 +1,5 @@
 // The error classes and describeError: what a program catches and reads (mutation testing found these
-// untested in process: README, "Mutation testing").
+// untested in process: CONTRIBUTING.md, "Mutation testing").
 import { describe, expect, it } from "vitest";
 import { describeError, TimeoutError, TransportError } from "../../src/protocol/errors.js";
 

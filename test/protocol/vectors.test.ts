@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 import { Outcome } from "../../src/protocol/outcome.js";
 import { serve, type ServeReport } from "../../src/guest/serve.js";
 import { createLinkedPair } from "../../src/wires/memory.js";
-import { planSandbox, sandboxRequest } from "../../src/host/sandbox/index.js";
+import { planSandbox, sandboxRequest, spawnConfined, type ConfinedPlan } from "../../src/host/sandbox/index.js";
 import { streamWire } from "../../src/wires/stdio.js";
 import { vectorProgram } from "../helpers/vectors/vector-program.mjs";
 import { needsBytes, vectorSchema, type ExpectedFrame, type Vector } from "../helpers/vectors/vector-format.js";
@@ -146,7 +146,7 @@ function overStreams(vector: Vector): GuestUnderTest & { output: GuestOutput } {
 }
 
 /** runGuest's bubblewrap command for the vector guest: the vectors must pass with the default sandbox on. */
-async function sandboxed(file: string): Promise<{ command: string; args: string[]; env: Record<string, string> }> {
+async function sandboxed(file: string): Promise<ConfinedPlan> {
   const plan = await planSandbox(sandboxRequest(true, "vectors"), {
     command: process.execPath,
     args: [guestScript, `${vectorFolder}${file}`],
@@ -161,12 +161,12 @@ async function sandboxed(file: string): Promise<{ command: string; args: string[
 function inChild(
   file: string,
   runtime: readonly string[] = [process.execPath],
-  sandbox?: { command: string; args: string[]; env: Record<string, string> },
+  sandbox?: ConfinedPlan,
 ): GuestUnderTest & { output: GuestOutput } {
   const child: ChildProcessWithoutNullStreams =
     sandbox === undefined
       ? spawn(runtime[0]!, [...runtime.slice(1), guestScript, `${vectorFolder}${file}`], { cwd: root })
-      : spawn(sandbox.command, sandbox.args, { cwd: root, env: sandbox.env });
+      : spawnConfined(sandbox, { cwd: root, detached: false });
   child.stdin.on("error", () => {}); // EPIPE once the guest has gone
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));

@@ -6,16 +6,10 @@
  */
 import { createRequire } from "node:module";
 import { Script } from "node:vm";
-import { CODE_FILENAME, CODE_PREFIX, CODE_SUFFIX, wrapBody } from "./wrapper.js";
+import { CODE_FILENAME, CODE_PREFIX, CODE_SUFFIX, NO_MODULES_HINT, wrapBody } from "./wrapper.js";
 
 /** The verdict on a body: JavaScript with the body's own positions, or why it does not compile. */
 export type Compiled = { ok: true; javascript: string } | { ok: false; message: string };
-
-/** A position in the submitted body, both 1-based. */
-export interface BodyPosition {
-  line: number;
-  column: number;
-}
 
 interface AmaroError {
   code?: string;
@@ -64,8 +58,8 @@ export function compileBody(body: string): Compiled {
     const { message, startLine, startColumn } = (error ?? {}) as AmaroError;
     // Not a verdict on the body: the stripper itself failed.
     if (typeof startLine !== "number" || typeof startColumn !== "number") throw error;
-    const at = bodyPosition(startLine, utf16Column(wrapped, startLine, startColumn));
-    return { ok: false, message: `${CODE_FILENAME}:${at.line}:${at.column}: ${String(message)}` };
+    const column0 = utf16Column(wrapped, startLine, startColumn);
+    return { ok: false, message: syntaxProblem(body, startLine, column0 - (startLine === 1 ? CODE_PREFIX.length : 0), String(message)) };
   }
   // Whitespace replacement keeps the wrapper itself as it was; anything else means the body reached into it.
   if (stripped.length !== wrapped.length || !stripped.startsWith(CODE_PREFIX) || !stripped.endsWith(CODE_SUFFIX)) {
@@ -75,7 +69,7 @@ export function compileBody(body: string): Compiled {
   try {
     new Script(stripped, { filename: CODE_FILENAME });
   } catch (error) {
-    return { ok: false, message: v8SyntaxMessage(error) };
+    return { ok: false, message: v8SyntaxMessage(body, error) };
   }
   try {
     // Compiled as one function body: a body that closes the wrapper early (`}); ...`) is refused here.
@@ -116,21 +110,68 @@ function utf16Column(wrapped: string, line: number, displayColumn: number): numb
   return index;
 }
 
-/** A position in the wrapped text (line 1-based, column 0-based) as a position in the body. */
-function bodyPosition(line: number, column0: number): BodyPosition {
-  return { line, column: (line === 1 ? column0 - CODE_PREFIX.length : column0) + 1 };
-}
-
 /**
  * V8's SyntaxError from vm.Script, with the position Node puts at the head of its stack:
  * "code.ts:LINE\n<source line>\n<spaces>^^^\n\nSyntaxError: ...".
  */
-function v8SyntaxMessage(error: unknown): string {
+function v8SyntaxMessage(body: string, error: unknown): string {
   const { message, stack } = error as Error;
   const lines = String(stack).split("\n");
   const head = /^code\.ts:(\d+)$/.exec(lines[0] ?? "");
   const caret = lines[2]?.indexOf("^") ?? -1;
   if (head === null || caret < 0) return `${CODE_FILENAME}: ${message}`;
-  const at = bodyPosition(Number(head[1]), caret);
-  return `${CODE_FILENAME}:${at.line}:${at.column}: ${message}`;
+  const line = Number(head[1]);
+  return syntaxProblem(body, line, caret - (line === 1 ? CODE_PREFIX.length : 0), message);
+}
+
+/** Where a syntax error is, and why, with the advice for a body that tries to import, and the line quoted. */
+function syntaxProblem(body: string, line: number, column0: number, message: string): string {
+  const hint = /'import', and 'export'/.test(message) ? `: ${NO_MODULES_HINT}` : "";
+  return `${placeInBody(body, line, column0)}: ${message}${hint}${quoteAt(body, line, column0)}`;
+}
+
+/** The body's lines, split where JavaScript (and so V8, amaro and tsc) ends a line. */
+function bodyLines(body: string): string[] {
+  return body.split(/\r\n|[\n\r\u2028\u2029]/);
+}
+
+/** The longest stretch of a line quoted under an error; a longer line is cut around the column. */
+const QUOTE_CHARS = 100;
+
+/** The body's line at a position inside it, or undefined for a position in the text around the body. */
+function lineAt(body: string, line: number, column0: number): string | undefined {
+  const lines = bodyLines(body);
+  const text = lines[line - 1];
+  if (text === undefined || column0 < 0 || column0 > text.length) return undefined;
+  // The last line's end is where the text after the body begins.
+  return line === lines.length && column0 === text.length ? undefined : text;
+}
+
+/**
+ * Names a position in the body (line 1-based, column 0-based, counted from the body's own start on
+ * line 1) as `code.ts:LINE:COLUMN`. A position outside the body (a comment or string left open, or a
+ * brace that closes the function, makes the parser fail in the text around it) is never given a number
+ * the body does not have: it is "at the end of the code" (or the start).
+ */
+export function placeInBody(body: string, line: number, column0: number): string {
+  if (lineAt(body, line, column0) !== undefined) return `${CODE_FILENAME}:${line}:${column0 + 1}`;
+  return `${CODE_FILENAME} (at the ${line < 1 || (line === 1 && column0 < 0) ? "start" : "end"} of the code)`;
+}
+
+/**
+ * The line of a position in the body, cut to {@link QUOTE_CHARS} around the column, with a caret under
+ * the column (tabs kept, so it lines up), on lines of their own; "" for a position outside the body.
+ */
+function quoteAt(body: string, line: number, column0: number): string {
+  const text = lineAt(body, line, column0);
+  if (text === undefined) return "";
+  let from = 0;
+  let to = text.length;
+  if (text.length > QUOTE_CHARS) {
+    from = Math.max(0, Math.min(column0 - QUOTE_CHARS / 2, text.length - QUOTE_CHARS));
+    to = from + QUOTE_CHARS;
+  }
+  const shown = `${from > 0 ? "…" : ""}${text.slice(from, to)}${to < text.length ? "…" : ""}`;
+  const lead = `${from > 0 ? " " : ""}${text.slice(from, column0).replace(/[^\t]/g, " ")}`;
+  return `\n  | ${shown}\n  | ${lead}^`;
 }

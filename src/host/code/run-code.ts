@@ -3,9 +3,9 @@
  * the same host and sandbox as runGuest. The host strips types and checks syntax (and types, when
  * asked) before any process starts; the child loads only the guest runtime and the compiled body.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import type { Contract, StandardSchemaV1 } from "../../contract/contract.js";
@@ -35,7 +35,10 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
    * Needs the `typescript` package (an optional peer dependency), loaded only then.
    */
   typecheck?: boolean;
-  /** The contract `ears.call` is checked against with `typecheck: true` (see {@link Contract.declarations}). */
+  /**
+   * The contract `ears.call` is checked against with `typecheck: true` (see {@link Contract.declarations}):
+   * with `allowed`, only the capabilities it names, so a call the run would refuse is a type error.
+   */
   contract?: Contract;
   /** The schema of `input`, for `typecheck: true`; without it `input` is any JSON. */
   inputSchema?: StandardSchemaV1;
@@ -59,8 +62,10 @@ function runner(): string {
  * `return` gives the result. Resolves with the same {@link RunReport} as runGuest and never rejects. A
  * body that does not compile fails with `CompileError` (its message names `code.ts:LINE:COLUMN` in the
  * submitted code) and no process is started. The body runs sandboxed by the same default as runGuest
- * ("auto"); the sandbox also sees, read-only, the private temporary directory holding the compiled body,
- * which is removed when the run ends. Invalid options throw synchronously, as runGuest's do, and so does
+ * ("auto"); the sandbox shows it only this package's runner, the compiled body (read-only) and its
+ * working directory: a private, empty, writable directory removed when the run ends, unless `cwd` names
+ * one (then shown read-only, its secrets masked, as runGuest shows a working directory). Invalid options
+ * throw synchronously, as runGuest's do, and so does
  * a missing `amaro` package (an optional peer dependency: `npm install amaro`).
  *
  * @example
@@ -83,7 +88,7 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   if (rest.onStderr !== undefined && typeof rest.onStderr !== "function")
     throw new TypeError("runCode: options.onStderr must be a function");
   if (typecheck) requireTypeScript();
-  const declarations = typecheck ? checkDeclarations(contract, inputSchema) : undefined;
+  const declarations = typecheck ? checkDeclarations(contract, inputSchema, rest.allowed) : undefined;
   const script = runner();
   const startedAt = performance.now();
   const notRun = (failure: HostFailure): RunReport => notStartedReport(failure, performance.now() - startedAt);
@@ -109,19 +114,27 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
         }
       };
       let file: string;
+      let work: string;
       try {
         // A private directory (mode 0700, file 0600): only this user, and the guest through a read-only bind.
         dir = mkdtempSync(join(tmpdir(), "ears-code-"));
         file = join(dir, "body.js");
         writeFileSync(file, compiled.javascript, { mode: 0o600, flag: "wx" });
+        // The body's working directory, unless the caller names one: private, empty, writable, gone after the run.
+        work = join(dir, "work");
+        mkdirSync(work, { mode: 0o700 });
       } catch (error) {
         cleanup();
         // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
         return notRun(failures.compiledCodeNotWritten(error));
       }
-      return launchGuest({ ...rest, command: process.execPath, args: [script, file] }, "runCode", {
-        readable: [dir],
+      // The runner needs this package's dist/ and the body; nothing else is looked for (discover: false).
+      const own = rest.cwd === undefined;
+      return launchGuest({ ...rest, cwd: own ? work : rest.cwd, command: process.execPath, args: [script, file] }, "runCode", {
+        readable: [dirname(dirname(script)), file],
+        writable: own ? [work] : [],
         scratch: dir,
+        discover: false,
         observed: { observer },
       }).finally(cleanup);
     });

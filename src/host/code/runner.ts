@@ -9,7 +9,7 @@ import { describeError } from "../../protocol/errors.js";
 import { FailureCode, Outcome } from "../../protocol/outcome.js";
 import { serve } from "../../guest/serve.js";
 import { stdio } from "../../wires/stdio.js";
-import { CODE_FILENAME, CODE_PREFIX, wrapBody } from "./wrapper.js";
+import { CODE_FILENAME, CODE_PREFIX, NO_MODULES_HINT, wrapBody } from "./wrapper.js";
 
 type Body = (ears: unknown, input: unknown, outcome: typeof Outcome) => Promise<unknown>;
 
@@ -30,7 +30,7 @@ await serve({
     } catch (error) {
       // The stack goes to the log; the result names where in the body it was thrown.
       if (error instanceof Error && error.stack) await ears.log(bodyStack(error.stack), "error");
-      return Outcome.failure(FailureCode.GuestFailed, `${describeError(error)}${placeIn(error)}`);
+      return Outcome.failure(FailureCode.GuestFailed, `${describeError(error)}${placeIn(error)}${moduleAdvice(error)}`);
     }
   },
 });
@@ -47,4 +47,12 @@ function bodyStack(stack: string): string {
   const lines = stack.split("\n");
   const last = lines.findLastIndex((line) => line.includes(`${CODE_FILENAME}:`));
   return last < 0 ? stack : lines.slice(0, last + 1).join("\n");
+}
+
+/** The way in for a body that reached for `require` or `import()`, which a script compiled here does not have. */
+function moduleAdvice(error: unknown): string {
+  const { name, message, code } = (error ?? {}) as { name?: unknown; message?: unknown; code?: unknown };
+  const requireMissing = name === "ReferenceError" && message === "require is not defined";
+  const importMissing = typeof code === "string" && code.startsWith("ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING");
+  return requireMissing || importMissing ? `: ${NO_MODULES_HINT}` : "";
 }

@@ -14,8 +14,9 @@ import { dirname, join } from "node:path";
 import { looseDeclarations } from "../../contract/declarations.js";
 import { isContract, type Contract, type StandardSchemaV1 } from "../../contract/contract.js";
 import { describeError } from "../../protocol/errors.js";
-import { MissingPeerError } from "./compile.js";
+import { MissingPeerError, placeInBody } from "./compile.js";
 import { CODE_FILENAME } from "./wrapper.js";
+import { ProcessGroup } from "../process-group.js";
 
 /** Wraps the body for tsc on its own first line, so tsc's positions are the body's (line 1 less the prefix). */
 const CHECK_PREFIX = "async function __earsBody() {";
@@ -41,7 +42,8 @@ function tscPath(): string | undefined {
 export function requireTypeScript(): void {
   if (tscPath() === undefined) {
     throw new MissingPeerError(
-      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install --save-dev typescript",
+      "runCode({ typecheck: true }) needs typescript, an optional peer dependency that is not installed: npm install typescript " +
+        "(the host runs tsc when it runs code, so it is not only a development tool)",
     );
   }
 }
@@ -51,13 +53,20 @@ export function requireTypeScript(): void {
  * an untyped `ears` without a contract. Throws a TypeError for a value that is not a contract, or a
  * schema without Standard JSON Schema.
  */
-export function checkDeclarations(contract: Contract | undefined, inputSchema: StandardSchemaV1 | undefined): string {
+export function checkDeclarations(
+  contract: Contract | undefined,
+  inputSchema: StandardSchemaV1 | undefined,
+  allowed: readonly string[] | undefined,
+): string {
   if (contract === undefined) {
     if (inputSchema !== undefined) throw new TypeError("runCode: options.inputSchema types input for typecheck and needs options.contract");
     return looseDeclarations();
   }
   if (!isContract(contract)) throw new TypeError("runCode: options.contract must be a contract made by defineCapabilities");
-  return contract.declarations(inputSchema === undefined ? {} : { input: inputSchema });
+  // Only what the run allows type-checks, as only that is answered; allowed names outside the contract are
+  // other capabilities the host gives, which the contract cannot type (runGuest has checked `allowed` itself).
+  const offered = allowed === undefined ? undefined : contract.names.filter((name) => allowed.includes(name));
+  return contract.declarations({ ...(inputSchema === undefined ? {} : { input: inputSchema }), ...(offered && { allowed: offered }) });
 }
 
 /**
@@ -83,6 +92,9 @@ export async function typecheckBody(body: string, declarations: string, signal: 
           lib: ["ES2023", "DOM"],
           types: [],
           skipLibCheck: true,
+          // Resolve nothing a body names (a type-level import("/abs/path"), a reference path): the check sees
+          // only the body, the declarations and the standard library, never a host file.
+          noResolve: true,
         },
         files: ["ears.d.ts", CODE_FILENAME],
       }),
@@ -101,7 +113,8 @@ export async function typecheckBody(body: string, declarations: string, signal: 
             .filter((part) => part !== ""),
         ].join(" ");
         const text = clip(explained, MAX_ERROR_CHARS);
-        return `${CODE_FILENAME}:${l}:${l === 1 ? Number(column) - CHECK_PREFIX.length : Number(column)}: ${text} (${id})`;
+        // tsc's column is 1-based; on line 1 it counts the prefix too.
+        return `${placeInBody(body, l, Number(column) - 1 - (l === 1 ? CHECK_PREFIX.length : 0))}: ${text} (${id})`;
       },
     );
     if (errors.length === 0) return `typecheck: tsc failed: ${output.trim().slice(0, 1000) || `exit code ${code}`}`;
@@ -125,6 +138,8 @@ function runTsc(tsc: string, dir: string, signal: AbortSignal | undefined): Prom
       detached: process.platform !== "win32",
       windowsHide: true,
     });
+    // The watchdog ends tsc and removes its directory (the model's code) should the host die first.
+    const group = new ProcessGroup(child, false, dir);
     let output = "";
     const collect = (chunk: Buffer) => {
       if (output.length < MAX_OUTPUT_CHARS) output += chunk.toString("utf8");
@@ -145,6 +160,7 @@ function runTsc(tsc: string, dir: string, signal: AbortSignal | undefined): Prom
     signal?.addEventListener("abort", onAbort, { once: true });
     const done = (code: number, extra: string) => {
       clearTimeout(timer);
+      group.release();
       signal?.removeEventListener("abort", onAbort);
       resolve({ code, output: stopped === undefined ? `${output}${extra}` : `${output}${stopped}` });
     };

@@ -15,3 +15,11 @@ export const CODE_FILENAME = "code.ts";
 export function wrapBody(body: string): string {
   return `${CODE_PREFIX}${body}${CODE_SUFFIX}`;
 }
+
+/**
+ * What a body that tries `import` or `require` is told: a body is a script, not a module (on Node 20 a
+ * `vm.Script` has no `import()`), so Node's built-ins come through `process.getBuiltinModule`.
+ */
+export const NO_MODULES_HINT =
+  "a code body cannot import or require modules; " +
+  "use Node's built-ins through process.getBuiltinModule(\"node:fs\") (Node >= 20.16) and the host's tools through ears.call";

@@ -1,24 +1,25 @@
 /**
  * Linux: confine the guest with bubblewrap (`bwrap`, the OS package `bubblewrap`), called directly.
  * The sandbox gets its own mount, PID, network (unless `network`), IPC, UTS and user namespaces, a new
- * session, no capabilities, and dies with the host (`--die-with-parent`). Its file system is built from
- * nothing: the system directories needed to start a program (read-only), /proc, a minimal /dev, a
- * private /tmp, and the policy's binds.
+ * session, no capabilities, a seccomp filter (seccomp.ts), and dies with the host (`--die-with-parent`).
+ * Its file system is built from nothing: the system directories needed to start a program (read-only),
+ * /proc with the kernel's settings read-only, a minimal /dev, a private /tmp, the policy's binds, then
+ * its masks. {@link bubblewrapArgs} is a pure function of the policy and of what the host's system
+ * directories are ({@link systemLayout}, read once per run), so every flag is tested in-process.
  */
-import { spawn } from "node:child_process";
-import { accessSync, constants, lstatSync, readlinkSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
+import type { FileSystemView } from "./file-system-view.js";
 import { SANDBOX_HOME, type SandboxPolicy } from "./policy.js";
-import type { SandboxMechanism, SandboxReport } from "./types.js";
+import type { SandboxReport } from "./types.js";
 
 /** Read-only system directories (or the links merged-/usr systems have in their place). */
-const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+export const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 /**
  * The pieces of /etc a program needs to start and behave: the loader's cache, time zone, public TLS
  * certificates (Debian and Red Hat layouts; never /etc/ssl/private), Debian's alternatives links.
  * Not /etc/passwd, /etc/hostname or anything else.
  */
-const SYSTEM_ETC = [
+export const SYSTEM_ETC = [
   "/etc/ld.so.cache",
   "/etc/localtime",
   "/etc/ssl/certs",
@@ -28,132 +29,132 @@ const SYSTEM_ETC = [
   "/etc/alternatives",
 ];
 /** Name resolution, only with `network: true`. */
-const NETWORK_ETC = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
-/** How long the one-time probe may take before bubblewrap counts as unusable. */
-const PROBE_TIMEOUT_MS = 5000;
+export const NETWORK_ETC = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
+/**
+ * What of /proc is re-bound read-only over the sandbox's own /proc (the list container runtimes keep):
+ * a guest that is uid 0 on the host (a root host) could otherwise change kernel settings
+ * (`/proc/sys/kernel/core_pattern` runs a program as root on the next crash) or trigger SysRq.
+ */
+export const READ_ONLY_PROC = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
 
-/** The `bwrap` executable on this process's PATH, or undefined. */
-export function findBwrap(path = process.env.PATH): string | undefined {
+/** What the host's system directories are: links (merged /usr) or directories; absent ones are left out. */
+export interface SystemLayout {
+  dirs: ({ path: string; kind: "directory" } | { path: string; kind: "link"; target: string })[];
+  /** The /etc files and directories of {@link SYSTEM_ETC} and {@link NETWORK_ETC} that exist. */
+  etc: string[];
+  /** The paths of {@link READ_ONLY_PROC} that exist on the host (bwrap binds the host's own). */
+  proc: string[];
+}
+
+/** Reads the host's {@link SystemLayout}. */
+export function systemLayout(fs: FileSystemView): SystemLayout {
+  const dirs: SystemLayout["dirs"] = [];
+  for (const path of SYSTEM_DIRS) {
+    const kind = fs.kind(path);
+    if (kind === "link") dirs.push({ path, kind, target: fs.readlink(path) });
+    else if (kind === "directory") dirs.push({ path, kind });
+  }
+  return {
+    dirs,
+    etc: [...SYSTEM_ETC, ...NETWORK_ETC].filter((path) => fs.kind(path) !== undefined),
+    proc: READ_ONLY_PROC.filter((path) => fs.kind(path) !== undefined),
+  };
+}
+
+/** How the launch is wired: the descriptor bwrap reads the seccomp filter from, and the host's own program. */
+export interface BubblewrapWiring {
+  /** bwrap's `--seccomp FD`, or undefined to run without a filter (an architecture the filter does not know). */
+  seccompFd?: number;
+  /** Size of the private /tmp in bytes (`--size`), or undefined for the tmpfs default. */
+  tmpBytes?: number;
+  /**
+   * The host's own executable (process.execPath). Deno's child_process inserts its own flags after
+   * every argument equal to its executable's path, so such a path is spelt differently here (`/./`).
+   */
+  hostExecutable?: string;
+}
+
+/** The bwrap arguments that run `policy` (after `bwrap` itself), and what the report says about it. */
+export function bubblewrapArgs(
+  policy: SandboxPolicy,
+  layout: SystemLayout,
+  wiring: BubblewrapWiring = {},
+): { args: string[]; report: SandboxReport } {
+  const spell = (path: string) => (path === wiring.hostExecutable ? spellApart(path) : path);
+  const args: string[] = ["--unshare-all"];
+  if (policy.network) args.push("--share-net");
+  args.push("--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv");
+  for (const [name, value] of Object.entries(policy.env)) args.push("--setenv", name, value);
+  if (wiring.seccompFd !== undefined) args.push("--seccomp", String(wiring.seccompFd));
+  const readable: string[] = [];
+  for (const dir of layout.dirs) {
+    if (dir.kind === "link") args.push("--symlink", dir.target, dir.path);
+    else {
+      args.push("--ro-bind", dir.path, dir.path);
+      readable.push(dir.path);
+    }
+  }
+  for (const path of layout.etc) {
+    if (!policy.network && NETWORK_ETC.includes(path)) continue;
+    args.push("--ro-bind", path, path);
+    readable.push(path);
+  }
+  for (const bind of policy.executableBinds) {
+    if (layout.dirs.some((dir) => bind.target.startsWith(`${dir.path}/`))) continue;
+    args.push("--ro-bind", spell(bind.source), spell(bind.target));
+    readable.push(bind.target);
+  }
+  args.push("--proc", "/proc");
+  for (const path of layout.proc) args.push("--ro-bind", path, path);
+  args.push("--dev", "/dev");
+  if (wiring.tmpBytes !== undefined) args.push("--size", String(wiring.tmpBytes));
+  args.push("--tmpfs", "/tmp", "--dir", SANDBOX_HOME);
+  const writable = ["/tmp"];
+  for (const bind of policy.binds) {
+    args.push(bind.writable ? "--bind" : "--ro-bind", spell(bind.source), spell(bind.target));
+    (bind.writable ? writable : readable).push(bind.target);
+  }
+  // After every bind, so nothing bound later shows a masked path again.
+  for (const mask of policy.masks) {
+    if (mask.kind === "file") args.push("--ro-bind", "/dev/null", mask.path);
+    else args.push("--tmpfs", mask.path, "--remount-ro", mask.path);
+  }
+  args.push("--chdir", policy.cwd, "--", spell(policy.executable), ...policy.args);
+  return {
+    args,
+    report: {
+      mechanism: "bubblewrap",
+      readable,
+      writable,
+      masked: policy.masks.map((mask) => mask.path),
+      network: policy.network,
+      env: Object.keys(policy.env),
+      seccomp: wiring.seccompFd !== undefined,
+    },
+  };
+}
+
+/** The same path in another spelling (`/a/b` → `/a/./b`): equal for the kernel, unequal as text. */
+export function spellApart(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return `${path.slice(0, slash)}/.${path.slice(slash)}`;
+}
+
+/** The `bwrap` executable on PATH, or undefined. */
+export function findBwrap(fs: FileSystemView, path = process.env.PATH): string | undefined {
   for (const dir of (path ?? "").split(delimiter)) {
     if (!isAbsolute(dir)) continue;
     const candidate = join(dir, "bwrap");
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Not here.
-    }
+    if (fs.executable(candidate)) return candidate;
   }
   return undefined;
 }
 
 /**
- * Starts bwrap once with every namespace the real sandbox uses and runs `bwrap --version` inside it.
- * Resolves with undefined when that works, else with the reason (bwrap missing, or its error, e.g. no
- * user namespaces). Never rejects.
+ * The probe's command line: one throw-away sandbox with every namespace the real one uses, running
+ * `bwrap --version` inside it.
  */
-export function probeBubblewrap(): Promise<string | undefined> {
-  const bwrap = findBwrap();
-  if (bwrap === undefined) return Promise.resolve("bubblewrap (bwrap) is not installed; install the OS package bubblewrap");
-  return new Promise((resolve) => {
-    let stderr = "";
-    let settled = false;
-    const done = (reason: string | undefined) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(reason);
-    };
-    const child = spawn(
-      bwrap,
-      [
-        "--ro-bind",
-        "/",
-        "/",
-        "--unshare-all",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--",
-        bwrap,
-        "--version",
-      ],
-      { stdio: ["ignore", "ignore", "pipe"], env: {} },
-    );
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      done(`bubblewrap did not start a sandbox within ${PROBE_TIMEOUT_MS} ms`);
-    }, PROBE_TIMEOUT_MS);
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (stderr.length < 2000) stderr += chunk.toString("utf8");
-    });
-    child.on("error", (error) => done(`bubblewrap could not be started: ${error.message}`));
-    child.on("close", (code, signal) => {
-      if (code === 0) return done(undefined);
-      const why = stderr.trim().split("\n")[0] || (signal !== null ? `signal ${signal}` : `exit code ${code}`);
-      done(`bubblewrap cannot create a sandbox here (${why}); user namespaces may be disabled`);
-    });
-  });
+export function probeArgs(bwrap: string): string[] {
+  const args = ["--ro-bind", "/", "/", "--unshare-all", "--proc", "/proc", "--dev", "/dev", "--die-with-parent", "--new-session"];
+  return [...args, "--cap-drop", "ALL", "--", bwrap, "--version"];
 }
-
-/** The bwrap command line that runs `policy`, and what the report says about it. */
-export function bubblewrapCommand(bwrap: string, policy: SandboxPolicy): { command: string; args: string[]; report: SandboxReport } {
-  const args: string[] = ["--unshare-all"];
-  if (policy.network) args.push("--share-net");
-  args.push("--die-with-parent", "--new-session", "--cap-drop", "ALL");
-  const readable: string[] = [];
-  for (const dir of SYSTEM_DIRS) {
-    const kind = kindOf(dir);
-    if (kind === "link") args.push("--symlink", readlinkSync(dir), dir);
-    else if (kind === "directory") {
-      args.push("--ro-bind", dir, dir);
-      readable.push(dir);
-    }
-  }
-  for (const path of policy.network ? [...SYSTEM_ETC, ...NETWORK_ETC] : SYSTEM_ETC) {
-    if (kindOf(path) === undefined) continue;
-    args.push("--ro-bind", path, path);
-    readable.push(path);
-  }
-  for (const bind of policy.executableBinds) {
-    if (SYSTEM_DIRS.some((dir) => bind.target.startsWith(`${dir}/`))) continue;
-    args.push("--ro-bind", bind.source, bind.target);
-    readable.push(bind.target);
-  }
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME);
-  const writable = ["/tmp"];
-  for (const bind of policy.binds) {
-    args.push(bind.writable ? "--bind" : "--ro-bind", bind.source, bind.target);
-    (bind.writable ? writable : readable).push(bind.target);
-  }
-  args.push("--chdir", policy.cwd, "--", policy.executable, ...policy.args);
-  return {
-    command: bwrap,
-    args,
-    report: { mechanism: "bubblewrap", readable, writable, network: policy.network, env: Object.keys(policy.env) },
-  };
-}
-
-function kindOf(path: string): "link" | "directory" | "file" | undefined {
-  try {
-    const stat = lstatSync(path);
-    return stat.isSymbolicLink() ? "link" : stat.isDirectory() ? "directory" : "file";
-  } catch {
-    return undefined;
-  }
-}
-
-/** Linux's mechanism. */
-export const bubblewrap: SandboxMechanism = {
-  probe: probeBubblewrap,
-  command(policy) {
-    const bwrap = findBwrap();
-    if (bwrap === undefined) throw new Error("bubblewrap (bwrap) is no longer on PATH");
-    return bubblewrapCommand(bwrap, policy);
-  },
-};

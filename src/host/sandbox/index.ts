@@ -1,11 +1,24 @@
 /**
- * The sandbox seam: picks the OS mechanism for this platform (one module each; only Linux's
- * bubblewrap today, macOS's sandbox-exec can be added as another), probes it once per process, and
- * turns a run's launch into the command that starts the guest confined.
+ * The sandbox seam: picks the OS mechanism for this platform (only Linux's bubblewrap today; macOS's
+ * sandbox-exec can be added beside it), checks that it starts, and turns a run's launch into the
+ * command that starts the guest confined.
  */
-import { bubblewrap } from "./bubblewrap.js";
-import { checkSandboxOptions, CommandNotFoundError, SandboxPathError, sandboxPolicy, type Launch } from "./policy.js";
-import type { SandboxMechanism, SandboxOptions, SandboxReport } from "./types.js";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import type { Writable } from "node:stream";
+import { homedir, tmpdir } from "node:os";
+import { bubblewrapArgs, findBwrap, probeArgs, systemLayout } from "./bubblewrap.js";
+import { nodeFileSystem } from "./file-system-view.js";
+import {
+  checkSandboxOptions,
+  CommandNotFoundError,
+  MaskCache,
+  SandboxPathError,
+  sandboxPolicy,
+  type HostPlaces,
+  type Launch,
+} from "./policy.js";
+import { seccompProgram } from "./seccomp.js";
+import type { SandboxOptions, SandboxReport } from "./types.js";
 
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./types.js";
 
@@ -15,15 +28,52 @@ export interface SandboxRequest {
   options: SandboxOptions;
 }
 
+/** The descriptor on which bwrap reads its seccomp filter (the first after stdin, stdout and stderr). */
+export const SECCOMP_FD = 3;
+
 /** How to start the guest. */
 export type SandboxPlan =
-  | { kind: "confined"; command: string; args: string[]; env: Record<string, string>; report: SandboxReport }
-  /** Unconfined; `fallback` says why when "auto" found no sandbox. */
+  | {
+      kind: "confined";
+      command: string;
+      args: string[];
+      /** The guest's environment (passed by bwrap's --setenv; bwrap itself gets none). */
+      env: Record<string, string>;
+      /** The seccomp filter to write on descriptor {@link SECCOMP_FD}, or undefined when there is none. */
+      seccomp: Buffer | undefined;
+      report: SandboxReport;
+    }
+  /** Unconfined; `fallback` says why when "auto" found no sandbox to have. */
   | { kind: "unconfined"; fallback?: string }
-  /** Required but impossible: the guest must not start. */
+  /** Required, or installed but failing: the guest must not start. */
   | { kind: "unavailable"; reason: string }
   /** The command itself cannot be found: the same failure as an unconfined spawn. */
   | { kind: "spawnFailed"; error: Error };
+
+/** A plan whose guest runs confined. */
+export type ConfinedPlan = Extract<SandboxPlan, { kind: "confined" }>;
+
+/**
+ * Starts a confined plan: bwrap with no environment of its own (the guest's comes through --setenv),
+ * stdio piped, and its seccomp filter written on descriptor {@link SECCOMP_FD}, which bwrap reads to
+ * the end and closes before the guest starts. Throws as spawn does.
+ */
+export function spawnConfined(plan: ConfinedPlan, options: { cwd: string; detached: boolean }): ChildProcessWithoutNullStreams {
+  const stdio: "pipe"[] = plan.seccomp === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe"];
+  const child = spawn(plan.command, plan.args, {
+    ...options,
+    stdio,
+    env: {},
+    shell: false,
+    windowsHide: true,
+  }) as ChildProcessWithoutNullStreams;
+  const pipe = child.stdio[SECCOMP_FD] as Writable | null | undefined;
+  if (plan.seccomp !== undefined && pipe !== null && pipe !== undefined) {
+    pipe.on("error", () => {}); // bwrap that died first is reported by its exit
+    pipe.end(plan.seccomp);
+  }
+  return child;
+}
 
 /** Checks `runGuest`'s `sandbox` option synchronously. Throws TypeError naming the problem. */
 export function sandboxRequest(setting: unknown, caller: string): SandboxRequest {
@@ -31,47 +81,95 @@ export function sandboxRequest(setting: unknown, caller: string): SandboxRequest
   if (setting === true) return { mode: "required", options: {} };
   if (setting === false) return { mode: "off", options: {} };
   if (typeof setting !== "object" || setting === null || Array.isArray(setting)) {
-    throw new TypeError(`${caller}: options.sandbox must be "auto", true, false or an options object { readable, writable, network, env }`);
+    throw new TypeError(
+      `${caller}: options.sandbox must be "auto", true, false or an options object ` +
+        "{ readable, writable, network, env, showSecrets, allowBroadPaths }",
+    );
   }
   checkSandboxOptions(setting as SandboxOptions, caller);
   return { mode: "required", options: setting as SandboxOptions };
 }
 
-/** The mechanism of each platform that has one. */
-const MECHANISMS: Partial<Record<NodeJS.Platform, SandboxMechanism>> = { linux: bubblewrap };
+/** Why there is no sandbox to have here at all (so "auto" may run unconfined), or undefined. */
+export function sandboxMissing(path = process.env.PATH): string | undefined {
+  if (process.platform !== "linux") return `no OS sandbox is supported on ${process.platform} yet (only Linux, with bubblewrap)`;
+  if (findBwrap(nodeFileSystem, path) === undefined) return "bubblewrap (bwrap) is not installed; install the OS package bubblewrap";
+  return undefined;
+}
 
-let probed: Promise<string | undefined> | undefined;
+/** How long one start of the sandbox may take before it counts as failing (for this run only). */
+export const PROBE_TIMEOUT_MS = 5000;
+
+let started: string | undefined;
+/** The mask walks of this process, reused while the walked directories do not change. */
+const maskCache = new MaskCache();
 
 /**
- * Why this platform cannot confine a guest here, or undefined when it can. Probed once per process
- * (starting a throw-away sandbox costs a few milliseconds) and cached.
+ * Why the installed sandbox cannot start a sandbox here, or undefined when it can. A success is
+ * remembered for the process (by the bwrap path); a failure or a slow start is not, so the next run tries
+ * again. Never rejects.
  */
-export function sandboxUnavailableReason(): Promise<string | undefined> {
-  const mechanism = MECHANISMS[process.platform];
-  if (mechanism === undefined) {
-    return Promise.resolve(`no OS sandbox is supported on ${process.platform} yet (only Linux, with bubblewrap)`);
-  }
-  probed ??= mechanism.probe();
-  return probed;
+export function sandboxStartProblem(bwrap: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<string | undefined> {
+  if (started === bwrap) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    let stderr = "";
+    let settled = false;
+    const done = (reason: string | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (reason === undefined) started = bwrap;
+      resolve(reason);
+    };
+    const child = spawn(bwrap, probeArgs(bwrap), { stdio: ["ignore", "ignore", "pipe"], env: {} });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      done(`bubblewrap did not start a sandbox within ${timeoutMs} ms (the machine may be overloaded; the next run tries again)`);
+    }, timeoutMs);
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (stderr.length < 2000) stderr += chunk.toString("utf8");
+    });
+    child.on("error", (error) => done(`bubblewrap could not be started: ${error.message}`));
+    child.on("close", (code, signal) => {
+      if (code === 0) return done(undefined);
+      const why = stderr.trim().split("\n")[0] || (signal !== null ? `signal ${signal}` : `exit code ${code}`);
+      done(`bubblewrap is installed but cannot create a sandbox here (${why}); run \`ears doctor\` for the fix`);
+    });
+  });
+}
+
+/** @internal Forgets a remembered successful start (tests). */
+export function forgetSandboxStart(): void {
+  started = undefined;
+}
+
+/** The places no sandbox shows unless asked: homes and temporary roots. */
+export function hostPlaces(env: NodeJS.ProcessEnv = process.env): HostPlaces {
+  return { homes: [homedir(), ...(env.HOME ? [env.HOME] : [])], temporaryRoots: [tmpdir(), "/tmp"] };
 }
 
 /** Decides how to start the guest. Never rejects: a policy that cannot be built is "unavailable" with the reason. */
-export async function planSandbox(request: SandboxRequest, launch: Launch): Promise<SandboxPlan> {
+export async function planSandbox(request: SandboxRequest, launch: Launch, wiring: { tmpBytes?: number } = {}): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
-  const reason = await sandboxUnavailableReason();
-  const mechanism = MECHANISMS[process.platform];
-  if (reason !== undefined || mechanism === undefined) {
-    const why = reason ?? `no OS sandbox is supported on ${process.platform}`;
-    return request.mode === "auto" ? { kind: "unconfined", fallback: why } : { kind: "unavailable", reason: why };
-  }
+  const missing = sandboxMissing();
+  if (missing !== undefined)
+    return request.mode === "auto" ? { kind: "unconfined", fallback: missing } : { kind: "unavailable", reason: missing };
+  const bwrap = findBwrap(nodeFileSystem)!;
+  const problem = await sandboxStartProblem(bwrap);
+  if (problem !== undefined) return { kind: "unavailable", reason: problem };
   try {
-    const policy = sandboxPolicy(launch, request.options);
-    const { command, args, report } = mechanism.command(policy);
-    return { kind: "confined", command, args, env: policy.env, report };
+    const policy = sandboxPolicy(launch, request.options, nodeFileSystem, hostPlaces(launch.env), maskCache);
+    const seccomp = seccompProgram();
+    const { args, report } = bubblewrapArgs(policy, systemLayout(nodeFileSystem), {
+      seccompFd: seccomp === undefined ? undefined : SECCOMP_FD,
+      tmpBytes: wiring.tmpBytes,
+      hostExecutable: process.execPath,
+    });
+    return { kind: "confined", command: bwrap, args, env: policy.env, seccomp, report };
   } catch (error) {
     if (error instanceof SandboxPathError) return { kind: "unavailable", reason: error.message };
     if (error instanceof CommandNotFoundError) return { kind: "spawnFailed", error };
-    // The system directories changed while they were read, or bwrap went away: refuse rather than start half a sandbox.
+    // The system directories changed while they were read: refuse rather than start half a sandbox.
     return { kind: "unavailable", reason: `the sandbox could not be prepared: ${(error as Error).message}` };
   }
 }

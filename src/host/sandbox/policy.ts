@@ -1,19 +1,72 @@
 /**
  * The sandbox policy, independent of the mechanism that enforces it: the program to start, the host
- * paths the guest may read or write, its network and its environment. Each mechanism (bubblewrap.ts,
- * later sandbox-exec on macOS) turns a {@link SandboxPolicy} into a command line.
+ * paths the guest may read or write, what is masked inside them, its network and its environment.
+ * Computed by {@link sandboxPolicy} from what the host asked and what the file system said (through a
+ * {@link FileSystemView}), with no other input, so each rule is tested in-process
+ * (test/host/sandbox/policy.test.ts). Each mechanism (bubblewrap.ts) turns a policy into a command line.
+ *
+ * The rules (docs/host.md "Threat model"):
+ * - What the host names (`cwd`, `readable`, `writable`, the command) is shown as resolved.
+ * - What the host finds by itself (the script's directory and package, Node's `node_modules` and
+ *   `package.json` lookups, the packages linked from a `node_modules`) is shown only when no link on
+ *   the way leads out of the directory it was found in: a link a guest planted never widens a later run.
+ * - `/`, a home directory, the temporary directory's root (or an ancestor of one) is never shown unless
+ *   the host passes `allowBroadPaths`.
+ * - Inside every shown directory, files that usually hold secrets are masked ({@link SECRET_NAMES}).
  */
-import { accessSync, constants, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
+import type { FileSystemView } from "./file-system-view.js";
 import type { SandboxOptions } from "./types.js";
 
 /** HOME inside the sandbox: a directory in the private /tmp, so it starts empty and is writable. */
 export const SANDBOX_HOME = "/tmp/home";
 /** PATH inside the sandbox (the interpreter's directory is put first when it is elsewhere). */
-const SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin";
+export const SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin";
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** A `readable`/`writable` path (or the working directory) that cannot be bound: the run must not start. */
+/**
+ * Names masked inside every shown directory (a file appears empty, a directory empty), at any depth the
+ * walk reaches ({@link MASK_DEPTH}). `*` stands for any run of characters. The list is docs/host.md's.
+ */
+export const SECRET_NAMES: readonly string[] = [
+  ".env",
+  ".env.*",
+  ".envrc",
+  ".npmrc",
+  ".yarnrc",
+  ".yarnrc.yml",
+  ".pypirc",
+  ".netrc",
+  ".pgpass",
+  ".git-credentials",
+  ".htpasswd",
+  ".git",
+  ".ssh",
+  ".gnupg",
+  ".aws",
+  ".azure",
+  ".kube",
+  ".docker",
+  "*.pem",
+  "*.key",
+  "*.p12",
+  "*.pfx",
+  "id_rsa",
+  "id_dsa",
+  "id_ecdsa",
+  "id_ed25519",
+];
+/** How many directory levels below a shown directory the mask walk looks (1: its own entries). */
+export const MASK_DEPTH = 3;
+/** The walk reads at most this many entries per run; a larger tree is refused rather than shown unmasked. */
+export const MASK_BUDGET = 5000;
+/** Directories the walk does not enter: installed packages, not the user's secrets, and by far the largest part. */
+const UNWALKED = new Set(["node_modules"]);
+
+/** Options on a node-style command line after which the first plain argument is data, not a script. */
+const EVAL_OPTIONS = ["-e", "--eval", "-p", "--print", "-c", "--command"];
+
+/** A path that cannot be shown as asked: the run must not start. */
 export class SandboxPathError extends Error {
   override name = "SandboxPathError";
 }
@@ -24,25 +77,33 @@ export class CommandNotFoundError extends Error {
   readonly code = "ENOENT";
 }
 
-/** One host path made visible in the sandbox at the same place. */
+/** One host path made visible in the sandbox. */
 export interface Bind {
-  /** The real path on the host (symbolic links resolved). */
+  /** The real path on the host (links resolved). */
   source: string;
   /** Where the guest sees it: `source`, or the path as given when that went through a link. */
   target: string;
   writable: boolean;
 }
 
+/** Something inside a shown directory that the guest sees empty. */
+export interface Mask {
+  path: string;
+  kind: "file" | "directory";
+}
+
 /** Everything a mechanism needs to confine one run. */
 export interface SandboxPolicy {
   /** The program, absolute and resolved on the host (the sandbox cannot search the host's PATH). */
   executable: string;
-  /** The program's file, when it lies outside the system directories the mechanism binds anyway. */
+  /** The program's file, at its real path and where it was found. */
   executableBinds: Bind[];
   args: string[];
   cwd: string;
-  /** The working files: cwd, the script's directory, Node's module lookup paths, readable and writable. Shallow first. */
+  /** The working files, parents before anything inside them. */
   binds: Bind[];
+  /** Secrets inside the binds, masked after every bind. */
+  masks: Mask[];
   network: boolean;
   env: Record<string, string>;
 }
@@ -52,8 +113,21 @@ export interface Launch {
   command: string;
   args: readonly string[];
   cwd: string;
-  /** The host environment the guest's variables are taken from. */
+  /** The host environment the guest's variables (and the command's PATH search) are taken from. */
   env: NodeJS.ProcessEnv;
+  /**
+   * Whether to find the script's directory, its package and Node's lookups (default true). runCode turns
+   * it off: it names every path its runner needs.
+   */
+  discover?: boolean;
+}
+
+/** Facts about the host the rules need: the directories too broad to show. */
+export interface HostPlaces {
+  /** Home directories (the host's HOME and the user database's). */
+  homes: readonly string[];
+  /** Temporary directory roots (os.tmpdir() and /tmp). */
+  temporaryRoots: readonly string[];
 }
 
 /**
@@ -61,10 +135,9 @@ export interface Launch {
  * function in messages.
  */
 export function checkSandboxOptions(options: SandboxOptions, caller: string): void {
+  const known = ["readable", "writable", "network", "env", "showSecrets", "allowBroadPaths"];
   for (const key of Object.keys(options)) {
-    if (!["readable", "writable", "network", "env"].includes(key)) {
-      throw new TypeError(`${caller}: unknown option sandbox.${key} (known: readable, writable, network, env)`);
-    }
+    if (!known.includes(key)) throw new TypeError(`${caller}: unknown option sandbox.${key} (known: ${known.join(", ")})`);
   }
   for (const key of ["readable", "writable", "env"] as const) {
     const list = options[key];
@@ -75,8 +148,11 @@ export function checkSandboxOptions(options: SandboxOptions, caller: string): vo
       throw new TypeError(`${caller}: options.sandbox.${key} must be an array of non-empty strings`);
     }
   }
-  if (options.network !== undefined && typeof options.network !== "boolean")
-    throw new TypeError(`${caller}: options.sandbox.network must be a boolean`);
+  for (const key of ["network", "showSecrets", "allowBroadPaths"] as const) {
+    if (options[key] !== undefined && typeof options[key] !== "boolean") {
+      throw new TypeError(`${caller}: options.sandbox.${key} must be a boolean`);
+    }
+  }
   for (const entry of options.env ?? []) {
     const problem = envEntryProblem(entry);
     if (problem !== undefined) throw new TypeError(`${caller}: options.sandbox.env entry ${problem}`);
@@ -89,66 +165,245 @@ export function envEntryProblem(entry: string): string | undefined {
   return ENV_NAME.test(name) ? undefined : `${JSON.stringify(entry)} is not NAME or NAME=value (NAME: letters, digits, _)`;
 }
 
+/** True when `path` is `root` or inside it. */
+export function within(root: string, path: string): boolean {
+  return path === root || path.startsWith(root === "/" ? "/" : `${root}/`);
+}
+
+/** Whether `name` matches a pattern of {@link SECRET_NAMES} (`*` is any run of characters). */
+export function isSecretName(name: string, patterns: readonly string[] = SECRET_NAMES): boolean {
+  return patterns.some((pattern) => {
+    const star = pattern.indexOf("*");
+    if (star < 0) return name === pattern;
+    const head = pattern.slice(0, star);
+    const tail = pattern.slice(star + 1);
+    return name.length > head.length + tail.length && name.startsWith(head) && name.endsWith(tail);
+  });
+}
+
 /**
- * Builds the policy. Throws an Error whose message says what to fix when the command cannot be found
- * or a `readable`/`writable` path does not exist (a missing path is refused, never silently skipped).
+ * Builds the policy. Throws {@link SandboxPathError} saying what to fix when a named path cannot be
+ * shown (missing, or too broad), and {@link CommandNotFoundError} when the command cannot be found.
  */
-export function sandboxPolicy(launch: Launch, options: SandboxOptions): SandboxPolicy {
-  const executable = findExecutable(launch.command, launch.cwd, launch.env.PATH);
+export function sandboxPolicy(
+  launch: Launch,
+  options: SandboxOptions,
+  fs: FileSystemView,
+  places: HostPlaces,
+  cache?: MaskCache,
+): SandboxPolicy {
+  const executable = findExecutable(launch.command, launch.cwd, launch.env.PATH, fs);
+  const broad = broadPaths(places, fs);
+  const allowBroad = options.allowBroadPaths === true;
   const binds = new Map<string, Bind>();
-  const add = (path: string, writable: boolean, what: string) => {
-    const given = resolve(launch.cwd, path);
-    let source: string;
-    try {
-      source = realpathSync(given);
-    } catch (error) {
-      throw new SandboxPathError(`${what} ${JSON.stringify(path)} cannot be made visible in the sandbox: ${(error as Error).message}`);
-    }
-    for (const target of new Set([source, given])) {
-      const known = binds.get(target);
-      binds.set(target, { source, target, writable: writable || (known?.writable ?? false) });
+  /** Directories whose insides are walked for secrets (every shown directory but node_modules). */
+  const walked = new Set<string>();
+  /** Paths the host named itself: never masked, even when their name looks like a secret. */
+  const named = new Set<string>();
+
+  const bind = (source: string, target: string, writable: boolean) => {
+    for (const at of new Set([source, target])) {
+      const known = binds.get(at);
+      binds.set(at, { source, target: at, writable: writable || (known?.writable ?? false) });
     }
   };
-  // A path given through a symbolic link is also bound where it was given, unless a bound parent
-  // already holds the link (bwrap cannot mount over a link; the link then leads to the real path).
-  const shadowed = (bind: Bind) => bind.target !== bind.source && [...binds.keys()].some((other) => bind.target.startsWith(`${other}/`));
-  add(launch.cwd, false, "the working directory");
-  const script = scriptOf(launch.args, launch.cwd);
-  if (script !== undefined) add(dirname(script), false, "the script's directory");
-  for (const dir of new Set([launch.cwd, ...(script === undefined ? [] : [dirname(script)])])) {
-    for (const path of nodeLookupPaths(dir)) add(path, false, "a module lookup path");
-  }
+  const resolveNamed = (path: string, what: string, given = path): string => {
+    try {
+      return fs.realpath(path);
+    } catch (error) {
+      throw new SandboxPathError(`${what} ${JSON.stringify(given)} cannot be made visible in the sandbox: ${(error as Error).message}`);
+    }
+  };
+  const refuseBroad = (real: string, given: string, what: string) => {
+    if (!allowBroad && broad.has(real)) {
+      throw new SandboxPathError(
+        `${what} ${JSON.stringify(given)} would show ${real === given ? real : `${real} (its real path)`}, which is too broad ` +
+          "(the root, a home directory, the temporary directory or an ancestor of one); name a directory of its own, " +
+          "or pass sandbox.allowBroadPaths: true",
+      );
+    }
+  };
+  /** A path the host named: shown as resolved, where it resolves and where it was given. */
+  const addNamed = (path: string, writable: boolean, what: string) => {
+    const given = resolve(launch.cwd, path);
+    const real = resolveNamed(given, what, path);
+    refuseBroad(real, path, what);
+    bind(real, given, writable);
+    named.add(real).add(given);
+    if (fs.targetKind(real) === "directory") walked.add(real);
+  };
+  /**
+   * A path the host found (not named): shown only when it resolves inside `root` (the directory it was
+   * found in), never when broad. Returns its real path when shown.
+   */
+  const addFound = (path: string, root: string, walk: boolean): string | undefined => {
+    const kind = fs.kind(path);
+    if (kind === undefined) return undefined;
+    let real = path;
+    if (kind === "link") {
+      try {
+        real = fs.realpath(path);
+      } catch {
+        return undefined; // a dangling link shows nothing
+      }
+    }
+    if (!within(root, real) || broad.has(real)) return undefined;
+    bind(real, path, false);
+    if (walk && fs.targetKind(real) === "directory") walked.add(real);
+    return real;
+  };
+
+  const cwd = resolveNamed(resolve(launch.cwd), "the working directory", launch.cwd);
+  refuseBroad(cwd, launch.cwd, "the working directory");
+  bind(cwd, resolve(launch.cwd), false);
+  walked.add(cwd);
+  const discover = launch.discover !== false;
+  const script = discover ? scriptOf(launch.args, launch.cwd, fs) : undefined;
   if (script !== undefined) {
-    const own = selfReferencingPackage(dirname(script));
-    if (own !== undefined) add(own, false, "the script's package");
+    const dir = resolveNamed(dirname(script), "the script's directory");
+    refuseBroad(dir, dirname(script), "the script's directory");
+    bind(dir, dirname(script), false);
+    walked.add(dir);
   }
-  for (const path of options.readable ?? []) add(path, false, "sandbox.readable path");
-  for (const path of options.writable ?? []) add(path, true, "sandbox.writable path");
+  if (discover) {
+    const scriptDir = script === undefined ? undefined : fs.realpath(dirname(script));
+    for (const dir of new Set([cwd, ...(scriptDir === undefined ? [] : [scriptDir])])) {
+      for (let at = dir; ; at = dirname(at)) {
+        addFound(join(at, "package.json"), at, false);
+        const modules = addFound(join(at, "node_modules"), at, false);
+        if (modules !== undefined) for (const linked of linkedPackages(join(at, "node_modules"), fs)) addFound(linked, at, false);
+        if (dirname(at) === at) break;
+      }
+    }
+    if (scriptDir !== undefined) {
+      const own = selfReferencingPackage(scriptDir, fs);
+      if (own !== undefined) addFound(own, own, true);
+    }
+  }
+  for (const path of options.readable ?? []) addNamed(path, false, "sandbox.readable path");
+  for (const path of options.writable ?? []) addNamed(path, true, "sandbox.writable path");
+
+  // A path given through a link is also bound where it was given, unless a bound parent already holds
+  // the link (bwrap cannot mount over a link; inside the sandbox the link leads to the real path).
+  const shadowed = (b: Bind) => b.target !== b.source && [...binds.keys()].some((other) => b.target.startsWith(`${other}/`));
+  const shown = [...binds.values()]
+    .filter((b) => !shadowed(b))
+    .sort((a, b) => depth(a.target) - depth(b.target) || a.target.localeCompare(b.target));
+  const masks = options.showSecrets === true ? [] : secretsIn([...walked], named, fs, cache);
+  const realExecutable = fs.realpath(executable);
   return {
     executable,
-    executableBinds: [...new Set([executable, realpathSync(executable)])].map((target) => ({
-      source: realpathSync(executable),
-      target,
-      writable: false,
-    })),
+    executableBinds: [...new Set([executable, realExecutable])].map((target) => ({ source: realExecutable, target, writable: false })),
     args: [...launch.args],
-    cwd: launch.cwd,
-    // A bind hides whatever was bound below it before, so parents go first.
-    binds: [...binds.values()]
-      .filter((bind) => !shadowed(bind))
-      .sort((a, b) => depth(a.target) - depth(b.target) || a.target.localeCompare(b.target)),
+    cwd: resolve(launch.cwd),
+    binds: shown,
+    masks,
     network: options.network ?? false,
-    env: sandboxEnv(executable, launch.env, options.env ?? []),
+    env: sandboxEnv(executable, resolve(launch.cwd), launch.env, options.env ?? []),
   };
 }
 
-/** The guest's environment: PATH, HOME, LANG, TZ, then the names asked for. */
-function sandboxEnv(executable: string, source: NodeJS.ProcessEnv, entries: readonly string[]): Record<string, string> {
+/** `/`, every home and temporary root, and each of their ancestors, as real paths. */
+function broadPaths(places: HostPlaces, fs: FileSystemView): Set<string> {
+  const broad = new Set<string>(["/"]);
+  for (const place of [...places.homes, ...places.temporaryRoots]) {
+    if (!isAbsolute(place)) continue;
+    let real = place;
+    try {
+      real = fs.realpath(place);
+    } catch {
+      // Not there: its name still counts.
+    }
+    for (const path of new Set([place, real])) {
+      for (let at = path; ; at = dirname(at)) {
+        broad.add(at);
+        if (dirname(at) === at) break;
+      }
+    }
+  }
+  return broad;
+}
+
+/**
+ * The secrets inside `roots`, found by a walk that follows no link, does not enter node_modules or a
+ * masked directory, and stops at {@link MASK_DEPTH} levels. Past {@link MASK_BUDGET} entries in one
+ * root it throws: a tree too large to check is refused, never shown unmasked. A path the host named is
+ * not masked. With a {@link MaskCache}, a root whose directories did not change is not walked again.
+ */
+function secretsIn(roots: readonly string[], named: ReadonlySet<string>, fs: FileSystemView, cache?: MaskCache): Mask[] {
+  // A root inside another is walked with it (to the same depth from the outer root, as the guest sees it).
+  const outermost = roots.filter((root) => !roots.some((other) => other !== root && within(other, root)));
+  const masks = outermost.flatMap((root) => cache?.reuse(root, fs) ?? walkForSecrets(root, fs, cache));
+  // A named path is shown: neither it nor a directory holding it is masked.
+  const shown = [...named];
+  return masks.filter((mask) => !shown.some((path) => within(mask.path, path))).sort((a, b) => a.path.localeCompare(b.path));
+}
+
+function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | undefined): Mask[] {
+  const masks: Mask[] = [];
+  const dirs = new Map<string, number | undefined>();
+  const startedAt = Date.now();
+  let read = 0;
+  const visit = (dir: string, level: number) => {
+    dirs.set(dir, fs.modifiedMs(dir));
+    for (const { name, kind } of fs.list(dir)) {
+      if (++read > MASK_BUDGET) {
+        throw new SandboxPathError(
+          `${JSON.stringify(root)} has more than ${MASK_BUDGET} entries within ${MASK_DEPTH} levels, too many to check for secrets; ` +
+            "name a smaller directory, or pass sandbox.showSecrets: true",
+        );
+      }
+      const path = join(dir, name);
+      if (isSecretName(name) && (kind === "file" || kind === "directory")) masks.push({ path, kind });
+      else if (kind === "directory" && level < MASK_DEPTH && !UNWALKED.has(name)) visit(path, level + 1);
+    }
+  };
+  visit(root, 1);
+  cache?.remember(root, { startedAt, dirs, masks });
+  return masks;
+}
+
+/**
+ * Remembers what the mask walk found under each root, with the modification time of every directory it
+ * read: adding, removing or renaming an entry changes its directory's time, so a record whose
+ * directories all kept theirs is still true. As git does for its index, a directory changed less than
+ * {@link RACY_MS} before the walk is never trusted (a change in the same clock tick would not show).
+ */
+export class MaskCache {
+  private readonly records = new Map<string, { startedAt: number; dirs: Map<string, number | undefined>; masks: Mask[] }>();
+
+  /** The masks found under `root` before, when nothing there changed since; else undefined. */
+  reuse(root: string, fs: FileSystemView): Mask[] | undefined {
+    const record = this.records.get(root);
+    if (record === undefined) return undefined;
+    for (const [dir, modified] of record.dirs) {
+      if (modified === undefined || modified > record.startedAt - RACY_MS || fs.modifiedMs(dir) !== modified) {
+        this.records.delete(root);
+        return undefined;
+      }
+    }
+    return record.masks;
+  }
+
+  remember(root: string, record: { startedAt: number; dirs: Map<string, number | undefined>; masks: Mask[] }): void {
+    if (this.records.size >= MASK_CACHE_ROOTS) this.records.delete(this.records.keys().next().value!);
+    this.records.set(root, record);
+  }
+}
+
+/** A directory modified this close before a walk is walked again next time. */
+export const RACY_MS = 2000;
+/** At most this many roots are remembered (the oldest is forgotten first). */
+const MASK_CACHE_ROOTS = 64;
+
+/** The guest's environment: PATH, HOME, LANG, PWD, TZ (when the host has it), then the names asked for. */
+function sandboxEnv(executable: string, cwd: string, source: NodeJS.ProcessEnv, entries: readonly string[]): Record<string, string> {
   const bin = dirname(executable);
   const env: Record<string, string> = {
     PATH: SANDBOX_PATH.split(":").includes(bin) ? SANDBOX_PATH : `${bin}:${SANDBOX_PATH}`,
     HOME: SANDBOX_HOME,
     LANG: source.LANG ?? "C.UTF-8",
+    PWD: cwd,
   };
   if (source.TZ !== undefined) env.TZ = source.TZ;
   for (const entry of entries) {
@@ -160,83 +415,60 @@ function sandboxEnv(executable: string, source: NodeJS.ProcessEnv, entries: read
 }
 
 /**
- * The script a command runs: its first argument that does not start with "-" and names an existing
- * regular file (`node guest.mjs`, `python3 tool.py`). Its directory is bound so its own modules resolve.
+ * The script a command runs: its first argument that does not start with "-", unless an option that
+ * takes the program from the command line came first (`node --eval=… file` runs no file), naming a
+ * regular file. A script that is a link leading out of its own directory is not followed (its target
+ * stays hidden, and the program fails to load it): only its directory is shown.
  */
-function scriptOf(args: readonly string[], cwd: string): string | undefined {
-  const first = args.find((arg) => !arg.startsWith("-"));
-  if (first === undefined) return undefined;
-  try {
-    const path = realpathSync(resolve(cwd, first));
-    return statSync(path).isFile() ? path : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * What Node's resolver reads above a directory: every `node_modules` directory and `package.json`
- * file of its ancestors (bare imports, the package's "type" and self-references). The ancestors
- * themselves stay hidden.
- */
-function nodeLookupPaths(dir: string): string[] {
-  const found: string[] = [];
-  for (let at = dir; ; at = dirname(at)) {
-    for (const name of ["node_modules", "package.json"]) {
-      const path = join(at, name);
-      try {
-        statSync(path);
-        found.push(path);
-        if (name === "node_modules") found.push(...linkedPackages(path));
-      } catch {
-        // Not there: nothing to bind.
-      }
+export function scriptOf(args: readonly string[], cwd: string, fs: FileSystemView): string | undefined {
+  for (const arg of args) {
+    if (EVAL_OPTIONS.some((option) => arg === option || arg.startsWith(`${option}=`))) return undefined;
+    if (arg.startsWith("-")) continue;
+    const path = resolve(cwd, arg);
+    const kind = fs.kind(path);
+    if (kind === "file") return path;
+    if (kind !== "link" || fs.targetKind(path) !== "file") return undefined;
+    try {
+      const real = fs.realpath(path);
+      return within(fs.realpath(dirname(path)), real) ? path : undefined;
+    } catch {
+      return undefined;
     }
-    if (dirname(at) === at) return found;
   }
+  return undefined;
 }
 
 /**
  * The directory of the nearest package.json above `dir`, when that package can import itself by name
  * (it has both "name" and "exports": Node's self-reference), so a guest inside a package finds it.
  */
-function selfReferencingPackage(dir: string): string | undefined {
+function selfReferencingPackage(dir: string, fs: FileSystemView): string | undefined {
   for (let at = dir; ; at = dirname(at)) {
-    let text: string | undefined;
-    try {
-      text = readFileSync(join(at, "package.json"), "utf8");
-    } catch {
-      // No package.json here: look further up.
-    }
-    if (text !== undefined) {
+    const path = join(at, "package.json");
+    const kind = fs.kind(path);
+    if (kind === "file") {
       try {
-        const manifest = JSON.parse(text) as { name?: unknown; exports?: unknown };
+        const manifest = JSON.parse(fs.read(path) ?? "") as { name?: unknown; exports?: unknown };
         return typeof manifest.name === "string" && manifest.exports !== undefined ? at : undefined;
       } catch {
         return undefined;
       }
     }
-    if (dirname(at) === at) return undefined;
+    if (kind !== undefined || dirname(at) === at) return undefined; // a link or anything odd ends the search
   }
 }
 
 /**
- * What a bound node_modules directory links to elsewhere (workspaces, `npm link`): the targets of its
- * packages that are symbolic links, one level deep (and one more under an @scope).
+ * The links in a node_modules directory (workspaces, `npm link`): its packages that are links, one
+ * level deep (and one more under an @scope directory that is not itself a link).
  */
-function linkedPackages(nodeModules: string): string[] {
+function linkedPackages(nodeModules: string, fs: FileSystemView): string[] {
   const found: string[] = [];
   const visit = (dir: string, scoped: boolean) => {
-    let entries;
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const entry of entries) {
-      const path = join(dir, entry.name);
-      if (entry.isSymbolicLink()) found.push(path);
-      else if (!scoped && entry.isDirectory() && entry.name.startsWith("@")) visit(path, true);
+    for (const { name, kind } of fs.list(dir)) {
+      const path = join(dir, name);
+      if (kind === "link") found.push(path);
+      else if (!scoped && kind === "directory" && name.startsWith("@")) visit(path, true);
     }
   };
   visit(nodeModules, false);
@@ -244,22 +476,16 @@ function linkedPackages(nodeModules: string): string[] {
 }
 
 /** The command as an absolute path: taken from `cwd` when it has a slash, else searched on PATH. */
-function findExecutable(command: string, cwd: string, path: string | undefined): string {
+function findExecutable(command: string, cwd: string, path: string | undefined, fs: FileSystemView): string {
   const candidates = command.includes("/")
     ? [resolve(cwd, command)]
     : (path ?? "")
         .split(delimiter)
         .filter((dir) => isAbsolute(dir))
         .map((dir) => join(dir, command));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Try the next one.
-    }
-  }
-  throw new CommandNotFoundError(`spawn ${command} ENOENT`);
+  const found = candidates.find((candidate) => fs.executable(candidate));
+  if (found === undefined) throw new CommandNotFoundError(`spawn ${command} ENOENT`);
+  return found;
 }
 
 function depth(path: string): number {

@@ -1,0 +1,37 @@
+/** `ears doctor [--json]`: what confinement a run gets on this machine, why, and how to fix what is missing. */
+import { diagnoseSandbox, type Check, type MachineView } from "../host/sandbox/doctor.js";
+import { DOCTOR_HELP } from "./help.js";
+import { ExitStatus, type CliIo } from "./report-output.js";
+import { subcommand, UsageError } from "./usage.js";
+
+const DOCTOR_OPTIONS = {
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Exit status when runs here would not be confined. */
+export const NOT_CONFINED = 1;
+
+/** The findings as text: one line each, `ok` or `no`, with the fix under what is missing; then the verdict. */
+export function doctorText(confined: boolean, checks: readonly Check[]): string {
+  const width = Math.max(...checks.map((check) => check.name.length));
+  const lines = checks.flatMap((check) => [
+    `${check.ok ? "ok" : "no"}  ${check.name.padEnd(width)}  ${check.detail}`,
+    ...(check.fix === undefined || check.ok ? [] : [`    ${"".padEnd(width)}  fix: ${check.fix}`]),
+  ]);
+  const verdict = confined
+    ? 'Runs here are confined (sandbox: "auto" and true start guests under bubblewrap).'
+    : "Runs here are NOT confined: sandbox: true fails with SandboxUnavailable; " +
+      '"auto" runs unconfined only where bubblewrap is not installed.';
+  return `${lines.join("\n")}\n\n${verdict}\n`;
+}
+
+/** Runs `ears doctor` (the words after "doctor"); resolves with 0 when runs are confined, else 1. */
+export function doctorCommand(machine?: MachineView): (argv: readonly string[], io: CliIo) => Promise<number> {
+  return subcommand("doctor", DOCTOR_OPTIONS, DOCTOR_HELP, async ({ values, positionals, sawSeparator }, io) => {
+    if (positionals.length > 0 || sawSeparator) throw new UsageError("ears doctor takes no arguments (see ears doctor --help)");
+    const { confined, checks } = await diagnoseSandbox(machine);
+    io.stdout.write(values.json ? `${JSON.stringify({ confined, checks })}\n` : doctorText(confined, checks));
+    return confined ? ExitStatus.Success : NOT_CONFINED;
+  });
+}

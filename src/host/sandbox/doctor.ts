@@ -1,0 +1,149 @@
+/**
+ * `ears doctor`'s findings about the sandbox: for this machine, what confinement a run gets and why,
+ * and for each missing piece the one line that fixes it. The checks read the machine through a small
+ * {@link MachineView} so each verdict (and each fix) is tested in-process.
+ */
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { findBwrap } from "./bubblewrap.js";
+import { nodeFileSystem } from "./file-system-view.js";
+import { sandboxStartProblem } from "./index.js";
+import { seccompArch } from "./seccomp.js";
+
+/** One finding. */
+export interface Check {
+  /** What was checked, e.g. "bubblewrap". */
+  name: string;
+  ok: boolean;
+  /** What was found (a version, a path, a value). */
+  detail: string;
+  /** The one line that fixes it, when it is not ok. */
+  fix?: string;
+}
+
+/** What the checks read of the machine. */
+export interface MachineView {
+  platform: NodeJS.Platform;
+  arch: string;
+  /** Whether this process runs as root. */
+  root: boolean;
+  /** The bwrap on PATH, or undefined. */
+  bwrap: string | undefined;
+  /** `bwrap --version`'s output, or undefined. */
+  bwrapVersion(bwrap: string): string | undefined;
+  /** Why a throw-away sandbox does not start, or undefined when it does. */
+  startProblem(bwrap: string): Promise<string | undefined>;
+  /** A small /proc file's text, trimmed, or undefined. */
+  proc(path: string): string | undefined;
+}
+
+/** This machine. */
+export function thisMachine(): MachineView {
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    root: process.getuid?.() === 0,
+    bwrap: findBwrap(nodeFileSystem),
+    bwrapVersion(bwrap) {
+      try {
+        return execFileSync(bwrap, ["--version"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5000 }).trim();
+      } catch {
+        return undefined;
+      }
+    },
+    startProblem: (bwrap) => sandboxStartProblem(bwrap),
+    proc(path) {
+      try {
+        return readFileSync(path, "utf8").trim();
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+/** The sandbox's findings, in the order a person reads them; `confined` when runs are confined. */
+export async function diagnoseSandbox(machine: MachineView = thisMachine()): Promise<{ confined: boolean; checks: Check[] }> {
+  const checks: Check[] = [];
+  if (machine.platform !== "linux") {
+    checks.push({
+      name: "platform",
+      ok: false,
+      detail: `${machine.platform}: no OS sandbox is supported here yet (only Linux, with bubblewrap)`,
+      fix: "run guests on Linux, or accept unconfined runs (sandbox: false / --no-sandbox)",
+    });
+    return { confined: false, checks };
+  }
+  checks.push({ name: "platform", ok: true, detail: `linux ${machine.arch}` });
+  if (machine.bwrap === undefined) {
+    checks.push({
+      name: "bubblewrap",
+      ok: false,
+      detail: "not installed (no bwrap on PATH)",
+      fix: "apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora, RHEL)",
+    });
+  } else {
+    checks.push({ name: "bubblewrap", ok: true, detail: `${machine.bwrap} (${machine.bwrapVersion(machine.bwrap) ?? "version unknown"})` });
+  }
+  const userns = userNamespaces(machine);
+  checks.push(userns);
+  let starts = false;
+  if (machine.bwrap !== undefined) {
+    const problem = await machine.startProblem(machine.bwrap);
+    starts = problem === undefined;
+    checks.push(
+      starts
+        ? { name: "sandbox starts", ok: true, detail: "a throw-away sandbox with every namespace started" }
+        : { name: "sandbox starts", ok: false, detail: problem!, fix: userns.fix ?? "see the bubblewrap error above" },
+    );
+  }
+  const arch = seccompArch(machine.arch);
+  const seccompKernel = machine.proc("/proc/self/status")?.match(/^Seccomp:\s*(\d+)/m) !== null;
+  checks.push(
+    arch !== undefined && seccompKernel
+      ? { name: "seccomp", ok: true, detail: `filter for ${arch}: setuid/setgid bits, user namespaces and kernel-facing calls refused` }
+      : {
+          name: "seccomp",
+          ok: false,
+          detail: arch === undefined ? `no filter for ${machine.arch} (only x64 and arm64)` : "the kernel has no seccomp",
+          fix:
+            arch === undefined
+              ? "runs are confined without the filter; use an x64 or arm64 machine for it"
+              : "use a kernel built with CONFIG_SECCOMP_FILTER",
+        },
+  );
+  checks.push(
+    machine.root
+      ? { name: "host user", ok: true, detail: "root: the guest is uid 0 without capabilities (docs/host.md: what a root host implies)" }
+      : { name: "host user", ok: true, detail: "not root: the guest has this user's rights on what it is shown, no more" },
+  );
+  return { confined: starts, checks };
+}
+
+/** Whether this user may create the user namespace bubblewrap needs, and the fix when not. */
+function userNamespaces(machine: MachineView): Check {
+  const max = machine.proc("/proc/sys/user/max_user_namespaces");
+  if (max === "0") {
+    return { name: "user namespaces", ok: false, detail: "user.max_user_namespaces is 0", fix: "sysctl -w user.max_user_namespaces=15000" };
+  }
+  if (machine.root) return { name: "user namespaces", ok: true, detail: "root: bubblewrap needs none of its own" };
+  if (machine.proc("/proc/sys/kernel/unprivileged_userns_clone") === "0") {
+    return {
+      name: "user namespaces",
+      ok: false,
+      detail: "kernel.unprivileged_userns_clone is 0",
+      fix: "sysctl -w kernel.unprivileged_userns_clone=1",
+    };
+  }
+  if (machine.proc("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") === "1") {
+    return {
+      name: "user namespaces",
+      ok: false,
+      detail: "AppArmor restricts unprivileged user namespaces (Ubuntu 24.04 and later)",
+      fix:
+        "give bwrap an AppArmor profile that allows userns (e.g. /etc/apparmor.d/bwrap), " +
+        "or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+    };
+  }
+  return { name: "user namespaces", ok: true, detail: `allowed (max ${max ?? "unknown"})` };
+}

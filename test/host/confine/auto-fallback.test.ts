@@ -1,0 +1,53 @@
+/**
+ * "auto" never turns confinement off for a transient failure (a fake bwrap slow only on its first
+ * start): that run fails, the next one is confined.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const realBwrap = (() => {
+  try {
+    return execFileSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+describe.runIf(process.platform === "linux" && realBwrap !== undefined)('sandbox "auto" and a bubblewrap that starts slowly once', () => {
+  it("fails that run with SandboxUnavailable, never runs it unconfined, and confines the next run of the same host", async () => {
+    const bin = mkdtempSync(join(tmpdir(), "ears-fake-bwrap-"));
+    try {
+      const marker = join(bin, "started-once");
+      writeFileSync(
+        join(bin, "bwrap"),
+        [
+          "#!/bin/sh",
+          `if [ ! -e ${JSON.stringify(marker)} ]; then : > ${JSON.stringify(marker)}; sleep 7; fi`,
+          `exec ${JSON.stringify(realBwrap)} "$@"`,
+        ].join("\n"),
+      );
+      chmodSync(join(bin, "bwrap"), 0o755);
+      const host = spawn(process.execPath, [`${root}fixtures/hostile/auto-host.mjs`], {
+        cwd: root,
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      let out = "";
+      host.stdout.setEncoding("utf8").on("data", (text: string) => (out += text));
+      await new Promise((resolve) => host.on("close", resolve));
+      const runs = out
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { failure: string; sandbox: string; fallback: string | null });
+      expect(runs[0]).toEqual({ run: 1, failure: "SandboxUnavailable", sandbox: "none", fallback: null });
+      expect(runs[1]).toEqual({ run: 2, failure: "ok", sandbox: "bubblewrap", fallback: null });
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  }, 30_000);
+});

@@ -1,0 +1,97 @@
+/**
+ * `ears doctor`'s findings, in-process on a machine given as data: what confinement a run gets, and
+ * the one-line fix for each missing piece. The CLI's exit status and --json follow the verdict.
+ */
+import { PassThrough } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { doctorCommand, doctorText } from "../../../src/cli/doctor-command.js";
+import { diagnoseSandbox, thisMachine, type MachineView } from "../../../src/host/sandbox/doctor.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const realBwrap = thisMachine().bwrap;
+
+const machine = (more: Partial<MachineView> = {}, proc: Record<string, string> = {}): MachineView => ({
+  platform: "linux",
+  arch: "x64",
+  root: false,
+  bwrap: "/usr/bin/bwrap",
+  bwrapVersion: () => "bubblewrap 0.8.0",
+  startProblem: () => Promise.resolve(undefined),
+  proc: (path) => ({ "/proc/self/status": "Name:\tnode\nSeccomp:\t0\n", "/proc/sys/user/max_user_namespaces": "1000", ...proc })[path],
+  ...more,
+});
+const failing = (reason: string) => () => Promise.resolve(reason);
+
+describe("ears doctor's findings", () => {
+  it("says runs are confined when bubblewrap starts, with its version, namespaces and the seccomp filter", async () => {
+    const { confined, checks } = await diagnoseSandbox(machine());
+    expect(confined).toBe(true);
+    expect(checks.map((c) => [c.name, c.ok])).toEqual([
+      ["platform", true],
+      ["bubblewrap", true],
+      ["user namespaces", true],
+      ["sandbox starts", true],
+      ["seccomp", true],
+      ["host user", true],
+    ]);
+    expect(checks[1]!.detail).toContain("bubblewrap 0.8.0");
+  });
+
+  const broken: [string, MachineView, RegExp][] = [
+    ["bubblewrap missing", machine({ bwrap: undefined }), /apt-get install bubblewrap/],
+    [
+      "no user namespaces at all",
+      machine({ startProblem: failing("No permission") }, { "/proc/sys/user/max_user_namespaces": "0" }),
+      /sysctl -w user\.max_user_namespaces=/,
+    ],
+    [
+      "Debian's unprivileged_userns_clone off",
+      machine({ startProblem: failing("No permission") }, { "/proc/sys/kernel/unprivileged_userns_clone": "0" }),
+      /kernel\.unprivileged_userns_clone=1/,
+    ],
+    [
+      "Ubuntu 24.04's AppArmor restriction",
+      machine(
+        { startProblem: failing("setting up uid map: Permission denied") },
+        { "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1" },
+      ),
+      /AppArmor profile/,
+    ],
+    ["another platform", machine({ platform: "darwin" }), /run guests on Linux/],
+  ];
+  it.each(broken)("%s: not confined, and the fix is printed (exit 1)", async (_name, view, fix) => {
+    const { confined, checks } = await diagnoseSandbox(view);
+    expect(confined).toBe(false);
+    const text = doctorText(confined, checks);
+    expect(text).toMatch(fix);
+    expect(text).toMatch(/^no /m);
+    expect(text).toContain("NOT confined");
+    const stdout = new PassThrough();
+    let out = "";
+    stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const status = await doctorCommand(view)(["--json"], { stdout, stderr: new PassThrough(), cwd: root });
+    expect(status).toBe(1);
+    expect(JSON.parse(out)).toMatchObject({ confined: false, checks: expect.arrayContaining([expect.objectContaining({ ok: false })]) });
+  });
+
+  it("a root host needs no user namespace of its own; an unknown architecture has no seccomp filter but is still confined", async () => {
+    const rootHost = await diagnoseSandbox(machine({ root: true }, { "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1" }));
+    expect(rootHost.checks.find((c) => c.name === "user namespaces")?.ok).toBe(true);
+    expect(rootHost.checks.find((c) => c.name === "host user")?.detail).toMatch(/uid 0 without capabilities/);
+    const riscv = await diagnoseSandbox(machine({ arch: "riscv64" }));
+    expect(riscv.confined).toBe(true);
+    expect(riscv.checks.find((c) => c.name === "seccomp")).toMatchObject({ ok: false, fix: expect.stringContaining("x64") });
+  });
+
+  it.runIf(process.platform === "linux" && realBwrap !== undefined)("on this machine: confined, exit 0", async () => {
+    const stdout = new PassThrough();
+    let out = "";
+    stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    expect(await doctorCommand()([], { stdout, stderr: new PassThrough(), cwd: root })).toBe(0);
+    expect(out).toContain("Runs here are confined");
+    expect(await doctorCommand()(["extra"], { stdout, stderr: new PassThrough(), cwd: root }).catch((e: Error) => e.message)).toMatch(
+      /takes no arguments/,
+    );
+  });
+});

@@ -126,15 +126,7 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Omit
             timeline.add(transcriptEntry(from, line), now());
             return recorder?.onFrame(from, line);
           },
-    // The guest's stderr goes to ours, into the transcript and onto the timeline, as each one asks.
-    onStderr:
-      printStderr === undefined && recorder === undefined && timeline === undefined
-        ? undefined
-        : (chunk) => {
-            printStderr?.(chunk);
-            recorder?.stderr(chunk);
-            timeline?.add({ from: "guest", stderr: chunk }, now());
-          },
+    onStderr: guestStderrTo(printStderr, recorder, timeline && ((chunk) => timeline.add({ from: "guest", stderr: chunk }, now()))),
     signal: io.signal,
     recorder,
     timeline,
@@ -252,6 +244,20 @@ export function limitsOf(values: { timeout?: string; "call-timeout"?: string }):
   if (runTimeoutMs !== undefined) limits.runTimeoutMs = runTimeoutMs;
   if (callTimeoutMs !== undefined) limits.callTimeoutMs = callTimeoutMs;
   return limits;
+}
+
+/** The guest's stderr to ours (unless --quiet), into the transcript and onto the timeline, as each one asks; undefined for none. */
+export function guestStderrTo(
+  print: ((chunk: string) => void) | undefined,
+  recorder: Recorder | undefined,
+  timeline?: (chunk: string) => void,
+): ((chunk: string) => void) | undefined {
+  if (print === undefined && recorder === undefined && timeline === undefined) return undefined;
+  return (chunk) => {
+    print?.(chunk);
+    recorder?.stderr(chunk);
+    timeline?.(chunk);
+  };
 }
 
 /** Opens the --record transcript before the guest starts, so a bad path is a usage error, not a lost run. */

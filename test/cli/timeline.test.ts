@@ -117,6 +117,32 @@ describe("ears run --verbose", () => {
     expect(rows.at(-1)).toMatch(/ result success$/);
   });
 
+  it("ears replay --record writes a timed transcript with the guest's stderr and the report, which ears timeline draws", async () => {
+    requireBuild();
+    const guest = join(ROOT, "fixtures/timeline/guest.mjs");
+    const recorded = join(dir, "first.ndjson");
+    const replayed = join(dir, "replayed.ndjson");
+    const caps = join(ROOT, "fixtures/timeline/capabilities.mjs");
+    const first = await ears(
+      ["run", "--quiet", "--allow", "read,list,search,fetchPage", "--capabilities", caps, "--record", recorded, "--", "node", guest],
+      {
+        cwd: ROOT,
+      },
+    );
+    expect(first.code, first.stderr).toBe(0);
+    const again = await ears(["replay", recorded, "--quiet", "--record", replayed, "--", "node", guest], { cwd: ROOT });
+    expect(again.code, again.stderr).toBe(0);
+    const entries = readFileSync(replayed, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(entries.every((entry) => typeof entry.at === "number")).toBe(true);
+    expect(entries.filter((entry) => "stderr" in entry).map((entry) => entry.stderr)).toEqual(["a warning from the guest's own stderr\n"]);
+    expect(entries.at(-1)).toMatchObject({ from: "host", report: { ok: true } });
+    const page = await cliInProcess(["timeline", replayed, "-o", "-"]);
+    expect(page.stdout).toContain("failure NetworkDenied");
+  });
+
   it("without --verbose, no timeline", async () => {
     const run = await ears(["run", "--allow", "read", "--", "node", join(ROOT, "fixtures/guests/echo.mjs")], { cwd: ROOT });
     expect(run.code, run.stderr).toBe(0);

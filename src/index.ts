@@ -53,3 +53,4 @@ export {
   type InferOutput,
 } from "./contract/contract.js";
 export type { DeclarationOptions } from "./contract/declarations.js";
+export { jsonSchema, type JsonSchema } from "./contract/json-schema.js";

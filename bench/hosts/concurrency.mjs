@@ -12,8 +12,9 @@ const report = await runGuest({
   command: process.execPath,
   args: childArgs("ears-calls.mjs"),
   input: { calls, warmup: 0, concurrent: true },
-  // Every call in flight at once needs room: the default limit (1024) would answer the rest TooManyCalls.
-  limits: { maxInFlight: calls },
+  // Every call in flight at once needs room: the default limit (1024) would answer the rest TooManyCalls,
+  // and the default cap on running handlers (8) would have the rest wait for a slot.
+  limits: { maxInFlight: calls, maxRunningHandlers: calls },
   capabilities: {
     echo: async (args) => {
       await new Promise((resolve) => setTimeout(resolve, (args.i * 7919) % 10));

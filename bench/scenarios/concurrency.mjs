@@ -27,7 +27,7 @@ export async function concurrency({ quick }) {
   return {
     id: "concurrency",
     title: `4. Concurrency: ${calls.toLocaleString("en-US")} calls in flight, replies 0-9 ms apart, out of order`,
-    setup: { calls, repetitions, hostLimits: { maxInFlight: calls } },
+    setup: { calls, repetitions, hostLimits: { maxInFlight: calls, maxRunningHandlers: calls } },
     rows,
     targets: [
       { target: "concurrent time / sequential time", measured: rows[0].summary.median / rows[1].summary.median, op: "<", required: 1 },

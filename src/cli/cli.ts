@@ -1,12 +1,14 @@
 /**
- * The `ears` command: dispatches to `run`, `exec`, `replay`, `timeline` and `doctor`, prints help and version,
- * maps errors to exit statuses.
+ * The `ears` command: dispatches to `run`, `exec`, `replay`, `timeline`, `doctor`, `declarations` and `mcp`,
+ * prints help and version, maps errors to exit statuses.
  */
 import { describeError } from "../protocol/errors.js";
 import { SDK } from "../protocol/version.js";
 import { MAIN_HELP } from "./help.js";
+import { declarationsCommand } from "./declarations-command.js";
 import { doctorCommand } from "./doctor-command.js";
 import { execCommand } from "./exec-command.js";
+import { mcpCommand } from "./mcp-command.js";
 import { replayCommand } from "./replay-command.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
 import { runCommand } from "./run-command.js";
@@ -34,6 +36,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return await timelineCommand(rest, io);
       case "doctor":
         return await doctorCommand()(rest, io);
+      case "declarations":
+        return await declarationsCommand(rest, io);
+      case "mcp":
+        return await mcpCommand(rest, io);
       case "--help":
       case "-h":
       case "help":
@@ -50,7 +56,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         throw new UsageError(
           first.startsWith("-")
             ? `unknown option ${first}; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)`
-            : `unknown command ${JSON.stringify(first)}; the commands are run, exec, replay, timeline and doctor (see ears --help)`,
+            : `unknown command ${JSON.stringify(first)}; ` +
+                "the commands are run, exec, replay, timeline, doctor, declarations and mcp (see ears --help)",
         );
     }
   } catch (error) {

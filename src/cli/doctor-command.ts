@@ -1,5 +1,6 @@
 /** `ears doctor [--json]`: what confinement a run gets on this machine, why, and how to fix what is missing. */
 import { diagnoseSandbox, type Check, type MachineView } from "../host/sandbox/doctor.js";
+import { limitSupport, type LimitSupport } from "../host/limits/limits.js";
 import { DOCTOR_HELP } from "./help.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
 import { subcommand, UsageError } from "./usage.js";
@@ -26,12 +27,42 @@ export function doctorText(confined: boolean, checks: readonly Check[]): string 
   return `${lines.join("\n")}\n\n${verdict}\n`;
 }
 
+/** What each resource limit is called in the doctor's list. */
+const LIMIT_NAMES: Record<keyof LimitSupport["limits"], string> = {
+  memoryBytes: "memory (--memory)",
+  processes: "processes (--processes)",
+  cpuTimeMs: "CPU time (--cpu-time)",
+  tmpBytes: "/tmp size (--tmp-size)",
+};
+
+/**
+ * The resource limits as text: `ok` with what enforces each, or `no` with why and the fix (an rlimit is
+ * `ok` with the fix that would make it per tree). See docs/host.md "Resource limits".
+ */
+export function limitsText(support: LimitSupport): string {
+  const width = Math.max(...Object.values(LIMIT_NAMES).map((name) => name.length));
+  const lines = (Object.keys(LIMIT_NAMES) as (keyof LimitSupport["limits"])[]).flatMap((name) => {
+    const { enforcedBy, note, fix } = support.limits[name];
+    const detail = enforcedBy === null ? (note ?? "not enforced") : note === undefined ? enforcedBy : `${enforcedBy} (${note})`;
+    return [
+      `${enforcedBy === null ? "no" : "ok"}  ${LIMIT_NAMES[name].padEnd(width)}  ${detail}`,
+      ...(fix === undefined ? [] : [`    ${"".padEnd(width)}  fix: ${fix}`]),
+    ];
+  });
+  const cgroup = support.cgroup.version === null ? `no cgroup: ${support.cgroup.reason}` : `cgroup ${support.cgroup.version}`;
+  return `Resource limits (${cgroup}):\n${lines.join("\n")}\n`;
+}
+
 /** Runs `ears doctor` (the words after "doctor"); resolves with 0 when runs are confined, else 1. */
 export function doctorCommand(machine?: MachineView): (argv: readonly string[], io: CliIo) => Promise<number> {
   return subcommand("doctor", DOCTOR_OPTIONS, DOCTOR_HELP, async ({ values, positionals, sawSeparator }, io) => {
     if (positionals.length > 0 || sawSeparator) throw new UsageError("ears doctor takes no arguments (see ears doctor --help)");
     const { confined, checks } = await diagnoseSandbox(machine);
-    io.stdout.write(values.json ? `${JSON.stringify({ confined, checks })}\n` : doctorText(confined, checks));
+    // The limits of this machine's runs: what the cgroups and the sandbox here can enforce.
+    const limits = limitSupport(confined);
+    io.stdout.write(
+      values.json ? `${JSON.stringify({ confined, checks, limits })}\n` : `${doctorText(confined, checks)}\n${limitsText(limits)}`,
+    );
     return confined ? ExitStatus.Success : NOT_CONFINED;
   });
 }

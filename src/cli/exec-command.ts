@@ -25,20 +25,25 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
     );
   }
   const code = codeOf(values.code, values["code-file"], io.cwd);
-  const host = await hostOptionsOf(values, io);
-  let running: Promise<RunReport>;
+  // The body works in a private empty directory unless --cwd names one (shown read-only, secrets masked).
+  const cwd = values.cwd === undefined ? undefined : workingDirectoryOf(values.cwd, io.cwd);
+  const { contract, closeConnectors, ...host } = await hostOptionsOf(values, io);
   try {
-    // The body works in a private empty directory unless --cwd names one (shown read-only, secrets masked).
-    const cwd = values.cwd === undefined ? undefined : workingDirectoryOf(values.cwd, io.cwd);
-    running = runCode({ ...host, cwd, code, typecheck: values.typecheck ?? false });
-  } catch (error) {
-    // amaro is not installed: say what to install, as for any failure to start (exit 2).
-    if (!(error instanceof Error && error.name === "MissingPeerError")) throw error;
-    await host.recorder?.close().catch(() => {});
-    io.stderr.write(`ears: ${error.message}\n`);
-    return ExitStatus.SessionError;
+    let running: Promise<RunReport>;
+    try {
+      // With connectors, --typecheck checks against their types; without, against an untyped ears.
+      running = runCode({ ...host, cwd, code, typecheck: values.typecheck ?? false, ...(contract === undefined ? {} : { contract }) });
+    } catch (error) {
+      // amaro is not installed: say what to install, as for any failure to start (exit 2).
+      if (!(error instanceof Error && error.name === "MissingPeerError")) throw error;
+      await host.recorder?.close().catch(() => {});
+      io.stderr.write(`ears: ${error.message}\n`);
+      return ExitStatus.SessionError;
+    }
+    return await reportRun(await running, values, io, host);
+  } finally {
+    await closeConnectors();
   }
-  return reportRun(await running, values, io, host);
 });
 
 /** --cwd as an absolute path to an existing directory. */

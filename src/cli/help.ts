@@ -4,9 +4,24 @@ const EXIT_STATUS = `Exit status:
   0   the guest's result is a success (replay: the guest did what the recording says)
   1   the guest's result is a failure outcome (replay: the guest diverged from the recording)
   2   the session broke: protocol error, crash, no result, timeout, the command could not start,
-      no sandbox although one was required, interrupted (Ctrl-C), the transcript could not be
-      written, or (exec) the code body does not compile (CompileError)
+      no sandbox although one was required, a resource limit reached (MemoryLimit, CpuLimit) or
+      not enforceable here, interrupted (Ctrl-C), the transcript could not be written, or (exec)
+      the code body does not compile (CompileError)
   64  usage error: unknown option, bad --input, missing command, unreadable file`;
+
+/** The connector options, shared by run, exec, declarations and mcp. */
+const CONNECTOR_HELP = `  --mcp-config <file>       An MCP client configuration ({"mcpServers": {"name": {"command", "args",
+                            "env"} | {"url", "headers"}}}): every tool of every server becomes a
+                            capability named <server>.<tool>, allowed by default. Servers start
+                            once, their stderr goes to ears' stderr as "[mcp <server>] line".
+  --fetch-allow <origin>    Add the capability fetch ({url, method?, headers?, body?} ->
+                            {status, headers, body}) for this origin (scheme://host[:port]);
+                            repeatable; allowed by default. Private, loopback and metadata
+                            addresses are refused unless the origin names the address itself.
+  --fetch-header '<origin>=<Name>: <value>'
+                            A header ears adds to fetch requests to <origin> only; \${VAR} in the
+                            value is read from ears' environment (single-quote it), and the body
+                            never sees it. Repeatable.`;
 
 /** `ears --help`. */
 export const MAIN_HELP = `ears - run, record and replay @posoco/ears guest programs (protocol 1 over stdio)
@@ -22,6 +37,10 @@ Usage:
       Turn a recorded run into one self-contained HTML page: the calls on a time axis.
   ears doctor [--json]
       Say what confinement a run gets on this machine, and how to fix what is missing.
+  ears declarations [--mcp-config <file>] [--capabilities <module>] [--fetch-allow <origin>]
+      Print the TypeScript declarations of what a code body may call (for a model's prompt).
+  ears mcp [--mcp-config <file>] [--capabilities <module>] [--fetch-allow <origin>] [options]
+      Be an MCP server (stdio) with one tool, run_code, that runs a code body sandboxed.
   ears --help, ears <command> --help
   ears --version          (also -v, -V)
 
@@ -36,8 +55,8 @@ Examples:
   ears replay run.ndjson -- node guest.mjs
   ears timeline run.ndjson -o run.html
 
-Run "ears run --help", "ears exec --help", "ears replay --help", "ears timeline --help" or "ears doctor --help"
-for the options.
+Run "ears run --help", "ears exec --help", "ears replay --help", "ears timeline --help", "ears doctor --help",
+"ears declarations --help" or "ears mcp --help" for the options.
 `;
 
 /** `ears run --help`. */
@@ -58,6 +77,7 @@ Options:
                             Merged over the built-ins (a module's "read" replaces the built-in).
   --root <dir>              The directory the built-in read and list are confined to.
                             Default: the working directory.
+${CONNECTOR_HELP}
   --sandbox                 Require an OS sandbox (Linux: bubblewrap); without one the guest is
                             not started (SandboxUnavailable, exit 2). Default: a sandbox when one
                             can start here, else unconfined with a one-line note on stderr.
@@ -81,8 +101,20 @@ Options:
                             Default: none.
   --call-timeout <seconds>  Deadline for each capability call; a late call is answered with a
                             CallTimedOut failure. Default: 120.
+  --memory <n>[K|M|G]       Memory of the guest and everything it starts (K, M, G: powers of
+                            1024); past it the guest is killed: MemoryLimit, exit 2. Default: 1G.
+  --processes <n>           Processes and threads of the guest tree at once; beyond it fork and
+                            spawn fail inside the guest (EAGAIN) and the run goes on. Default: 256.
+  --cpu-time <seconds>      CPU time of the guest tree; past it the run ends: CpuLimit, exit 2.
+                            Default: none (the --timeout deadline only).
+  --tmp-size <n>[K|M|G]     Size of the sandbox's private /tmp; writes past it fail with ENOSPC
+                            inside the guest. Sandboxed runs only. Default: 256M.
+                            A limit given here that this machine cannot enforce (no cgroup; no
+                            sandbox for --tmp-size) stops the run before it starts (exit 2). After
+                            the run, a note says what it cost: cpu 120 ms, memory 48 MiB peak,
+                            3 processes (--json: the report's "limits" and "usage").
   --json                    Print the whole run report (outcome, failure, logs, calls, exit,
-                            stderr tail) as one JSON line on stdout instead of the result.
+                            stderr tail, limits, usage) as one JSON line on stdout instead of the result.
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
                             (errors still appear, and the guest's stderr tail after a broken run).
   --verbose                 After the run, print a compact timeline on stderr: each call with its
@@ -161,13 +193,15 @@ A body that does not compile is not run: CompileError, exit 2.
 Options:
   --code <body>             The body itself (quote it for the shell).
   --code-file <path>        Read the body from a file.
-  --typecheck               Check the body's types first (needs the typescript package): calls
-                            take any name and JSON arguments, as no contract is known here.
+  --typecheck               Check the body's types first (needs the typescript package): against
+                            the types of --mcp-config's tools and fetch when given; other calls
+                            take any name and JSON arguments, as no contract is known for them.
   --cwd <dir>               The body's working directory, shown read-only (secrets masked).
                             Default: a private empty directory, writable, removed after the run.
   Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
   --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
-  --timeout, --call-timeout, --json, --quiet, --verbose), with the same meaning; see ears run --help.
+  --timeout, --call-timeout, --memory, --processes, --cpu-time, --tmp-size, --json, --quiet,
+  --verbose, --mcp-config, --fetch-allow, --fetch-header), with the same meaning; see ears run --help.
   -h, --help                Show this help.
 
 ${EXIT_STATUS}
@@ -208,11 +242,65 @@ export const DOCTOR_HELP = `Usage: ears doctor [--json]
 Says what confinement a guest run gets on this machine and why: the platform, bubblewrap (found, its
 version, whether it starts a sandbox), user namespaces, the seccomp filter, the host's user. For each
 missing piece it prints the one line that fixes it (e.g. apt-get install bubblewrap, the sysctl for
-user namespaces, AppArmor's restriction on Ubuntu 24.04).
+user namespaces, AppArmor's restriction on Ubuntu 24.04). Then the resource limits (--memory,
+--processes, --cpu-time, --tmp-size): what enforces each here (a cgroup, an rlimit, bubblewrap),
+or why nothing does and the fix. The exit status is about confinement only.
 
 Options:
-  --json                    Print {"confined": true|false, "checks": [{name, ok, detail, fix?}]}.
+  --json                    Print {"confined": true|false, "checks": [{name, ok, detail, fix?}],
+                            "limits": {cgroup, limits: {memoryBytes: {enforcedBy, note?, fix?}, ...}}}.
   -h, --help                Show this help.
 
 Exit status: 0 when runs here are confined, 1 when they are not, 64 for a usage error.
+`;
+
+/** `ears declarations --help`. */
+export const DECLARATIONS_HELP = `Usage: ears declarations [options]
+
+Prints the TypeScript declarations (ears, input, Outcome and the Capabilities map) of exactly what a
+code body run by "ears exec" or "ears mcp" with the same options may call: MCP tools and fetch typed
+from their JSON Schemas (descriptions as doc comments; what cannot be typed is Json with a comment),
+other capabilities untyped. Put the output in a model's prompt.
+
+Options:
+  --allow <names>           Also declare these capabilities (built-ins or --capabilities); repeatable.
+  --capabilities <module>   A module of capability handlers (see ears run --help).
+  --root <dir>              As for ears run.
+${CONNECTOR_HELP}
+  --quiet                   Do not copy the MCP servers' stderr to stderr.
+  -h, --help                Show this help.
+
+Exit status: 0 printed; 64 usage error (a bad option, an unreadable configuration, a server that
+cannot be reached).
+
+Examples:
+  ears declarations --mcp-config mcp.json
+  ears declarations --fetch-allow https://api.github.com --allow read
+`;
+
+/** `ears mcp --help`. */
+export const MCP_HELP = `Usage: ears mcp [options]
+
+Serves MCP over stdin and stdout (stdio transport) with one tool, run_code: its input is
+{"code": "<body>", "input"?: <JSON>}, its description carries the declarations of what the body may
+call, and its result is the body's outcome as text (and structuredContent), with isError for a
+failure. A body that does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
+Bodies run sandboxed (as ears exec: bubblewrap when it can start), one process each; the MCP
+servers of --mcp-config are started once and stay connected until the client closes stdin.
+Logs, the bodies' stderr and the servers' stderr go to stderr; stdout carries only MCP.
+
+Options:
+${CONNECTOR_HELP}
+  --allow, --capabilities, --root, --sandbox, --no-sandbox, --sandbox-read, --sandbox-write,
+  --sandbox-show-secrets, --sandbox-allow-broad, --env, --timeout, --call-timeout, --quiet
+                            As for ears run, for every body. Each body works in a private empty
+                            directory of its own, as ears exec without --cwd.
+  --typecheck               Check each body's types against the declarations before running it
+                            (needs the typescript package).
+  -h, --help                Show this help.
+
+In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, Cursor's mcp.json):
+  {"mcpServers": {"ears": {"command": "npx", "args": ["ears", "mcp", "--mcp-config", "/abs/mcp.json"]}}}
+
+Exit status: 0 when the client closed stdin; 64 usage error.
 `;

@@ -1,7 +1,7 @@
 /** How `ears` shows a run: live logs, the result, notes and errors, and the exit status. */
 import { excerpt } from "../protocol/text.js";
 import type { Writable } from "node:stream";
-import type { LogEntry, RunReport } from "../host/index.js";
+import type { LogEntry, ResourceUsage, RunReport } from "../host/index.js";
 import type { RunReportFields } from "../host/types.js";
 import type { Outcome } from "../protocol/outcome.js";
 import { describeError } from "../protocol/errors.js";
@@ -150,6 +150,30 @@ function writeInPieces(stream: Writable, text: string, format: (piece: string) =
 
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
+}
+
+/**
+ * What a run cost, on one line: `cpu 120 ms, memory 48 MiB peak, 3 processes` (each part only when it
+ * was measured); undefined when nothing was (no cgroup here).
+ */
+export function usageLine(usage: ResourceUsage | undefined): string | undefined {
+  if (usage === undefined) return undefined;
+  const parts: string[] = [];
+  if (usage.cpuMs !== undefined) parts.push(`cpu ${Math.round(usage.cpuMs)} ms`);
+  if (usage.peakMemoryBytes !== undefined) {
+    const mib = usage.peakMemoryBytes / (1024 * 1024);
+    parts.push(`memory ${mib < 10 ? mib.toFixed(1) : Math.round(mib)} MiB peak`);
+  }
+  if (usage.peakProcesses !== undefined) parts.push(`${usage.peakProcesses} ${usage.peakProcesses === 1 ? "process" : "processes"}`);
+  return parts.length === 0 ? undefined : parts.join(", ");
+}
+
+/** The usage line as a note on stderr after the run (unless quiet); the numbers are in the `--json` report. */
+export function printUsage(report: RunReport, stderr: Writable, quiet: boolean): void {
+  const line = usageLine(report.usage);
+  if (quiet || line === undefined) return;
+  endGuestStderrLine(stderr);
+  stderr.write(`ears: ${line}\n`);
 }
 
 /** The exit status a run's report calls for. */

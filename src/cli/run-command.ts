@@ -9,7 +9,9 @@ import type { Json } from "../protocol/json.js";
 import { performance } from "node:perf_hooks";
 import { TimelineBuilder } from "../transcripts/timeline.js";
 import { recordTo, transcriptEntry, type Recorder } from "../transcripts/transcript.js";
+import { defineCapabilities, type CapabilitySpec, type Contract } from "../contract/contract.js";
 import { loadCapabilityModule } from "./capability-module.js";
+import { CONNECTOR_OPTIONS, connectorsOf, type ConnectorValues } from "./connector-options.js";
 import { RUN_HELP } from "./help.js";
 import {
   endGuestStderrLine,
@@ -20,11 +22,12 @@ import {
   printJson,
   printNotes,
   printOutcome,
+  printUsage,
   type CliIo,
 } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
 import { printTimeline } from "./timeline-text.js";
-import { parseInput, parseNameList, parseSeconds, subcommand, UsageError } from "./usage.js";
+import { parseCount, parseInput, parseNameList, parseSeconds, parseSize, subcommand, UsageError } from "./usage.js";
 
 /** Options shared by `ears run` and `ears replay`. */
 export const SESSION_OPTIONS = {
@@ -51,14 +54,23 @@ export const RUN_OPTIONS = {
   input: { type: "string" },
   capabilities: { type: "string" },
   root: { type: "string" },
+  ...CONNECTOR_OPTIONS,
+  memory: { type: "string" },
+  processes: { type: "string" },
+  "cpu-time": { type: "string" },
+  "tmp-size": { type: "string" },
 } as const;
 
 /** Runs `ears run` with `argv` (the words after "run"); resolves with the exit status. Throws {@link UsageError}. */
 export const runCommand = subcommand("run", RUN_OPTIONS, RUN_HELP, async ({ values, positionals, command }, io) => {
   const guest = guestCommand("run", positionals, command);
-  const host = await hostOptionsOf(values, io);
-  const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
-  return reportRun(report, values, io, host);
+  const { contract: _contract, closeConnectors, ...host } = await hostOptionsOf(values, io);
+  try {
+    const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
+    return await reportRun(report, values, io, host);
+  } finally {
+    await closeConnectors();
+  }
 });
 
 /** The command-line options every run of a guest takes (`ears run`, `ears exec`). */
@@ -73,7 +85,21 @@ export type HostValues = {
   quiet?: boolean;
   json?: boolean;
   verbose?: boolean;
-} & Parameters<typeof sandboxOf>[0];
+} & ConnectorValues &
+  Parameters<typeof sandboxOf>[0] &
+  Parameters<typeof resourceLimitsOf>[0];
+
+/** What {@link hostOptionsOf} gives a command: runGuest's options, the transcript, and the connectors' contract and close. */
+export type HostOptionsOfCli = Omit<GuestCommand, "command" | "args"> &
+  RunWatchers & {
+    /**
+     * The allowed capabilities as a contract, when connectors (--mcp-config, --fetch-allow) declare types:
+     * theirs, and the others untyped. `undefined` without connectors (an untyped ears, as before).
+     */
+    contract: Contract | undefined;
+    /** Closes the MCP servers' connections; call it when the command is done. Never rejects. */
+    closeConnectors: () => Promise<void>;
+  };
 
 /** What a run from the command line keeps besides the host options: the --record transcript and the --verbose timeline. */
 export interface RunWatchers {
@@ -83,12 +109,13 @@ export interface RunWatchers {
 
 /**
  * The host side of a run from the command line: input, limits, built-in and --capabilities handlers,
- * --allow, the sandbox, callbacks, and the --record transcript (opened before anything starts, so a bad
- * path is a usage error). Throws {@link UsageError}.
+ * the connectors (--mcp-config's tools and --fetch-allow's fetch, allowed by default), --allow, the
+ * sandbox, callbacks, and the --record transcript (opened before anything starts, so a bad path is a
+ * usage error). Throws {@link UsageError}, after closing any connector it opened.
  */
-export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Omit<GuestCommand, "command" | "args"> & RunWatchers> {
+export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<HostOptionsOfCli> {
   const input = parseInput(values.input, io.cwd);
-  const limits = limitsOf(values);
+  const limits = { ...limitsOf(values), ...resourceLimitsOf(values) };
   let builtins: Capabilities;
   try {
     builtins = await rootFiles(resolve(io.cwd, values.root ?? "."));
@@ -96,22 +123,41 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Omit
     throw new UsageError(`--root: ${describeError(error)}`);
   }
   const custom = values.capabilities === undefined ? {} : await loadCapabilityModule(values.capabilities, io.cwd);
-  const capabilities: Capabilities = Object.assign(Object.create(null) as Capabilities, builtins, custom);
-  const allowed = parseNameList(values.allow);
-  const unknown = allowed.filter((name) => !Object.hasOwn(capabilities, name));
-  if (unknown.length > 0) {
-    throw new UsageError(
-      `--allow names ${unknown.map((n) => JSON.stringify(n)).join(", ")}, but no such capability exists ` +
-        `(available: ${Object.keys(capabilities).join(", ")}); add a handler with --capabilities`,
-    );
-  }
   const sandbox = sandboxOf(values, io.cwd);
-  const recorder = startRecording(values.record, io.cwd);
+  const connectors = await connectorsOf(values, io);
+  let allowed: string[];
+  let contract: Contract | undefined;
+  let recorder: Recorder | undefined;
+  const capabilities: Capabilities = Object.assign(Object.create(null) as Capabilities, builtins, custom);
+  try {
+    const clash = Object.keys(connectors.capabilities).filter((name) => Object.hasOwn(custom, name));
+    if (clash.length > 0) {
+      throw new UsageError(
+        `--capabilities exports ${clash.map((n) => JSON.stringify(n)).join(", ")}, which a connector also provides; rename one`,
+      );
+    }
+    Object.assign(capabilities, connectors.capabilities);
+    // The connectors' capabilities are allowed by default, as a contract's are.
+    allowed = [...new Set([...parseNameList(values.allow), ...Object.keys(connectors.capabilities)])];
+    const unknown = allowed.filter((name) => !Object.hasOwn(capabilities, name));
+    if (unknown.length > 0) {
+      throw new UsageError(
+        `--allow names ${unknown.map((n) => JSON.stringify(n)).join(", ")}, but no such capability exists ` +
+          `(available: ${Object.keys(capabilities).join(", ")}); add a handler with --capabilities`,
+      );
+    }
+    contract = Object.keys(connectors.specs).length === 0 ? undefined : contractOf(allowed, connectors.specs);
+    recorder = startRecording(values.record, io.cwd);
+  } catch (error) {
+    await connectors.close();
+    throw error;
+  }
   const timeline = values.verbose ? new TimelineBuilder() : undefined;
   const startedAt = performance.now();
   const now = () => performance.now() - startedAt;
-  const printStderr = values.quiet ? undefined : guestStderrPrinter(io.stderr);
   return {
+    contract,
+    closeConnectors: () => connectors.close().catch(() => {}),
     sandbox,
     cwd: io.cwd,
     allowed,
@@ -126,16 +172,25 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Omit
             timeline.add(transcriptEntry(from, line), now());
             return recorder?.onFrame(from, line);
           },
-    onStderr: guestStderrTo(printStderr, recorder, timeline && ((chunk) => timeline.add({ from: "guest", stderr: chunk }, now()))),
+    onStderr: guestStderrTo(
+      values.quiet ? undefined : guestStderrPrinter(io.stderr),
+      recorder,
+      timeline && ((chunk) => timeline.add({ from: "guest", stderr: chunk }, now())),
+    ),
     signal: io.signal,
     recorder,
     timeline,
   };
 }
 
+/** The allowed names as a contract: the connectors' specs, and an untyped spec for every other name. */
+export function contractOf(allowed: readonly string[], specs: Record<string, CapabilitySpec>): Contract {
+  return defineCapabilities(Object.fromEntries(allowed.map((name) => [name, Object.hasOwn(specs, name) ? specs[name]! : {}])));
+}
+
 /**
- * Closes the transcript with the report note, prints the result (or the --json report), the notes and,
- * with --verbose, the timeline; the exit status.
+ * Closes the transcript with the report note, prints the result (or the --json report), the notes, the
+ * usage and, with --verbose, the timeline; the exit status.
  */
 export async function reportRun(report: RunReport, values: HostValues, io: CliIo, { recorder, timeline }: RunWatchers): Promise<number> {
   const recorded = await finishRecording(recorder, io, report);
@@ -144,6 +199,7 @@ export async function reportRun(report: RunReport, values: HostValues, io: CliIo
   if (!values.json && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
   printSandboxNote(report, io, values.quiet ?? false);
   printNotes(inFlagTerms(report), io.stderr, values.quiet ?? false);
+  if (!values.json) printUsage(report, io.stderr, values.quiet ?? false);
   if (timeline !== undefined) printRunTimeline(timeline, report, io);
   return recorded && printed ? exitStatusOf(report) : ExitStatus.SessionError;
 }
@@ -219,9 +275,22 @@ export function printSandboxNote(report: RunReport, io: CliIo, quiet: boolean): 
  * set it (`--timeout`, not `limits.runTimeoutMs`). The `--json` report stays as the host wrote it.
  */
 export function inFlagTerms<Report extends { failure?: { code: string; message: string } }>(report: Report): Report {
-  if (report.failure === undefined || !report.failure.message.includes("(limits.runTimeoutMs)")) return report;
-  return { ...report, failure: { ...report.failure, message: report.failure.message.replace("(limits.runTimeoutMs)", "(--timeout)") } };
+  if (report.failure === undefined) return report;
+  let message = report.failure.message;
+  for (const [limit, flag] of LIMIT_FLAGS) message = message.replaceAll(limit, flag);
+  return message === report.failure.message ? report : { ...report, failure: { ...report.failure, message } };
 }
+
+/** How a host limit named in a failure message is set from the command line. */
+const LIMIT_FLAGS = [
+  ["(limits.runTimeoutMs)", "(--timeout)"],
+  ["(limits.memoryBytes)", "(--memory)"],
+  ["(limits.cpuTimeMs)", "(--cpu-time)"],
+  ["limits.memoryBytes (", "--memory ("],
+  ["limits.processes (", "--processes ("],
+  ["limits.cpuTimeMs (", "--cpu-time ("],
+  ["limits.tmpBytes (", "--tmp-size ("],
+] as const;
 
 /** The guest command after `--`, or a usage error that shows how to give it. */
 export function guestCommand(name: string, positionals: readonly string[], command: readonly string[]): string[] {
@@ -243,6 +312,20 @@ export function limitsOf(values: { timeout?: string; "call-timeout"?: string }):
   const callTimeoutMs = parseSeconds("call-timeout", values["call-timeout"]);
   if (runTimeoutMs !== undefined) limits.runTimeoutMs = runTimeoutMs;
   if (callTimeoutMs !== undefined) limits.callTimeoutMs = callTimeoutMs;
+  return limits;
+}
+
+/** The resource limits from --memory, --processes, --cpu-time and --tmp-size (`ears run`, `ears exec`). */
+export function resourceLimitsOf(values: { memory?: string; processes?: string; "cpu-time"?: string; "tmp-size"?: string }): HostLimits {
+  const limits: HostLimits = {};
+  const memoryBytes = parseSize("memory", values.memory);
+  const processes = parseCount("processes", values.processes);
+  const cpuTimeMs = parseSeconds("cpu-time", values["cpu-time"]);
+  const tmpBytes = parseSize("tmp-size", values["tmp-size"]);
+  if (memoryBytes !== undefined) limits.memoryBytes = memoryBytes;
+  if (processes !== undefined) limits.processes = processes;
+  if (cpuTimeMs !== undefined) limits.cpuTimeMs = cpuTimeMs;
+  if (tmpBytes !== undefined) limits.tmpBytes = tmpBytes;
   return limits;
 }
 

@@ -4,7 +4,9 @@
  * fetch, so it can be opened offline and attached to a bug report. Every piece of guest text is
  * HTML-escaped; the script only shows and hides rows.
  */
-import { usageSummary, type Timeline, type TimelineCall, type TimelineMark } from "../transcripts/timeline.js";
+import type { ResourceUsage } from "../host/types.js";
+import type { Timeline, TimelineCall, TimelineMark } from "../transcripts/timeline.js";
+import { usageLine } from "./report-output.js";
 
 /** The page for `timeline`, titled after `source` (the transcript's name). */
 export function timelineHtml(timeline: Timeline, source: string): string {
@@ -16,12 +18,14 @@ export function timelineHtml(timeline: Timeline, source: string): string {
   const calls = timeline.calls.length + timeline.droppedCalls;
   const failed = timeline.calls.filter((call) => call.status !== "success").length;
   const report = timeline.report;
+  // The figures as the report wrote them, on the line the CLI prints after a live run.
+  const usage = report?.usage === undefined ? undefined : usageLine(report.usage as unknown as ResourceUsage);
   const bad = report?.ok === false || timeline.result?.status === "failure" || report?.failure !== undefined;
   const facts = [
     `${time(timeline.durationMs, timeline.timed)}`,
     `${calls} call${calls === 1 ? "" : "s"}${failed > 0 ? `, ${failed} not successful` : ""}`,
     `${timeline.marks.filter((mark) => mark.kind === "log").length} logs`,
-    ...(report?.usage !== undefined ? [`usage: ${usageSummary(report.usage)}`] : []),
+    ...(usage !== undefined ? [`usage: ${usage}`] : []),
     ...(report?.sandbox !== undefined ? [`sandbox: ${report.sandbox}`] : []),
     ...(report?.exit !== undefined ? [`exit: ${report.exit}`] : []),
     ...(timeline.sdk !== undefined ? [`guest: ${timeline.sdk}`] : []),

@@ -90,6 +90,10 @@ const VALUE_EXAMPLES: Record<string, string> = {
   "call-timeout": "10",
   code: `'return 1;'`,
   "code-file": "body.ts",
+  memory: "512M",
+  processes: "64",
+  "cpu-time": "10",
+  "tmp-size": "64M",
 };
 
 // Messages carry no prefix: main() prints every usage error as "ears: <message>".
@@ -171,6 +175,32 @@ export function parseSeconds(option: string, text: string | undefined): number |
     throw new UsageError(`--${option} takes a positive number of seconds (e.g. --${option} 30), got ${JSON.stringify(text)}`);
   }
   return Math.max(1, Math.round(seconds * 1000));
+}
+
+const SIZE_UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+
+/**
+ * `--memory 512M` -> 536870912: a whole number of bytes, or a number with K, M or G (powers of 1024; a
+ * trailing "iB" or "B" is accepted). Throws {@link UsageError} for anything else, or a size under 1 byte.
+ */
+export function parseSize(option: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const match = /^\s*(\d*\.?\d+)\s*([kmg]?)(?:i?b)?\s*$/i.exec(text);
+  const bytes = match === null ? NaN : Math.floor(Number(match[1]) * SIZE_UNITS[match[2]!.toLowerCase()]!);
+  if (!(Number.isSafeInteger(bytes) && bytes > 0)) {
+    throw new UsageError(`--${option} takes a size in bytes, or with K, M or G (e.g. --${option} 512M), got ${JSON.stringify(text)}`);
+  }
+  return bytes;
+}
+
+/** `--processes 64` -> 64. Throws {@link UsageError} for anything but a positive whole number. */
+export function parseCount(option: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const count = /^\s*\d+\s*$/.test(text) ? Number(text) : NaN;
+  if (!(Number.isSafeInteger(count) && count > 0)) {
+    throw new UsageError(`--${option} takes a positive whole number (e.g. --${option} 64), got ${JSON.stringify(text)}`);
+  }
+  return count;
 }
 
 /**

@@ -9,6 +9,7 @@
  * call against the schema itself.
  */
 import type { CapabilitySpec, StandardSchemaV1 } from "./contract.js";
+import { isJsonSchemaWrapper } from "./json-schema.js";
 
 /** Options for {@link Contract.declarations}. */
 export interface DeclarationOptions {
@@ -59,15 +60,23 @@ export function declarationsOf(specs: Record<string, CapabilitySpec>, options: D
     const args =
       spec.arguments === undefined
         ? "Json | undefined"
-        : printRoot(jsonSchemaOf(name, "arguments", spec.arguments, "input"), `Arguments${index}`, aliases, "  ");
+        : printRoot(
+            jsonSchemaOf(name, "arguments", spec.arguments, "input"),
+            `Arguments${index}`,
+            aliases,
+            "  ",
+            untypedOf(spec.arguments),
+          );
     const structured = (schema: StandardSchemaV1) =>
-      printRoot(jsonSchemaOf(name, "structured", schema, "output"), `Structured${index}`, aliases, "  ");
+      printRoot(jsonSchemaOf(name, "structured", schema, "output"), `Structured${index}`, aliases, "  ", untypedOf(schema));
     const result = spec.structured === undefined ? "Outcome" : `TypedSuccess<${structured(spec.structured)}> | Failure`;
     const key = IDENTIFIER.test(name) ? name : JSON.stringify(name);
     return `${doc}  ${key}: { args: ${args}; result: ${result} };`;
   });
   const input =
-    options.input === undefined ? "Json" : printRoot(jsonSchemaOf("input", "schema", options.input, "output"), "Input", aliases);
+    options.input === undefined
+      ? "Json"
+      : printRoot(jsonSchemaOf("input", "schema", options.input, "output"), "Input", aliases, "", untypedOf(options.input));
   return render(entries.join("\n"), aliases.join(""), input);
 }
 
@@ -133,13 +142,39 @@ function jsonSchemaOf(name: string, field: string, schema: StandardSchemaV1, sid
   return convert.call(standard.jsonSchema, { target: "draft-2020-12" }) as Schema;
 }
 
+/**
+ * How a part the printer cannot type is printed. A Standard Schema library's part (zod's) stays
+ * `unknown`, as before. A JSON Schema from elsewhere (an MCP tool's) becomes `Json` with a comment
+ * saying why: such a value crossed the wire as JSON, so `Json` is exact, and the comment tells the
+ * model what the schema said that the type does not.
+ */
+interface Untyped {
+  /** A part that allows any value (`true`, `{}`). */
+  readonly any: string;
+  /** A part with keywords the printer does not read. */
+  readonly keyword: (reason: string) => string;
+}
+
+const ZOD_UNTYPED: Untyped = { any: "unknown", keyword: () => "unknown" };
+const JSON_UNTYPED: Untyped = {
+  any: "Json",
+  // The reason holds keys from the schema's author: only plain characters, so nothing closes the
+  // comment early or unbalances group()'s scan of brackets and quotes.
+  keyword: (reason) => `Json /* ${reason.replace(/[^\w $#.,:-]/g, " ").slice(0, 80)} */`,
+};
+
+function untypedOf(schema: StandardSchemaV1): Untyped {
+  return isJsonSchemaWrapper(schema) ? JSON_UNTYPED : ZOD_UNTYPED;
+}
+
 /** Prints a root schema; its $defs (and the root itself, when referenced as "#") become type aliases named from `base`. */
-function printRoot(root: Schema, base: string, aliases: string[], indent = ""): string {
+function printRoot(root: Schema, base: string, aliases: string[], indent = "", untyped: Untyped = ZOD_UNTYPED): string {
   const defs =
     typeof root === "object" && typeof root.$defs === "object" && root.$defs !== null ? (root.$defs as Record<string, Schema>) : {};
   const defNames = new Map(Object.keys(defs).map((key, i) => [key, `${base}_${i}`]));
   let rootReferenced = false;
   const printer: Printer = {
+    untyped,
     ref(ref) {
       if (ref === "#") {
         rootReferenced = true;
@@ -147,7 +182,7 @@ function printRoot(root: Schema, base: string, aliases: string[], indent = ""): 
       }
       const match = /^#\/(?:\$defs|definitions)\/(.+)$/.exec(ref);
       const key = match === null ? undefined : decodeURIComponent(match[1]!).replaceAll("~1", "/").replaceAll("~0", "~");
-      return key !== undefined && defNames.has(key) ? defNames.get(key)! : "unknown";
+      return key !== undefined && defNames.has(key) ? defNames.get(key)! : untyped.keyword(`unresolved ref ${ref}`);
     },
   };
   for (const [key, alias] of defNames) aliases.push(`type ${alias} = ${print(defs[key]!, printer, "")};\n`);
@@ -159,18 +194,34 @@ function printRoot(root: Schema, base: string, aliases: string[], indent = ""): 
 
 interface Printer {
   ref(ref: string): string;
+  readonly untyped: Untyped;
 }
+
+/** Keywords that say nothing about a value's type: a schema of only these allows any value. */
+const ANNOTATIONS = new Set([
+  "$schema",
+  "$id",
+  "$comment",
+  "title",
+  "description",
+  "default",
+  "examples",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+]);
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 /** One schema as a TypeScript type; `indent` is the indentation of the line it starts on. */
 function print(schema: Schema, printer: Printer, indent: string): string {
-  if (schema === true) return "unknown";
+  if (schema === true) return printer.untyped.any;
   if (schema === false) return "never";
-  if (typeof schema !== "object" || schema === null) return "unknown";
+  if (typeof schema !== "object" || schema === null) return printer.untyped.keyword("not a schema");
   if (typeof schema.$ref === "string") return printer.ref(schema.$ref);
-  if ("const" in schema) return literal(schema.const);
-  if (Array.isArray(schema.enum)) return schema.enum.length === 0 ? "never" : schema.enum.map(literal).join(" | ");
+  if ("const" in schema) return literal(schema.const, printer);
+  if (Array.isArray(schema.enum))
+    return schema.enum.length === 0 ? "never" : schema.enum.map((value) => literal(value, printer)).join(" | ");
   for (const key of ["anyOf", "oneOf"] as const) {
     const list = schema[key];
     if (Array.isArray(list))
@@ -180,7 +231,11 @@ function print(schema: Schema, printer: Printer, indent: string): string {
     return schema.allOf.length === 0 ? "unknown" : schema.allOf.map((item) => group(print(item as Schema, printer, indent))).join(" & ");
   if (typeof schema.not === "object" && schema.not !== null && Object.keys(schema.not).length === 0) return "never";
   const types = Array.isArray(schema.type) ? schema.type : typeof schema.type === "string" ? [schema.type] : [];
-  if (types.length === 0) return "properties" in schema ? printObject(schema, printer, indent) : "unknown";
+  if (types.length === 0) {
+    if ("properties" in schema) return printObject(schema, printer, indent);
+    const keywords = Object.keys(schema).filter((key) => !ANNOTATIONS.has(key));
+    return keywords.length === 0 ? printer.untyped.any : printer.untyped.keyword(`untyped: ${keywords.slice(0, 3).join(", ")}`);
+  }
   return types.map((type) => group(printType(String(type), schema, printer, indent))).join(" | ");
 }
 
@@ -200,7 +255,7 @@ function printType(type: string, schema: Record<string, unknown>, printer: Print
     case "object":
       return printObject(schema, printer, indent);
     default:
-      return "unknown";
+      return printer.untyped.keyword(`unknown type ${type}`);
   }
 }
 
@@ -232,16 +287,18 @@ function printObject(schema: Record<string, unknown>, printer: Printer, indent: 
   // additionalProperties (zod's input side of a plain object) prints no signature: that is zod's own
   // TypeScript type, so an object literal with an unknown key is an error here as in a typed guest.
   if (extra !== undefined && extra !== false) {
-    const value = extra === true ? "unknown" : print(extra as Schema, printer, inner);
-    const known = Object.keys(properties).length === 0 ? value : "unknown";
+    const value = extra === true ? printer.untyped.any : print(extra as Schema, printer, inner);
+    const known = Object.keys(properties).length === 0 ? value : printer.untyped.any;
     lines.push(`${inner}[key: string]: ${known};`);
   }
   if (lines.length === 0) return "{}";
   return `{\n${lines.join("\n")}\n${indent}}`;
 }
 
-function literal(value: unknown): string {
-  return value === null || ["string", "number", "boolean"].includes(typeof value) ? JSON.stringify(value) : "unknown";
+function literal(value: unknown, printer: Printer): string {
+  return value === null || ["string", "number", "boolean"].includes(typeof value)
+    ? JSON.stringify(value)
+    : printer.untyped.keyword("an object or array constant");
 }
 
 /** Parenthesises a top-level union or intersection, where it would bind differently (inside `T[]`, `A | B`). */

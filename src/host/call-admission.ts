@@ -1,5 +1,6 @@
 // The admission of the guest's calls: unique request ids, the call records and their payload budget, the
-// in-flight limit, the unread-reply budget that holds calls (and reading) back, each call's deadline and reply.
+// in-flight limit, the running-handler cap and the unread-reply budget that hold calls (and reading) back,
+// each call's deadline and reply.
 import { excerpt } from "../protocol/text.js";
 import type { RequestFrame } from "../protocol/frames.js";
 import { Outcome } from "../protocol/outcome.js";
@@ -19,6 +20,13 @@ const MAX_RECORDED_NAME_CHARS = 1024;
 /** What one unread frame is counted as besides its characters, against `maxUnreadChars`. */
 const UNREAD_FRAME_OVERHEAD = 256;
 
+/** An answer that exists while the guest leaves too much unread: kept as its outcome until it can be sent. */
+interface HeldReply {
+  record: CallRecord;
+  kept: boolean;
+  outcome: Outcome;
+}
+
 /** What call admission needs from the session it serves. */
 export interface CallSession {
   /** Milliseconds on the session's clock (since the run began). */
@@ -29,6 +37,8 @@ export interface CallSession {
   send(line: string): void;
   /** Ends the run: the guest broke the protocol with a request. */
   finish(failure: HostFailure): void;
+  /** Lets the read loop re-check {@link CallAdmission.holdsReading} (calls that waited have started). */
+  wakeReader(): void;
   /** Told about each reply (tracing). */
   readonly observer?: RunObserver | undefined;
 }
@@ -47,8 +57,16 @@ export class CallAdmission {
   private idsUpTo = 0;
   /** The ids used above `idsUpTo`: empty for a guest that counts up from 1. */
   private readonly idsAbove = new Set<number>();
-  /** Calls accepted while the guest had too much unread: their handlers start, in order, once it reads. */
+  /**
+   * Calls accepted while the guest had too much unread or `maxRunningHandlers` handlers were running:
+   * their handlers start, in order, once the guest reads and a handler settles.
+   */
   private readonly waitingToStart = new FrameQueue<Call>();
+  /**
+   * Answers that came while the guest had too much unread, in order: held as outcomes (one copy of their
+   * content) rather than as encoded frames (a second), encoded once the guest has read down to half.
+   */
+  private readonly waitingToSend = new FrameQueue<HeldReply>();
   /** Calls waiting for their reply. */
   private readonly pending = new Map<number, Call>();
   /** The pending calls' deadlines, in start order, under one timer (see DeadlineQueue). */
@@ -72,10 +90,16 @@ export class CallAdmission {
 
   /**
    * Whether the session must read nothing more for now: a guest that sends requests but does not read its
-   * replies would make the host queue them without bound (a deadline still ends the run).
+   * replies would make the host queue them without bound, and a call waiting for a handler slot holds
+   * back those behind it (a deadline still ends the run).
    */
   holdsReading(): boolean {
-    return this.unsent > this.settings.limits.maxUnreadChars || this.waitingToStart.size > 0;
+    return this.unreadFull() || this.waitingToStart.size > 0;
+  }
+
+  /** The guest leaves too much unread: over `maxUnreadChars` handed to the wire, or answers already held for it. */
+  private unreadFull(): boolean {
+    return this.unsent > this.settings.limits.maxUnreadChars || this.waitingToSend.size > 0;
   }
 
   /** Counts a frame of `chars` characters handed to the wire; returns its cost, to give back with {@link sent}. */
@@ -88,12 +112,13 @@ export class CallAdmission {
   }
 
   /**
-   * A frame's send settled. Once the guest has taken enough (half the budget), the waiting calls start and
-   * the result is true: the session may read again.
+   * A frame's send settled. Once the guest has taken enough (half the budget), the held answers are sent,
+   * the waiting calls start, and the result is true: the session may read again.
    */
   sent(cost: number): boolean {
     this.unsent -= cost;
     if (this.unsent > this.settings.limits.maxUnreadChars / 2) return false;
+    if (this.waitingToSend.size > 0) this.sendHeld();
     if (this.waitingToStart.size > 0) this.startWaiting();
     return true;
   }
@@ -136,8 +161,9 @@ export class CallAdmission {
     this.pending.set(id, call);
     if (callTimeoutMs !== Infinity) this.deadlines.add(call);
     // While the guest leaves more than maxUnreadChars of replies unread, no handler starts: each answer
-    // would only add to the queue the guest is not reading. The call waits; its deadline runs meanwhile.
-    if (this.unsent > limits.maxUnreadChars || this.waitingToStart.size > 0) this.waitingToStart.push(call);
+    // would only add to the queue the guest is not reading. Nor while maxRunningHandlers run: each of
+    // them may still return a large answer, uncounted until it exists. The call waits; its deadline runs.
+    if (this.holdsReading() || this.running >= limits.maxRunningHandlers) this.waitingToStart.push(call);
     else this.start(call);
   }
 
@@ -171,21 +197,34 @@ export class CallAdmission {
     this.running++;
     void answer(call.handler, args, new CallContext(record.name, record.id, call)).then((outcome) => {
       this.running--;
-      if (call.settled) return; // timed out or the run ended: the answer is dropped
-      call.settled = true;
-      this.pending.delete(record.id);
-      this.deadlines.trim();
-      this.reply(record, call.kept, startedAt, outcome);
+      // Timed out or the run ended: the answer is dropped. Else its reply is sent or held before the slot is reused.
+      if (!call.settled) {
+        call.settled = true;
+        this.pending.delete(record.id);
+        this.deadlines.trim();
+        this.reply(record, call.kept, startedAt, outcome);
+      }
+      if (this.waitingToStart.size > 0) this.handlerSettled();
     });
   }
 
-  /** Starts the waiting calls, in order, while the guest's unread replies stay under the limit. */
+  /** A handler settled while calls wait: its slot goes to the next, and reading resumes once none waits. */
+  private handlerSettled(): void {
+    this.startWaiting();
+    if (!this.holdsReading()) this.session.wakeReader();
+  }
+
+  /**
+   * Starts the waiting calls, in order, while the guest's unread replies stay under the limit and fewer
+   * than `maxRunningHandlers` handlers run. A call that timed out while waiting is dropped and never starts.
+   */
   private startWaiting(): void {
-    const max = this.settings.limits.maxUnreadChars;
-    while (this.unsent <= max && this.session.replying()) {
-      const call = this.waitingToStart.take();
-      if (call === undefined) return;
-      if (!call.settled) this.start(call); // a call that timed out while waiting never starts
+    const { maxRunningHandlers } = this.settings.limits;
+    for (let call = this.waitingToStart.peek(); call !== undefined; call = this.waitingToStart.peek()) {
+      if (!call.settled && (this.unreadFull() || this.running >= maxRunningHandlers)) return;
+      if (!this.session.replying()) return;
+      this.waitingToStart.take();
+      if (!call.settled) this.start(call);
     }
   }
 
@@ -201,6 +240,25 @@ export class CallAdmission {
 
   private reply(record: CallRecord, kept: boolean, startedAt: number, outcome: Outcome): void {
     if (!this.session.replying()) return;
+    record.durationMs = this.session.now() - startedAt;
+    // Counted as soon as it exists: while the guest leaves too much unread, the answer waits as it is
+    // (its frame would be one more copy of its content, queued where the guest is not reading).
+    if (this.unreadFull()) this.waitingToSend.push({ record, kept, outcome });
+    else this.sendReply(record, kept, outcome);
+  }
+
+  /** Sends the held answers, in order, while the guest's unread replies stay under the limit. */
+  private sendHeld(): void {
+    const max = this.settings.limits.maxUnreadChars;
+    while (this.unsent <= max && this.session.replying()) {
+      const held = this.waitingToSend.take();
+      if (held === undefined) return;
+      this.sendReply(held.record, held.kept, held.outcome);
+    }
+  }
+
+  /** Encodes the reply (or the failure saying it cannot be sent), records it and sends it. */
+  private sendReply(record: CallRecord, kept: boolean, outcome: Outcome): void {
     let line = replyLine(record.id, outcome);
     const { maxReplyBytes: max, maxCallPayloadChars } = this.settings.limits;
     if (line === undefined || tooLong(line, max)) {
@@ -217,7 +275,6 @@ export class CallAdmission {
         record.outcome = outcome;
       }
     }
-    record.durationMs = this.session.now() - startedAt;
     this.session.observer?.replied(record.id, outcome, line);
     this.session.send(line);
   }
@@ -232,6 +289,7 @@ export class CallAdmission {
     this.pending.clear();
     this.deadlines.clear();
     this.waitingToStart.clear();
+    this.waitingToSend.clear();
   }
 }
 

@@ -31,6 +31,10 @@ export const HostFailureCode = {
   SandboxUnavailable: "SandboxUnavailable",
   /** runCode: the code body does not compile (syntax, or types with `typecheck: true`); no process was started. */
   CompileError: "CompileError",
+  /** runGuest: the guest tree went past `limits.memoryBytes` and the kernel killed it. */
+  MemoryLimit: "MemoryLimit",
+  /** runGuest: the guest tree used more CPU time than `limits.cpuTimeMs`; the run was stopped. */
+  CpuLimit: "CpuLimit",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;
@@ -47,6 +51,6 @@ export const HostReplyCode = {
   CapabilityMissing: "CapabilityMissing",
   /** No answer within `callTimeoutMs`; the call may have run. */
   CallTimedOut: "CallTimedOut",
-  /** `maxInFlight` handlers were already running; this one did not run. */
+  /** `maxInFlight` calls were already running or waiting to start; this one did not run. */
   TooManyCalls: "TooManyCalls",
 } as const;

@@ -30,6 +30,16 @@ export function spawnFailed(command: string, error: unknown): HostFailure {
   return { code: HostFailureCode.SpawnFailed, message: `could not start ${JSON.stringify(command)}: ${describeError(error)}${advice}` };
 }
 
+/** A resource limit the host asked for that this machine (or this run's confinement) cannot enforce. */
+export function limitUnavailable(reason: string): HostFailure {
+  return { code: HostFailureCode.SandboxUnavailable, message: `the guest was not started: ${reason}` };
+}
+
+/** The launcher could not prepare the run (join its cgroup, set an rlimit); its stderr line says which. */
+export function launcherFailed(line: string): HostFailure {
+  return { code: HostFailureCode.SandboxUnavailable, message: `the guest was not started: ${clip(line, 300)}` };
+}
+
 export function codeNotCompiled(problem: string): HostFailure {
   return { code: HostFailureCode.CompileError, message: `the code was not run: ${problem}` };
 }
@@ -64,6 +74,22 @@ export function engineFailed(error: unknown): HostFailure {
 /** runGuest's own code threw around the session (a bug): reported, never a rejection. */
 export function hostFailed(error: unknown): HostFailure {
   return { code: HostFailureCode.NoResult, message: `the host failed: ${describeError(error)}` };
+}
+
+// What the guest consumed.
+
+export function memoryLimitReached(bytes: number): HostFailure {
+  return {
+    code: HostFailureCode.MemoryLimit,
+    message: `the guest went past its memory limit of ${bytes} bytes (limits.memoryBytes) and was killed`,
+  };
+}
+
+export function cpuLimitReached(ms: number, usedMs: number): HostFailure {
+  return {
+    code: HostFailureCode.CpuLimit,
+    message: `the guest used ${Math.round(usedMs)} ms of CPU time, past its limit of ${ms} ms (limits.cpuTimeMs); the run was stopped`,
+  };
 }
 
 // What the guest wrote.

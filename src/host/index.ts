@@ -22,6 +22,23 @@ export type {
   TraceOptions,
   TracerLike,
   TraceContextLike,
+  LimitEnforcer,
+  LimitState,
+  ResourceLimitName,
+  ResourceUsage,
 } from "./types.js";
+export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
+export {
+  connectMcpServers,
+  mcpConfig,
+  readMcpConfig,
+  McpFailureCode,
+  type McpConfig,
+  type McpServerConfig,
+  type McpConnectOptions,
+  type McpConnection,
+} from "./connectors/mcp.js";
+export { fetchCapability, FETCH_SPEC, FetchFailureCode, type FetchCapabilityOptions, type ResolvedAddress } from "./connectors/fetch.js";
+export { jsonSchema, type JsonSchema } from "../contract/json-schema.js";

@@ -11,11 +11,19 @@ export const GROUPS_SUPPORTED = process.platform !== "win32";
 
 /**
  * The watchdog: a shell that blocks reading a pipe only the host holds. When the host dies, however it
- * dies, the kernel closes the pipe, `read` returns, and the shell SIGKILLs the guest's group, then removes
- * the run's scratch directory if it has one (runCode's compiled body). At the end of a normal run the host
- * SIGKILLs the watchdog first, so it never fires then.
+ * dies, the kernel closes the pipe, `read` returns, and the shell SIGKILLs the guest's group, removes
+ * the run's scratch directory if it has one (runCode's compiled body), then SIGKILLs whatever is left in
+ * each of the run's cgroups (also what left the group, e.g. with setsid) and removes them, retrying for
+ * up to 5 s while the kernel still counts dying processes. At the end of a normal run the host SIGKILLs
+ * the watchdog first, so it never fires then.
  */
-const WATCHDOG_SCRIPT = 'read _; kill -KILL "-$1" 2>/dev/null; if [ -n "$2" ]; then rm -rf -- "$2"; fi';
+const WATCHDOG_SCRIPT = [
+  'read _; kill -KILL "-$1" 2>/dev/null; if [ -n "$2" ]; then rm -rf -- "$2"; fi; shift 2',
+  'for dir in "$@"; do n=0; while [ -d "$dir" ] && [ $n -lt 50 ]; do',
+  '  while read pid; do kill -KILL "$pid"; done < "$dir/cgroup.procs" 2>/dev/null',
+  '  rmdir "$dir" 2>/dev/null || sleep 0.1; n=$((n + 1))',
+  "done; done",
+].join("\n");
 /** Where guests go when their group is gone within this poll while it is cleared. */
 const POLL_MS = 25;
 
@@ -26,16 +34,18 @@ export class ProcessGroup {
   /**
    * `child` must have been spawned with `detached: true` (POSIX: its own group and session). An
    * unconfined child gets a watchdog; a `sandboxed` one (bubblewrap) is covered by --die-with-parent, and
-   * gets one only to remove `scratch`, a directory the host made for this run, should the host die.
+   * gets one only to remove what the host made for this run should the host die: `scratch`, a
+   * directory, and `cgroups`, the run's cgroup directories.
    */
   constructor(
     private readonly child: ChildProcess,
     private readonly sandboxed: boolean,
     scratch?: string,
+    cgroups: readonly string[] = [],
   ) {
-    if (!GROUPS_SUPPORTED || child.pid === undefined || (sandboxed && scratch === undefined)) return;
+    if (!GROUPS_SUPPORTED || child.pid === undefined || (sandboxed && scratch === undefined && cgroups.length === 0)) return;
     try {
-      const watchdog = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "ears-watchdog", String(child.pid), scratch ?? ""], {
+      const watchdog = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "ears-watchdog", String(child.pid), scratch ?? "", ...cgroups], {
         stdio: ["pipe", "ignore", "ignore"],
         detached: true, // its own group: a terminal's Ctrl-C for the host's group must not end it early
       });

@@ -40,6 +40,8 @@ export function runReport(facts: RunFacts): RunReport {
   if (facts.forcedStop !== undefined) report.forcedStop = facts.forcedStop;
   if (facts.sandbox !== undefined) report.sandbox = facts.sandbox;
   if (facts.sandboxFallback !== undefined) report.sandboxFallback = facts.sandboxFallback;
+  if (facts.limits !== undefined) report.limits = facts.limits;
+  if (facts.usage !== undefined) report.usage = facts.usage;
   return report as RunReport;
 }
 

@@ -3,18 +3,24 @@
  * child's stdout and stdin. The child is always gone (its exit observed) when the promise settles.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { StringDecoder } from "node:string_decoder";
 import { StreamWire } from "../wires/stdio.js";
 import { ByteTail } from "./byte-tail.js";
 import * as failures from "./failures.js";
 import { hostSession, type SessionResult } from "./session.js";
-import { graceMs, hostSettings, type HostSettings } from "./settings.js";
+import { graceMs, hostSettings, RESOURCE_LIMITS, type HostSettings } from "./settings.js";
 import type { RunObserver } from "./observer.js";
 import { traced } from "./tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
-import { planSandbox, sandboxRequest, spawnConfined, type SandboxReport } from "./sandbox/index.js";
+import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report.js";
+import { RunLimits, type ResourceLimits } from "./limits/limits.js";
+import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
+import { findExecutable } from "./sandbox/policy.js";
+import { nodeFileSystem } from "./sandbox/file-system-view.js";
 import type { GuestCommand, HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 import { guestHoldsOutput, OUTPUT_WATCH_MS } from "./sandbox/output-watch.js";
@@ -105,6 +111,8 @@ function launchValid(
   observer: RunObserver | undefined,
 ): Promise<RunReport> {
   const { command, args = [], env, onStderr } = options;
+  const requestedLimits = new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined));
+  const resourceLimits = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, settings.limits[name]])) as ResourceLimits;
   const cwd = options.cwd ?? process.cwd();
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;
@@ -112,12 +120,31 @@ function launchValid(
   const aborted = () => blank(failures.abortedBeforeStart(settings.signal?.reason));
 
   if (settings.signal?.aborted) return Promise.resolve(aborted());
-  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }).then((plan) => {
+  const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
+  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }, { tmpBytes }).then(async (plan) => {
     if (settings.signal?.aborted) return aborted();
     if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
     if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
     const confined = plan.kind === "confined";
     const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
+    const limits = RunLimits.prepare(resourceLimits, requestedLimits, confined);
+    if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
+    // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
+    const childEnv = confined ? {} : (env ?? process.env);
+    // The seccomp program's pipe is the one descriptor above 2 the child is given on purpose.
+    const keepFds = confined && plan.seccomp !== undefined ? [SECCOMP_FD] : [];
+    const launch = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
+    if ("problem" in launch || "error" in launch) {
+      await limits.cgroup?.remove();
+      return "error" in launch
+        ? blank(failures.spawnFailed(command, launch.error), fallback)
+        : blank(failures.limitUnavailable(launch.problem), fallback);
+    }
+    // The session ends early when a limit is passed; the user's signal still ends it as before.
+    const stop = new AbortController();
+    const passOnAbort = () => stop.abort(settings.signal?.reason);
+    settings.signal?.addEventListener("abort", passOnAbort, { once: true });
+    const sessionSettings = { ...settings, signal: stop.signal };
     let child: ChildProcessWithoutNullStreams;
     try {
       // detached: the guest leads its own process group (and session), so stopping it reaches its descendants.
@@ -128,20 +155,23 @@ function launchValid(
         windowsHide: true,
         detached: GROUPS_SUPPORTED,
       };
-      if (confined) child = spawnConfined(plan, { cwd, detached: GROUPS_SUPPORTED });
-      else child = spawn(command, args, { ...spawnOptions, env });
+      if (confined) child = spawnConfined({ ...plan, command: launch.command, args: launch.args }, { cwd, detached: GROUPS_SUPPORTED });
+      else child = spawn(launch.command, launch.args, { ...spawnOptions, env: childEnv });
     } catch (error) {
+      settings.signal?.removeEventListener("abort", passOnAbort);
+      await limits.cgroup?.remove();
       return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
     }
-    const group = new ProcessGroup(child, confined, scratch);
+    limits.watch((failure) => stop.abort(failure));
+    const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
     const guestProcess = new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr);
     if (confined) guestProcess.watchOutput();
-    return guestProcess.run(
+    const report = await guestProcess.run(
       async (guest) => {
         const spawnError = await guest.started;
         if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
         const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
-        const session = await hostSession(wire, settings, {
+        const session = await hostSession(wire, sessionSettings, {
           startedAt,
           closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
           observer,
@@ -160,7 +190,47 @@ function launchValid(
       confined ? plan.report : null,
       fallback,
     );
+    settings.signal?.removeEventListener("abort", passOnAbort);
+    const end = await limits.finish(report);
+    return runReport({ ...report, failure: end.failure ?? report.failure, limits: end.limits, usage: end.usage });
   });
+}
+
+/**
+ * The command that starts the guest (or bubblewrap): through the launcher when the run has a cgroup to
+ * join, descriptors to close or an rlimit to set (see limits/launcher.ts), else directly. Unconfined, the
+ * command is resolved on PATH first, so a missing program is still `SpawnFailed` and not the shell's
+ * "not found".
+ */
+function guestLaunch(
+  target: { command: string; args: readonly string[] },
+  confined: boolean,
+  cwd: string,
+  childEnv: NodeJS.ProcessEnv,
+  limits: RunLimits,
+  keepFds: readonly number[],
+): { command: string; args: string[] } | { problem: string } | { error: Error } {
+  const steps = {
+    command: target.command,
+    args: target.args,
+    closeFds: leakedDescriptors(),
+    keepFds,
+    cgroupProcs: limits.cgroup?.procsFiles ?? [],
+    rlimits: limits.plan.cpuRlimitSeconds === undefined ? {} : { cpuSeconds: limits.plan.cpuRlimitSeconds },
+    env: childEnv,
+    shells: machineShells(),
+  };
+  const direct = launcherCommand(steps);
+  if ("problem" in direct || !direct.wrapped || confined) return direct;
+  try {
+    return launcherCommand({ ...steps, command: findExecutable(target.command, cwd, childEnv.PATH, nodeFileSystem) });
+  } catch (error) {
+    // A path to a file that is there but not executable: the EACCES a direct spawn would have given.
+    if (target.command.includes("/") && existsSync(resolve(cwd, target.command))) {
+      return { error: Object.assign(new Error(`spawn ${target.command} EACCES`), { code: "EACCES" }) };
+    }
+    return { error: error as Error };
+  }
 }
 
 /** The child, its exit, its stderr (tail and live callback), and the shutdown sequence. */

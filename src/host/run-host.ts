@@ -5,7 +5,7 @@
 import { performance } from "node:perf_hooks";
 import type { Wire } from "../wires/wire.js";
 import { hostSession, type SessionHooks } from "./session.js";
-import { hostSettings } from "./settings.js";
+import { hostSettings, RESOURCE_LIMITS } from "./settings.js";
 import { traced } from "./tracing.js";
 import type { HostOptions, RunReport } from "./types.js";
 
@@ -26,6 +26,13 @@ export function runHost(wire: Wire, options?: HostOptions): Promise<RunReport> {
     throw new TypeError("runHost: the first argument must be a Wire (an object with send and receive)");
   }
   const settings = hostSettings(options, "runHost");
+  // A wire has no process to bound: a resource limit asked for here would be silently ignored.
+  const resource = RESOURCE_LIMITS.find((name) => options?.limits?.[name] !== undefined);
+  if (resource !== undefined) {
+    throw new TypeError(
+      `runHost: limits.${resource} bounds a guest process (runGuest, runCode); runHost runs over a wire and cannot enforce it`,
+    );
+  }
   const hooks: SessionHooks = {
     startedAt: performance.now(),
     closeGraceMs: settings.limits.closeGraceMs,

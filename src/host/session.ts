@@ -270,7 +270,7 @@ class HostSession implements CallSession {
     }
   }
 
-  private wakeReader(): void {
+  wakeReader(): void {
     const resume = this.resumeReading;
     this.resumeReading = undefined;
     resume?.();

@@ -15,6 +15,7 @@ export const DEFAULT_HOST_LIMITS: Readonly<Required<HostLimits>> = Object.freeze
   helloTimeoutMs: 10_000,
   maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
   maxInFlight: 1024,
+  maxRunningHandlers: 8,
   maxStderrBytes: 64 * 1024,
   maxLogs: 10_000,
   maxLogBytes: 16 * 1024 * 1024,
@@ -25,7 +26,14 @@ export const DEFAULT_HOST_LIMITS: Readonly<Required<HostLimits>> = Object.freeze
   maxUnreadChars: 16 * 1024 * 1024,
   maxScatteredIds: 65_536,
   closeGraceMs: 2000,
+  memoryBytes: 1024 * 1024 * 1024,
+  processes: 256,
+  cpuTimeMs: Infinity,
+  tmpBytes: 256 * 1024 * 1024,
 });
+
+/** The limits on what a guest process tree consumes (runGuest/runCode): enforced by the OS, not the session. */
+export const RESOURCE_LIMITS = ["memoryBytes", "processes", "cpuTimeMs", "tmpBytes"] as const satisfies readonly (keyof HostLimits)[];
 
 /** Options after checking: every limit set, `allowed` a fresh array. */
 export interface HostSettings {
@@ -39,12 +47,15 @@ export interface HostSettings {
   trace: TraceSetting | undefined;
 }
 
-// Limits that may be Infinity (no deadline); the others must be finite.
-const UNBOUNDED_OK = new Set<keyof HostLimits>(["callTimeoutMs", "runTimeoutMs", "helloTimeoutMs", "closeGraceMs"]);
+// Deadlines that may be Infinity (none); Node's timers cannot wait longer than MAX_TIMER_MS, so longer ones mean none too.
+const DEADLINES = new Set<keyof HostLimits>(["callTimeoutMs", "runTimeoutMs", "helloTimeoutMs", "closeGraceMs"]);
+// Limits that may be Infinity (none); the others must be finite.
+const UNBOUNDED_OK = new Set<keyof HostLimits>([...DEADLINES, ...RESOURCE_LIMITS]);
 // Limits that are counts or byte sizes: positive integers.
 const INTEGER = new Set<keyof HostLimits>([
   "maxFrameBytes",
   "maxInFlight",
+  "maxRunningHandlers",
   "maxStderrBytes",
   "maxLogs",
   "maxLogBytes",
@@ -54,6 +65,9 @@ const INTEGER = new Set<keyof HostLimits>([
   "maxCallPayloadChars",
   "maxUnreadChars",
   "maxScatteredIds",
+  "memoryBytes",
+  "processes",
+  "tmpBytes",
 ]);
 
 /** Checks `options` and fills in the defaults. Throws TypeError or RangeError naming the bad option. */
@@ -125,13 +139,15 @@ function hostLimits(limits: HostLimits | undefined, caller: string): Required<Ho
     const valid =
       typeof value === "number" &&
       value > 0 &&
-      (INTEGER.has(key) ? Number.isSafeInteger(value) : Number.isFinite(value) || (value === Infinity && UNBOUNDED_OK.has(key)));
+      ((INTEGER.has(key) ? Number.isSafeInteger(value) : Number.isFinite(value)) || (value === Infinity && UNBOUNDED_OK.has(key)));
     if (!valid) {
-      const expected = INTEGER.has(key) ? "a positive integer" : "a positive number of milliseconds (or Infinity)";
+      const expected = INTEGER.has(key)
+        ? `a positive integer${UNBOUNDED_OK.has(key) ? " (or Infinity)" : ""}`
+        : "a positive number of milliseconds (or Infinity)";
       throw new RangeError(`${caller}: limits.${key} must be ${expected}, got ${String(value)}`);
     }
     // Node clamps longer delays to 1 ms with a warning; anything longer means "no deadline" instead.
-    resolved[key] = value > MAX_TIMER_MS && UNBOUNDED_OK.has(key) ? Infinity : value;
+    resolved[key] = value > MAX_TIMER_MS && DEADLINES.has(key) ? Infinity : value;
   }
   return resolved;
 }

@@ -25,10 +25,19 @@ export interface HostLimits {
   /** Largest guest -> host frame in bytes, default 64 MiB. A larger one ends the run: `FrameTooLarge`. */
   maxFrameBytes?: number;
   /**
-   * Handlers running at once, default 1024. A request over it is answered at once with a failure reply
-   * `TooManyCalls`. A handler still running after its call timed out keeps its slot until it settles.
+   * Calls accepted at once (handlers running plus calls waiting to start), default 1024. A request over
+   * it is answered at once with a failure reply `TooManyCalls`. A handler still running after its call
+   * timed out keeps its slot until it settles.
    */
   maxInFlight?: number;
+  /**
+   * Added: handlers running at once, default 8. A call over it waits, in arrival order, until a handler
+   * settles, and the host reads no further guest frame meanwhile; its deadline runs while it waits. It
+   * bounds the answers that exist before the host can count them: each running handler may return a
+   * large answer, and all of them are in memory until the guest reads them (see docs/host.md, "Memory").
+   * A handler still running after its call timed out keeps its slot until it settles.
+   */
+  maxRunningHandlers?: number;
   /** Bytes of the guest's stderr kept (the tail), default 64 KiB. runGuest only. */
   maxStderrBytes?: number;
   /** Log entries kept in the report, default 10_000: older ones are dropped and counted; `onLog` still sees all. */
@@ -61,7 +70,8 @@ export interface HostLimits {
   /**
    * Added: characters (UTF-16 code units) of frames the guest may leave unread, default 16 Mi. Above it
    * the host reads no further requests and starts no further handlers until the guest has read back
-   * down to half of it; a waiting request's deadline still runs.
+   * down to half of it; a waiting request's deadline still runs. An answer that comes meanwhile waits as
+   * the handler returned it (not encoded into a frame) and is sent then, in order.
    */
   maxUnreadChars?: number;
   /**
@@ -76,6 +86,65 @@ export interface HostLimits {
    * releasing the wire, default 2000 ms (a frame after the result is a `ProtocolViolation`).
    */
   closeGraceMs?: number;
+  /**
+   * Added, runGuest/runCode only: memory of the guest and everything it starts (resident memory, the page
+   * cache it causes, its tmpfs `/tmp`), in bytes; default 1 GiB, Infinity for none. Past it the kernel
+   * kills the guest and the run fails with `MemoryLimit`. Enforced by a cgroup; asked for where none can
+   * be had, the run fails with `SandboxUnavailable` and nothing starts. See docs/host.md "Resource limits".
+   */
+  memoryBytes?: number;
+  /**
+   * Added, runGuest/runCode only: processes and threads of the guest tree at once (a Node guest uses
+   * about 11 by itself); default 256, Infinity for none. Beyond it `fork`/`spawn` fail inside the guest
+   * with `EAGAIN`, and the run goes on. Enforced by a cgroup (pids), as memoryBytes.
+   */
+  processes?: number;
+  /**
+   * Added, runGuest/runCode only: CPU time (user + system) of the guest tree in milliseconds; default
+   * none (Infinity: bounded by `runTimeoutMs` only). Past it the run ends with `CpuLimit`. A cgroup's
+   * accounting, checked every 100 ms; without a cgroup, RLIMIT_CPU per process (whole seconds).
+   */
+  cpuTimeMs?: number;
+  /**
+   * Added, runGuest/runCode only: size of the sandbox's private `/tmp` in bytes; default 256 MiB,
+   * Infinity for none. Writes beyond it fail with `ENOSPC` inside the guest. Sandboxed runs only: asked
+   * for in an unconfined run, the run fails with `SandboxUnavailable`.
+   */
+  tmpBytes?: number;
+}
+
+/** The resource limits of {@link HostLimits} a run reports on (see {@link RunDetails.limits}). */
+export type ResourceLimitName = "memoryBytes" | "processes" | "cpuTimeMs" | "tmpBytes";
+
+/** What enforced a resource limit: a cgroup (v1 or v2), a per-process rlimit, bubblewrap's tmpfs size. */
+export type LimitEnforcer = "cgroup-v1" | "cgroup-v2" | "rlimit" | "bubblewrap";
+
+/** One resource limit of a run as it was applied. */
+export interface LimitState {
+  /** The limit (bytes, processes, milliseconds); null when there is none. */
+  value: number | null;
+  /** True when the host asked for it in `limits`; false for a default. */
+  requested: boolean;
+  /** What enforced it; null when nothing did (no limit, or a default this machine cannot enforce). */
+  enforcedBy: LimitEnforcer | null;
+  /** Why a limit with a value is not enforced (a default this machine cannot enforce), or what enforcing it means. */
+  note?: string;
+}
+
+/** What a run cost. See docs/host.md "Resource limits" for the accuracy of each source. */
+export interface ResourceUsage {
+  /** Where cpuMs, peakMemoryBytes and peakProcesses come from; "none" when nothing measured them. */
+  source: "cgroup-v1" | "cgroup-v2" | "none";
+  /** CPU time, user + system, of the guest tree (and bubblewrap), in milliseconds. */
+  cpuMs?: number;
+  /** The most memory the guest tree held at once, in bytes (the cgroup's high-water mark). */
+  peakMemoryBytes?: number;
+  /** The most processes and threads the guest tree had at once. */
+  peakProcesses?: number;
+  /** Wall time of the run, as `durationMs`. */
+  wallMs: number;
+  /** Requests the guest made (also those the report dropped). */
+  calls: number;
 }
 
 /** Options for {@link runHost}. */
@@ -166,7 +235,10 @@ export interface CallRecord {
   argumentsDropped?: true;
   /** Added: the outcome was not kept: it would have gone over `maxCallPayloadChars` (`status` remains). */
   outcomeDropped?: true;
-  /** From the request's arrival to its reply (or to the end of the run when no reply was sent). */
+  /**
+   * From the request's arrival to its answer (or to the end of the run when none came). The reply goes out
+   * then, or later when the guest leaves too much unread (see `maxUnreadChars`).
+   */
   durationMs: number;
   /** True when the name was outside `allowed`: answered `CapabilityDenied`, no handler ran. */
   denied?: boolean;
@@ -185,7 +257,9 @@ export type HostFailureCode =
   | "Aborted"
   | "SpawnFailed"
   | "SandboxUnavailable"
-  | "CompileError";
+  | "CompileError"
+  | "MemoryLimit"
+  | "CpuLimit";
 
 /** The session-level failure in a {@link RunReport}. */
 export interface HostFailure {
@@ -229,6 +303,10 @@ export interface RunDetails {
   sandbox?: SandboxReport | null;
   /** Added, runGuest only: set when `sandbox: "auto"` ran the guest unconfined; says why no OS sandbox was used. */
   sandboxFallback?: string;
+  /** Added, runGuest only: each resource limit, its value, whether it was asked for and what enforced it. */
+  limits?: Record<ResourceLimitName, LimitState>;
+  /** Added, runGuest only: what the run cost (absent when the guest was never started). */
+  usage?: ResourceUsage;
 }
 
 /** A run whose result frame arrived, whose outcome is a success, and after which nothing went wrong. */

@@ -199,30 +199,6 @@ export function timelineOf(entries: Iterable<TranscriptEntry>): Timeline {
   return builder.build();
 }
 
-/**
- * The usage figures as one line, e.g. `cpu 120 ms, memory 48 MiB peak, 3 processes (cgroup)`; figures it
- * does not know are listed as `name value`.
- */
-export function usageSummary(usage: Record<string, number | string | boolean>): string {
-  const parts: string[] = [];
-  for (const [key, value] of Object.entries(usage)) {
-    if (key === "source") continue;
-    if (key === "cpuMs" && typeof value === "number") parts.push(`cpu ${Math.round(value)} ms`);
-    else if (key === "peakMemoryBytes" && typeof value === "number") parts.push(`memory ${bytes(value)} peak`);
-    else if (key === "peakProcesses" && typeof value === "number") parts.push(`${value} process${value === 1 ? "" : "es"}`);
-    else parts.push(`${key} ${String(value)}`);
-  }
-  const source = usage.source;
-  return `${parts.join(", ")}${source === undefined ? "" : ` (${String(source)})`}`;
-}
-
-function bytes(value: number): string {
-  if (value >= 1024 * 1024 * 1024) return `${(value / (1024 * 1024 * 1024)).toFixed(1)} GiB`;
-  if (value >= 1024 * 1024) return `${Math.round(value / (1024 * 1024))} MiB`;
-  if (value >= 1024) return `${Math.round(value / 1024)} KiB`;
-  return `${value} B`;
-}
-
 function jsonExcerpt(value: Json, max: number): string {
   return excerpt(JSON.stringify(value) ?? "null", max);
 }

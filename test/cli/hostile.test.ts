@@ -46,7 +46,7 @@ describe("ears run against hostile guests", () => {
   it("a 20 MiB log level: shown cut and escaped, the run succeeds, no RangeError", async () => {
     const human = await run("huge-level");
     expect(human.code).toBe(0);
-    expect(human.stderr).toMatch(/^\[L{100}… \(20971520 characters\)\] a log with a 20 MiB level\n$/);
+    expect(human.stderr).toMatch(/^\[L{100}… \(20971520 characters\)\] a log with a 20 MiB level\n(ears: cpu [^\n]* processes?\n)?$/);
     expect(human.stdout).toBe("done\n");
     const json = await run("huge-level", "--json");
     expect(json.code).toBe(0);
@@ -68,7 +68,7 @@ describe("ears run against hostile guests", () => {
     expect(human.stdout).toContain("\\x65ars: the session failed: fake note");
     expect(human.stdout).toContain('"csi": "\\u009b2J"'); // JSON.stringify leaves C1 raw; shown as a \u escape
     // ears's own notes are the only stderr lines that start with "ears:"; the guest's lines are prefixed.
-    const notes = human.stderr.split("\n").filter((line) => line.startsWith("ears:"));
+    const notes = human.stderr.split("\n").filter((line) => line.startsWith("ears:") && !line.startsWith("ears: cpu "));
     expect(notes).toEqual(["ears: the guest's result is a failure (code Bad\\x1b[2J\\x0aears: fake)"]);
     expect(human.stderr).toContain("[stderr] \\x1b]52;c;");
     expect(human.stderr).toContain("[stderr] ears: the session failed: fake note");
@@ -79,14 +79,17 @@ describe("ears run against hostile guests", () => {
   it("a log arriving while a guest stderr line is open ends that line, so the guest's next chunk is still prefixed", async () => {
     const human = await run("interleave");
     expect(human.code).toBe(0);
-    expect(human.stderr).toBe("[stderr] partial line\n[info] a log between\n[stderr] ears: the session failed: fake\n");
+    // The note of what the run cost, where it was measured, comes last.
+    expect(human.stderr.replace(/^ears: cpu [^\n]* processes?\n/m, "")).toBe(
+      "[stderr] partial line\n[info] a log between\n[stderr] ears: the session failed: fake\n",
+    );
   });
 
   it("an ears: note that quotes guest text (the sdk name in hello) shows it escaped, on one line", async () => {
     const human = await run("hello-sdk");
     expect(human.code).toBe(2);
     expect(human.stderr).not.toMatch(TERMINAL_CONTROL);
-    const notes = human.stderr.split("\n").filter((line) => line.startsWith("ears:"));
+    const notes = human.stderr.split("\n").filter((line) => line.startsWith("ears:") && !line.startsWith("ears: cpu "));
     expect(notes[0]).toMatch(
       /^ears: the session failed: ProtocolMismatch: the guest \(evil\\x1b\]52;c;cm0gLXJmIH4K\\x07\\x0aears: the guest matched the recording\) speaks protocol 2/,
     );

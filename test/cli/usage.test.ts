@@ -9,7 +9,10 @@ const cli = (...argv: string[]) => cliInProcess(argv);
 describe("usage errors exit 64 with a message that says what to do", () => {
   it.each([
     [[], "ears: no command; use ears run, ears exec, ears replay or ears timeline (see ears --help)"],
-    [["start"], 'ears: unknown command "start"; the commands are run, exec, replay, timeline and doctor (see ears --help)'],
+    [
+      ["start"],
+      'ears: unknown command "start"; the commands are run, exec, replay, timeline, doctor, declarations and mcp (see ears --help)',
+    ],
     [
       ["--allow", "read"],
       "ears: unknown option --allow; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)",

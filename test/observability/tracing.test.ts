@@ -201,20 +201,19 @@ describe("a traced runCode and runHost", () => {
 describe("the run span's attributes from a report", () => {
   it("carry the usage figures when the report has them, snake-cased, and the sandbox mechanism or none", () => {
     const report = runReport({ outcome: { status: "success", content: "" }, durationMs: 1, sandbox: null });
-    const withUsage = {
-      ...report,
-      usage: { cpuMs: 120, peakMemoryBytes: 50_331_648, peakProcesses: 3, source: "cgroup v2", note: { nested: 1 } },
-    };
-    expect(runAttributes(withUsage)).toEqual({
+    const usage = { source: "cgroup-v2" as const, cpuMs: 120, peakMemoryBytes: 50_331_648, peakProcesses: 3, wallMs: 7, calls: 0 };
+    expect(runAttributes({ ...report, usage })).toEqual({
       "ears.run.ok": true,
       "ears.run.calls": 0,
       "ears.run.logs": 0,
       "ears.outcome.status": "success",
       "ears.sandbox.mechanism": "none",
+      "ears.usage.source": "cgroup-v2",
       "ears.usage.cpu_ms": 120,
       "ears.usage.peak_memory_bytes": 50_331_648,
       "ears.usage.peak_processes": 3,
-      "ears.usage.source": "cgroup v2",
+      "ears.usage.wall_ms": 7,
+      "ears.usage.calls": 0,
     });
     expect(runAttributes(report)).not.toHaveProperty("ears.usage.cpu_ms");
   });

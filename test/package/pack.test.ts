@@ -53,6 +53,13 @@ describe("npm pack", () => {
     expect(run(process.execPath, ["--input-type=module", "-e", runCode], folder).trim()).toBe(
       "runCode needs amaro, an optional peer dependency that is not installed: npm install amaro",
     );
+    const mcp =
+      `import { connectMcpServers } from "@posoco/ears/host"; ` +
+      `try { await connectMcpServers({ mcpServers: {} }); } catch (error) { console.log(error.message); }`;
+    expect(run(process.execPath, ["--input-type=module", "-e", mcp], folder).trim()).toBe(
+      "MCP connectors and ears mcp need @modelcontextprotocol/sdk, an optional peer dependency that is not installed: " +
+        "npm install @modelcontextprotocol/sdk",
+    );
     // tsc runs in the host at run time: a dependency, not a dev dependency (issue 22, item 11).
     const typecheck =
       `import { runCode } from "@posoco/ears/host"; ` +

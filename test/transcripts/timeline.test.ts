@@ -12,7 +12,7 @@ import { timelineHtml, escape } from "../../src/cli/timeline-html.js";
 import { printTimeline } from "../../src/cli/timeline-text.js";
 import { runReport } from "../../src/host/report.js";
 import { recordingOf } from "../../src/transcripts/recording.js";
-import { timelineOf, usageSummary } from "../../src/transcripts/timeline.js";
+import { timelineOf } from "../../src/transcripts/timeline.js";
 import {
   formatTranscriptEntry,
   readTranscript,
@@ -128,7 +128,7 @@ describe("the timeline of a transcript", () => {
     ]);
     expect(timeline.result).toEqual({ atMs: 20, status: "success", content: "", structured: '{"n":1}' });
     expect(timeline.report?.usage).toEqual({ cpuMs: 120.4, peakMemoryBytes: 48 * 1024 * 1024, peakProcesses: 3, source: "cgroup v2" });
-    expect(usageSummary(timeline.report!.usage!)).toBe("cpu 120 ms, memory 48 MiB peak, 3 processes (cgroup v2)");
+    expect(timelineHtml(timeline, "run.ndjson")).toContain("usage: cpu 120 ms, memory 48 MiB peak, 3 processes");
   });
 
   it("a transcript without times is laid out in order", () => {

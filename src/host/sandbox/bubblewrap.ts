@@ -12,52 +12,63 @@ import type { FileSystemView } from "./file-system-view.js";
 import { SANDBOX_HOME, type SandboxPolicy } from "./policy.js";
 import type { SandboxReport } from "./types.js";
 
+// The lists below are built when asked (once per run), not at load: a module-level table would make each
+// of its values a mutant that every test must run for (npm run mutate).
+
 /** Read-only system directories (or the links merged-/usr systems have in their place). */
-export const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+export function systemDirs(): string[] {
+  return ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+}
 /**
  * The pieces of /etc a program needs to start and behave: the loader's cache, time zone, public TLS
  * certificates (Debian and Red Hat layouts; never /etc/ssl/private), Debian's alternatives links.
  * Not /etc/passwd, /etc/hostname or anything else.
  */
-export const SYSTEM_ETC = [
-  "/etc/ld.so.cache",
-  "/etc/localtime",
-  "/etc/ssl/certs",
-  "/etc/ssl/openssl.cnf",
-  "/etc/pki/tls/certs",
-  "/etc/pki/ca-trust/extracted",
-  "/etc/alternatives",
-];
+export function systemEtc(): string[] {
+  return [
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust/extracted",
+    "/etc/alternatives",
+  ];
+}
 /** Name resolution, only with `network: true`. */
-export const NETWORK_ETC = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
+export function networkEtc(): string[] {
+  return ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"];
+}
 /**
  * What of /proc is re-bound read-only over the sandbox's own /proc (the list container runtimes keep):
  * a guest that is uid 0 on the host (a root host) could otherwise change kernel settings
  * (`/proc/sys/kernel/core_pattern` runs a program as root on the next crash) or trigger SysRq.
  */
-export const READ_ONLY_PROC = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
+export function readOnlyProc(): string[] {
+  return ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
+}
 
 /** What the host's system directories are: links (merged /usr) or directories; absent ones are left out. */
 export interface SystemLayout {
   dirs: ({ path: string; kind: "directory" } | { path: string; kind: "link"; target: string })[];
-  /** The /etc files and directories of {@link SYSTEM_ETC} and {@link NETWORK_ETC} that exist. */
+  /** The /etc files and directories of {@link systemEtc} and {@link networkEtc} that exist. */
   etc: string[];
-  /** The paths of {@link READ_ONLY_PROC} that exist on the host (bwrap binds the host's own). */
+  /** The paths of {@link readOnlyProc} that exist on the host (bwrap binds the host's own). */
   proc: string[];
 }
 
 /** Reads the host's {@link SystemLayout}. */
 export function systemLayout(fs: FileSystemView): SystemLayout {
   const dirs: SystemLayout["dirs"] = [];
-  for (const path of SYSTEM_DIRS) {
+  for (const path of systemDirs()) {
     const kind = fs.kind(path);
     if (kind === "link") dirs.push({ path, kind, target: fs.readlink(path) });
     else if (kind === "directory") dirs.push({ path, kind });
   }
   return {
     dirs,
-    etc: [...SYSTEM_ETC, ...NETWORK_ETC].filter((path) => fs.kind(path) !== undefined),
-    proc: READ_ONLY_PROC.filter((path) => fs.kind(path) !== undefined),
+    etc: [...systemEtc(), ...networkEtc()].filter((path) => fs.kind(path) !== undefined),
+    proc: readOnlyProc().filter((path) => fs.kind(path) !== undefined),
   };
 }
 
@@ -81,6 +92,7 @@ export function bubblewrapArgs(
   wiring: BubblewrapWiring = {},
 ): { args: string[]; report: SandboxReport } {
   const spell = (path: string) => (path === wiring.hostExecutable ? spellApart(path) : path);
+  const networkOnly = networkEtc();
   const args: string[] = ["--unshare-all"];
   if (policy.network) args.push("--share-net");
   args.push("--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv");
@@ -95,7 +107,7 @@ export function bubblewrapArgs(
     }
   }
   for (const path of layout.etc) {
-    if (!policy.network && NETWORK_ETC.includes(path)) continue;
+    if (!policy.network && networkOnly.includes(path)) continue;
     args.push("--ro-bind", path, path);
     readable.push(path);
   }

@@ -12,7 +12,7 @@
  *   the way leads out of the directory it was found in: a link a guest planted never widens a later run.
  * - `/`, a home directory, the temporary directory's root (or an ancestor of one) is never shown unless
  *   the host passes `allowBroadPaths`.
- * - Inside every shown directory, files that usually hold secrets are masked ({@link SECRET_NAMES}).
+ * - Inside every shown directory, files that usually hold secrets are masked ({@link secretNames}).
  */
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import type { FileSystemView } from "./file-system-view.js";
@@ -27,44 +27,44 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /**
  * Names masked inside every shown directory (a file appears empty, a directory empty), at any depth the
  * walk reaches ({@link MASK_DEPTH}). `*` stands for any run of characters. The list is docs/host.md's.
+ * Built when asked (once per walk), not at load, as seccomp.ts's rules are.
  */
-export const SECRET_NAMES: readonly string[] = [
-  ".env",
-  ".env.*",
-  ".envrc",
-  ".npmrc",
-  ".yarnrc",
-  ".yarnrc.yml",
-  ".pypirc",
-  ".netrc",
-  ".pgpass",
-  ".git-credentials",
-  ".htpasswd",
-  ".git",
-  ".ssh",
-  ".gnupg",
-  ".aws",
-  ".azure",
-  ".kube",
-  ".docker",
-  "*.pem",
-  "*.key",
-  "*.p12",
-  "*.pfx",
-  "id_rsa",
-  "id_dsa",
-  "id_ecdsa",
-  "id_ed25519",
-];
+export function secretNames(): readonly string[] {
+  return [
+    ".env",
+    ".env.*",
+    ".envrc",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".netrc",
+    ".pgpass",
+    ".git-credentials",
+    ".htpasswd",
+    ".git",
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+  ];
+}
 /** How many directory levels below a shown directory the mask walk looks (1: its own entries). */
 export const MASK_DEPTH = 3;
 /** The walk reads at most this many entries per run; a larger tree is refused rather than shown unmasked. */
 export const MASK_BUDGET = 5000;
-/** Directories the walk does not enter: installed packages, not the user's secrets, and by far the largest part. */
-const UNWALKED = new Set(["node_modules"]);
-
-/** Options on a node-style command line after which the first plain argument is data, not a script. */
-const EVAL_OPTIONS = ["-e", "--eval", "-p", "--print", "-c", "--command"];
+/** The directory the walk does not enter: installed packages, not the user's secrets, and by far the largest part. */
+const UNWALKED = "node_modules";
 
 /** A path that cannot be shown as asked: the run must not start. */
 export class SandboxPathError extends Error {
@@ -170,8 +170,8 @@ export function within(root: string, path: string): boolean {
   return path === root || path.startsWith(root === "/" ? "/" : `${root}/`);
 }
 
-/** Whether `name` matches a pattern of {@link SECRET_NAMES} (`*` is any run of characters). */
-export function isSecretName(name: string, patterns: readonly string[] = SECRET_NAMES): boolean {
+/** Whether `name` matches one of `patterns` ({@link secretNames}; `*` is any run of characters). */
+export function isSecretName(name: string, patterns: readonly string[]): boolean {
   return patterns.some((pattern) => {
     const star = pattern.indexOf("*");
     if (star < 0) return name === pattern;
@@ -341,6 +341,7 @@ function secretsIn(roots: readonly string[], named: ReadonlySet<string>, fs: Fil
 
 function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | undefined): Mask[] {
   const masks: Mask[] = [];
+  const patterns = secretNames();
   const dirs = new Map<string, number | undefined>();
   const startedAt = Date.now();
   let read = 0;
@@ -354,8 +355,8 @@ function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | und
         );
       }
       const path = join(dir, name);
-      if (isSecretName(name) && (kind === "file" || kind === "directory")) masks.push({ path, kind });
-      else if (kind === "directory" && level < MASK_DEPTH && !UNWALKED.has(name)) visit(path, level + 1);
+      if (isSecretName(name, patterns) && (kind === "file" || kind === "directory")) masks.push({ path, kind });
+      else if (kind === "directory" && level < MASK_DEPTH && name !== UNWALKED) visit(path, level + 1);
     }
   };
   visit(root, 1);
@@ -421,8 +422,10 @@ function sandboxEnv(executable: string, cwd: string, source: NodeJS.ProcessEnv, 
  * stays hidden, and the program fails to load it): only its directory is shown.
  */
 export function scriptOf(args: readonly string[], cwd: string, fs: FileSystemView): string | undefined {
+  // Options on a node-style command line after which the first plain argument is data, not a script.
+  const evalOptions = ["-e", "--eval", "-p", "--print", "-c", "--command"];
   for (const arg of args) {
-    if (EVAL_OPTIONS.some((option) => arg === option || arg.startsWith(`${option}=`))) return undefined;
+    if (evalOptions.some((option) => arg === option || arg.startsWith(`${option}=`))) return undefined;
     if (arg.startsWith("-")) continue;
     const path = resolve(cwd, arg);
     const kind = fs.kind(path);
@@ -476,7 +479,7 @@ function linkedPackages(nodeModules: string, fs: FileSystemView): string[] {
 }
 
 /** The command as an absolute path: taken from `cwd` when it has a slash, else searched on PATH. */
-function findExecutable(command: string, cwd: string, path: string | undefined, fs: FileSystemView): string {
+export function findExecutable(command: string, cwd: string, path: string | undefined, fs: FileSystemView): string {
   const candidates = command.includes("/")
     ? [resolve(cwd, command)]
     : (path ?? "")

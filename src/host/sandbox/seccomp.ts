@@ -36,8 +36,6 @@ export interface SeccompRule {
   /** Its number on each architecture; absent where the architecture has no such call. */
   numbers: Partial<Record<SeccompArch, number>>;
   action: SeccompAction;
-  /** Why a guest is refused it. */
-  why: string;
 }
 
 /** S_ISUID | S_ISGID. */
@@ -54,63 +52,67 @@ const creatingSetId = (flagsArg: number, modeArg: number): SeccompAction => ({
   when: { arg: flagsArg, mask: CREATING_OPEN },
 });
 const deny: SeccompAction = { kind: "deny" };
-const SETUID = "sets a setuid or setgid bit";
-const USERNS = "creates a user namespace";
 
-/** The rules, one per system call (numbers from the kernel's unistd_64.h and asm-generic/unistd.h). */
-export const SECCOMP_RULES: readonly SeccompRule[] = [
-  { name: "chmod", numbers: { x64: 90 }, action: setId(1), why: SETUID },
-  { name: "fchmod", numbers: { x64: 91, arm64: 52 }, action: setId(1), why: SETUID },
-  { name: "fchmodat", numbers: { x64: 268, arm64: 53 }, action: setId(2), why: SETUID },
-  { name: "fchmodat2", numbers: { x64: 452, arm64: 452 }, action: setId(2), why: SETUID },
-  { name: "open", numbers: { x64: 2 }, action: creatingSetId(1, 2), why: SETUID },
-  { name: "openat", numbers: { x64: 257, arm64: 56 }, action: creatingSetId(2, 3), why: SETUID },
-  { name: "creat", numbers: { x64: 85 }, action: setId(1), why: SETUID },
-  { name: "openat2", numbers: { x64: 437, arm64: 437 }, action: { kind: "unsupported" }, why: "hides its mode from the filter" },
-  { name: "mkdir", numbers: { x64: 83 }, action: setId(1), why: SETUID },
-  { name: "mkdirat", numbers: { x64: 258, arm64: 34 }, action: setId(2), why: SETUID },
-  { name: "mknod", numbers: { x64: 133 }, action: setId(1), why: SETUID },
-  { name: "mknodat", numbers: { x64: 259, arm64: 33 }, action: setId(2), why: SETUID },
-  { name: "clone", numbers: { x64: 56, arm64: 220 }, action: { kind: "denyBits", arg: 0, mask: CLONE_NEWUSER }, why: USERNS },
-  { name: "clone3", numbers: { x64: 435, arm64: 435 }, action: { kind: "unsupported" }, why: "hides its flags from the filter" },
-  { name: "unshare", numbers: { x64: 272, arm64: 97 }, action: { kind: "denyBits", arg: 0, mask: CLONE_NEWUSER }, why: USERNS },
-  { name: "setns", numbers: { x64: 308, arm64: 268 }, action: deny, why: "joins another namespace" },
-  { name: "ptrace", numbers: { x64: 101, arm64: 117 }, action: deny, why: "traces processes" },
-  { name: "process_vm_readv", numbers: { x64: 310, arm64: 270 }, action: deny, why: "reads another process's memory" },
-  { name: "process_vm_writev", numbers: { x64: 311, arm64: 271 }, action: deny, why: "writes another process's memory" },
-  { name: "keyctl", numbers: { x64: 250, arm64: 219 }, action: deny, why: "reaches the kernel keyrings" },
-  { name: "add_key", numbers: { x64: 248, arm64: 217 }, action: deny, why: "reaches the kernel keyrings" },
-  { name: "request_key", numbers: { x64: 249, arm64: 218 }, action: deny, why: "reaches the kernel keyrings" },
-  { name: "bpf", numbers: { x64: 321, arm64: 280 }, action: deny, why: "loads eBPF programs" },
-  { name: "perf_event_open", numbers: { x64: 298, arm64: 241 }, action: deny, why: "reaches performance counters" },
-  { name: "userfaultfd", numbers: { x64: 323, arm64: 282 }, action: deny, why: "is a kernel-exploit primitive" },
-  { name: "io_uring_setup", numbers: { x64: 425, arm64: 425 }, action: deny, why: "bypasses seccomp" },
-  { name: "io_uring_enter", numbers: { x64: 426, arm64: 426 }, action: deny, why: "bypasses seccomp" },
-  { name: "io_uring_register", numbers: { x64: 427, arm64: 427 }, action: deny, why: "bypasses seccomp" },
-  { name: "mount", numbers: { x64: 165, arm64: 40 }, action: deny, why: "mounts file systems" },
-  { name: "umount2", numbers: { x64: 166, arm64: 39 }, action: deny, why: "unmounts file systems" },
-  { name: "pivot_root", numbers: { x64: 155, arm64: 41 }, action: deny, why: "changes the root" },
-  { name: "open_tree", numbers: { x64: 428, arm64: 428 }, action: deny, why: "mounts file systems" },
-  { name: "move_mount", numbers: { x64: 429, arm64: 429 }, action: deny, why: "mounts file systems" },
-  { name: "fsopen", numbers: { x64: 430, arm64: 430 }, action: deny, why: "mounts file systems" },
-  { name: "fsconfig", numbers: { x64: 431, arm64: 431 }, action: deny, why: "mounts file systems" },
-  { name: "fsmount", numbers: { x64: 432, arm64: 432 }, action: deny, why: "mounts file systems" },
-  { name: "fspick", numbers: { x64: 433, arm64: 433 }, action: deny, why: "mounts file systems" },
-  { name: "mount_setattr", numbers: { x64: 442, arm64: 442 }, action: deny, why: "changes mounts" },
-  { name: "open_by_handle_at", numbers: { x64: 304, arm64: 265 }, action: deny, why: "opens files past the mount namespace" },
-  { name: "init_module", numbers: { x64: 175, arm64: 105 }, action: deny, why: "loads kernel modules" },
-  { name: "finit_module", numbers: { x64: 313, arm64: 273 }, action: deny, why: "loads kernel modules" },
-  { name: "delete_module", numbers: { x64: 176, arm64: 106 }, action: deny, why: "unloads kernel modules" },
-  { name: "kexec_load", numbers: { x64: 246, arm64: 104 }, action: deny, why: "replaces the kernel" },
-  { name: "kexec_file_load", numbers: { x64: 320, arm64: 294 }, action: deny, why: "replaces the kernel" },
-  { name: "swapon", numbers: { x64: 167, arm64: 224 }, action: deny, why: "changes swap" },
-  { name: "swapoff", numbers: { x64: 168, arm64: 225 }, action: deny, why: "changes swap" },
-  { name: "reboot", numbers: { x64: 169, arm64: 142 }, action: deny, why: "reboots the machine" },
-  { name: "acct", numbers: { x64: 163, arm64: 89 }, action: deny, why: "changes process accounting" },
-  { name: "quotactl", numbers: { x64: 179, arm64: 60 }, action: deny, why: "changes disk quotas" },
-  { name: "syslog", numbers: { x64: 103, arm64: 116 }, action: deny, why: "reads the kernel log" },
-  { name: "lookup_dcookie", numbers: { x64: 212, arm64: 18 }, action: deny, why: "reaches kernel profiling" },
-];
+/**
+ * The rules, one per system call (numbers from the kernel's unistd_64.h and asm-generic/unistd.h); why
+ * each is refused is in this file's header and docs/host.md. Built when asked (once per run), not at
+ * load: a module-level table would make each of its values a mutant every test must run for.
+ */
+export function seccompRules(): readonly SeccompRule[] {
+  return [
+    { name: "chmod", numbers: { x64: 90 }, action: setId(1) },
+    { name: "fchmod", numbers: { x64: 91, arm64: 52 }, action: setId(1) },
+    { name: "fchmodat", numbers: { x64: 268, arm64: 53 }, action: setId(2) },
+    { name: "fchmodat2", numbers: { x64: 452, arm64: 452 }, action: setId(2) },
+    { name: "open", numbers: { x64: 2 }, action: creatingSetId(1, 2) },
+    { name: "openat", numbers: { x64: 257, arm64: 56 }, action: creatingSetId(2, 3) },
+    { name: "creat", numbers: { x64: 85 }, action: setId(1) },
+    { name: "openat2", numbers: { x64: 437, arm64: 437 }, action: { kind: "unsupported" } },
+    { name: "mkdir", numbers: { x64: 83 }, action: setId(1) },
+    { name: "mkdirat", numbers: { x64: 258, arm64: 34 }, action: setId(2) },
+    { name: "mknod", numbers: { x64: 133 }, action: setId(1) },
+    { name: "mknodat", numbers: { x64: 259, arm64: 33 }, action: setId(2) },
+    { name: "clone", numbers: { x64: 56, arm64: 220 }, action: { kind: "denyBits", arg: 0, mask: CLONE_NEWUSER } },
+    { name: "clone3", numbers: { x64: 435, arm64: 435 }, action: { kind: "unsupported" } },
+    { name: "unshare", numbers: { x64: 272, arm64: 97 }, action: { kind: "denyBits", arg: 0, mask: CLONE_NEWUSER } },
+    { name: "setns", numbers: { x64: 308, arm64: 268 }, action: deny },
+    { name: "ptrace", numbers: { x64: 101, arm64: 117 }, action: deny },
+    { name: "process_vm_readv", numbers: { x64: 310, arm64: 270 }, action: deny },
+    { name: "process_vm_writev", numbers: { x64: 311, arm64: 271 }, action: deny },
+    { name: "keyctl", numbers: { x64: 250, arm64: 219 }, action: deny },
+    { name: "add_key", numbers: { x64: 248, arm64: 217 }, action: deny },
+    { name: "request_key", numbers: { x64: 249, arm64: 218 }, action: deny },
+    { name: "bpf", numbers: { x64: 321, arm64: 280 }, action: deny },
+    { name: "perf_event_open", numbers: { x64: 298, arm64: 241 }, action: deny },
+    { name: "userfaultfd", numbers: { x64: 323, arm64: 282 }, action: deny },
+    { name: "io_uring_setup", numbers: { x64: 425, arm64: 425 }, action: deny },
+    { name: "io_uring_enter", numbers: { x64: 426, arm64: 426 }, action: deny },
+    { name: "io_uring_register", numbers: { x64: 427, arm64: 427 }, action: deny },
+    { name: "mount", numbers: { x64: 165, arm64: 40 }, action: deny },
+    { name: "umount2", numbers: { x64: 166, arm64: 39 }, action: deny },
+    { name: "pivot_root", numbers: { x64: 155, arm64: 41 }, action: deny },
+    { name: "open_tree", numbers: { x64: 428, arm64: 428 }, action: deny },
+    { name: "move_mount", numbers: { x64: 429, arm64: 429 }, action: deny },
+    { name: "fsopen", numbers: { x64: 430, arm64: 430 }, action: deny },
+    { name: "fsconfig", numbers: { x64: 431, arm64: 431 }, action: deny },
+    { name: "fsmount", numbers: { x64: 432, arm64: 432 }, action: deny },
+    { name: "fspick", numbers: { x64: 433, arm64: 433 }, action: deny },
+    { name: "mount_setattr", numbers: { x64: 442, arm64: 442 }, action: deny },
+    { name: "open_by_handle_at", numbers: { x64: 304, arm64: 265 }, action: deny },
+    { name: "init_module", numbers: { x64: 175, arm64: 105 }, action: deny },
+    { name: "finit_module", numbers: { x64: 313, arm64: 273 }, action: deny },
+    { name: "delete_module", numbers: { x64: 176, arm64: 106 }, action: deny },
+    { name: "kexec_load", numbers: { x64: 246, arm64: 104 }, action: deny },
+    { name: "kexec_file_load", numbers: { x64: 320, arm64: 294 }, action: deny },
+    { name: "swapon", numbers: { x64: 167, arm64: 224 }, action: deny },
+    { name: "swapoff", numbers: { x64: 168, arm64: 225 }, action: deny },
+    { name: "reboot", numbers: { x64: 169, arm64: 142 }, action: deny },
+    { name: "acct", numbers: { x64: 163, arm64: 89 }, action: deny },
+    { name: "quotactl", numbers: { x64: 179, arm64: 60 }, action: deny },
+    { name: "syslog", numbers: { x64: 103, arm64: 116 }, action: deny },
+    { name: "lookup_dcookie", numbers: { x64: 212, arm64: 18 }, action: deny },
+  ];
+}
 
 /** The kernel's AUDIT_ARCH value for each architecture (seccomp_data.arch). */
 export const AUDIT_ARCH: Record<SeccompArch, number> = { x64: 0xc000003e, arm64: 0xc00000b7 };
@@ -155,7 +157,7 @@ export function seccompArch(arch: string = process.arch): SeccompArch | undefine
  * comparison per rule, each jumping to its own short check; whatever matched no rule is allowed.
  */
 export function seccompInstructions(arch: SeccompArch): BpfInstruction[] {
-  const rules = SECCOMP_RULES.filter((rule) => rule.numbers[arch] !== undefined);
+  const rules = seccompRules().filter((rule) => rule.numbers[arch] !== undefined);
   // Each rule's check is a block placed after the dispatch table; the table jumps to it by offset.
   const blocks = rules.map((rule) => checkBlock(rule.action));
   const head: BpfInstruction[] = [

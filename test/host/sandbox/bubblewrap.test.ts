@@ -8,7 +8,10 @@ import {
   bubblewrapArgs,
   findBwrap,
   probeArgs,
-  READ_ONLY_PROC,
+  networkEtc,
+  readOnlyProc,
+  systemDirs,
+  systemEtc,
   spellApart,
   systemLayout,
   type SystemLayout,
@@ -86,7 +89,7 @@ describe("bubblewrap's command line", () => {
       const bind = at(args, "--ro-bind", path, path);
       expect(bind, path).toBeGreaterThan(proc);
     }
-    expect(READ_ONLY_PROC).toEqual(expect.arrayContaining(["/proc/sys", "/proc/sysrq-trigger"]));
+    expect(readOnlyProc()).toEqual(["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"]);
   });
 
   it("loads the seccomp filter from the descriptor given, and says so; none without one", () => {
@@ -173,6 +176,20 @@ describe("bubblewrap's command line", () => {
     expect(read.proc).toEqual(["/proc/sys"]);
     expect(findBwrap(fs, "relative:/nowhere:/usr/bin")).toBe("/usr/bin/bwrap");
     expect(findBwrap(fs, "/nowhere")).toBeUndefined();
+  });
+
+  it("names exactly the system paths docs/host.md lists: never /etc/passwd, /etc/ssl/private or a home", () => {
+    expect(systemDirs()).toEqual(["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]);
+    expect(systemEtc()).toEqual([
+      "/etc/ld.so.cache",
+      "/etc/localtime",
+      "/etc/ssl/certs",
+      "/etc/ssl/openssl.cnf",
+      "/etc/pki/tls/certs",
+      "/etc/pki/ca-trust/extracted",
+      "/etc/alternatives",
+    ]);
+    expect(networkEtc()).toEqual(["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"]);
   });
 
   it("probes with every namespace the real sandbox uses", () => {

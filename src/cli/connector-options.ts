@@ -1,0 +1,116 @@
+/**
+ * The connector options of `ears run`, `exec`, `declarations` and `mcp`: `--mcp-config <file>` (the
+ * servers' tools become capabilities) and `--fetch-allow <origin>` / `--fetch-header` (a `fetch`
+ * capability whose secrets stay in ears).
+ */
+import { resolve } from "node:path";
+import { connectMcpServers, fetchCapability, FETCH_SPEC, readMcpConfig, type Capabilities } from "../host/index.js";
+import type { CapabilitySpec } from "../contract/contract.js";
+import { describeError } from "../protocol/errors.js";
+import { endGuestStderrLine, type CliIo } from "./report-output.js";
+import { UsageError } from "./usage.js";
+
+/** The parseArgs options for connectors. */
+export const CONNECTOR_OPTIONS = {
+  "mcp-config": { type: "string" },
+  "fetch-allow": { type: "string", multiple: true },
+  "fetch-header": { type: "string", multiple: true },
+} as const;
+
+/** The option values {@link connectorsOf} reads. */
+export interface ConnectorValues {
+  "mcp-config"?: string;
+  "fetch-allow"?: string[];
+  "fetch-header"?: string[];
+  quiet?: boolean;
+}
+
+/** The capabilities the connectors add, their specs (for declarations and typecheck), and how to close them. */
+export interface Connectors {
+  capabilities: Capabilities;
+  specs: Record<string, CapabilitySpec>;
+  close(): Promise<void>;
+}
+
+/** The name of the fetch capability `--fetch-allow` adds. */
+export const FETCH_NAME = "fetch";
+
+/**
+ * Connects the MCP servers of `--mcp-config` and builds `fetch` from `--fetch-allow`/`--fetch-header`.
+ * Servers' stderr goes to ears' stderr (`[mcp <server>] line`), or nowhere with --quiet. Throws
+ * {@link UsageError} for a bad option; a server that cannot be reached is a UsageError too (nothing ran).
+ */
+export async function connectorsOf(values: ConnectorValues, io: CliIo): Promise<Connectors> {
+  const capabilities: Capabilities = Object.create(null);
+  const specs: Record<string, CapabilitySpec> = {};
+  const headerLines = values["fetch-header"] ?? [];
+  const allow = values["fetch-allow"] ?? [];
+  if (headerLines.length > 0 && allow.length === 0) throw new UsageError("--fetch-header needs --fetch-allow for the same origin");
+  if (allow.length > 0) {
+    const headers = fetchHeadersOf(headerLines, process.env);
+    try {
+      capabilities[FETCH_NAME] = fetchCapability({ allow, headers });
+    } catch (error) {
+      throw new UsageError(`--fetch-allow: ${(error as Error).message.replace(/^fetchCapability: options\.\w+: /, "")}`);
+    }
+    specs[FETCH_NAME] = FETCH_SPEC;
+  }
+  let close = async () => {};
+  const file = values["mcp-config"];
+  if (file !== undefined) {
+    let config;
+    try {
+      config = readMcpConfig(resolve(io.cwd, file));
+    } catch (error) {
+      throw new UsageError(`--mcp-config: ${describeError(error)}`);
+    }
+    const quiet = values.quiet ?? false;
+    let connection;
+    try {
+      connection = await connectMcpServers(config, {
+        onServerStderr: (server, line) => {
+          if (quiet) return;
+          endGuestStderrLine(io.stderr);
+          io.stderr.write(`[mcp ${server}] ${line}\n`);
+        },
+      });
+    } catch (error) {
+      if (error instanceof Error && error.name === "MissingPeerError") throw new UsageError(error.message);
+      throw new UsageError(`--mcp-config ${file}: ${describeError(error)}`);
+    }
+    // No clash with fetch: an MCP capability's name always holds a ".", "<server>.<tool>".
+    for (const name of connection.contract.names) {
+      capabilities[name] = connection.capabilities[name]!;
+      specs[name] = connection.contract.specs[name]!;
+    }
+    close = () => connection.close();
+  }
+  return { capabilities, specs, close };
+}
+
+/**
+ * `--fetch-header 'https://api.example.com=Authorization: Bearer ${TOKEN}'`: a header for one origin,
+ * whose `${NAME}` parts are read from ears' own environment (quote it so the shell leaves them), so the
+ * secret is neither in the command line's text nor ever shown to a body. Throws {@link UsageError}.
+ */
+export function fetchHeadersOf(lines: readonly string[], env: NodeJS.ProcessEnv): Record<string, Record<string, string>> {
+  const headers: Record<string, Record<string, string>> = {};
+  for (const line of lines) {
+    const match = /^(https?:\/\/[^=\s]+)=([!#$%&'*+.^_`|~\w-]+):\s*(.*)$/.exec(line);
+    if (match === null) {
+      throw new UsageError(
+        `--fetch-header ${JSON.stringify(line)}: write <origin>=<Name>: <value>, e.g. ` +
+          `--fetch-header 'https://api.example.com=Authorization: Bearer \${API_TOKEN}'`,
+      );
+    }
+    const [, origin, name, template] = match as unknown as [string, string, string, string];
+    const value = template.replace(/\$\{([A-Za-z_]\w*)\}/g, (_, variable: string) => {
+      const found = env[variable];
+      if (found === undefined) throw new UsageError(`--fetch-header for ${origin}: the environment variable ${variable} is not set`);
+      return found;
+    });
+    const key = URL.canParse(origin) ? new URL(origin).origin : origin;
+    (headers[key] ??= {})[name] = value;
+  }
+  return headers;
+}

@@ -1,0 +1,191 @@
+/**
+ * `ears mcp`: ears as an MCP server (stdio) with one tool, `run_code`, that runs a code body sandboxed
+ * against the capabilities the options give (MCP servers of --mcp-config, fetch, --capabilities,
+ * built-ins). Any MCP client (Claude Desktop, Cursor, an agent framework) then has a code tool whose
+ * description carries the TypeScript declarations of what a body may call.
+ */
+import { runCode, type RunReport } from "../host/index.js";
+import type { Json } from "../protocol/json.js";
+import { isMissingMcpSdk, missingMcpSdk } from "../host/connectors/mcp.js";
+import { SDK } from "../protocol/version.js";
+import { MCP_HELP } from "./help.js";
+import { ExitStatus } from "./report-output.js";
+import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
+import { subcommand, UsageError } from "./usage.js";
+
+const { input: _input, record: _record, json: _json, ...SHARED } = RUN_OPTIONS;
+const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" } } as const;
+
+/** The name of the one tool `ears mcp` serves. */
+export const RUN_CODE_TOOL = "run_code";
+
+/**
+ * The `structuredContent` of every run_code result: the body's Outcome, or, when the run itself failed
+ * (CompileError, RunTimeout, ...), a failure with the run's code and message.
+ */
+const OUTCOME_SCHEMA = {
+  type: "object" as const,
+  properties: {
+    status: { enum: ["success", "failure"] },
+    code: { type: "string", description: "A failure's code: the body's own, a capability's, or the run's (CompileError, RunTimeout, ...)" },
+    content: { type: "string" },
+    structured: { description: "Any JSON value: what the body returned" },
+  },
+  required: ["status", "content"],
+};
+
+/** Logs shown in a result: a model needs what the body printed, within bounds. */
+const MAX_LOG_LINES = 50;
+const MAX_LOG_CHARS = 10_000;
+
+/** The run_code tool's description: what it does, then the declarations a body is checked against. */
+export function runCodeDescription(declarations: string, typecheck: boolean): string {
+  return (
+    "Runs the body of an async function, in TypeScript or JavaScript, in a sandbox, and returns its result. " +
+    "In scope: `ears.call(name, args)` to call the capabilities below (await it; a failure resolves to " +
+    '{ status: "failure", code, content }, it does not throw), `ears.log`, `input` (this tool\'s input argument) ' +
+    "and `Outcome`. `return` gives the result (any JSON value, or an Outcome). There is no import/require. " +
+    (typecheck ? "Types are checked before the body runs. " : "Types are stripped, not checked. ") +
+    "A compile error names code.ts:LINE:COLUMN in the body. Declarations:\n```ts\n" +
+    declarations +
+    "```"
+  );
+}
+
+/** Runs `ears mcp` with `argv` (the words after "mcp"); serves until stdin ends or a signal. Throws {@link UsageError}. */
+export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ values, positionals, sawSeparator }, io) => {
+  if (positionals.length > 0 || sawSeparator) {
+    throw new UsageError("ears mcp takes no command or words; it serves MCP on stdin and stdout (see ears mcp --help)");
+  }
+  const sdk = await loadServerSdk();
+  const { contract, closeConnectors, recorder: _recorder, ...host } = await hostOptionsOf(values, io);
+  const typecheck = values.typecheck ?? false;
+  const declarations = (contract ?? contractOf(host.allowed ?? [], {})).declarations();
+  const stop = new AbortController();
+  const server = new sdk.Server({ name: "ears", version: SDK.slice(SDK.lastIndexOf("@") + 1) }, { capabilities: { tools: {} } });
+  server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({
+    tools: [
+      {
+        name: RUN_CODE_TOOL,
+        description: runCodeDescription(declarations, typecheck),
+        inputSchema: {
+          type: "object" as const,
+          properties: {
+            code: { type: "string", description: "The body of an async function (TypeScript or JavaScript)" },
+            input: { description: "Any JSON value, the body's `input` (default null)" },
+          },
+          required: ["code"],
+        },
+        outputSchema: OUTCOME_SCHEMA,
+      },
+    ],
+  }));
+  server.setRequestHandler(sdk.CallToolRequestSchema, async (request, extra) => {
+    if (request.params.name !== RUN_CODE_TOOL) {
+      return {
+        content: [{ type: "text" as const, text: `unknown tool ${JSON.stringify(request.params.name)}; the tool is ${RUN_CODE_TOOL}` }],
+        isError: true,
+      };
+    }
+    const args = request.params.arguments ?? {};
+    if (typeof args.code !== "string") {
+      return { content: [{ type: "text" as const, text: `${RUN_CODE_TOOL} needs "code", the body as a string` }], isError: true };
+    }
+    const signal = AbortSignal.any([extra.signal, stop.signal]);
+    let report: RunReport;
+    try {
+      report = await runCode({
+        ...host,
+        // As ears exec without --cwd: each body works in a private, empty directory of its own.
+        cwd: undefined,
+        signal,
+        code: args.code,
+        input: (args.input ?? null) as Json,
+        typecheck,
+        ...(contract === undefined ? {} : { contract }),
+      });
+    } catch (error) {
+      // A missing optional peer (amaro, typescript): the client's model cannot fix that, its user can.
+      return { content: [{ type: "text" as const, text: (error as Error).message }], isError: true };
+    }
+    printSandboxNote(report, io, values.quiet ?? false);
+    return toolResult(report);
+  });
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = resolve;
+  });
+  const transport = new sdk.StdioServerTransport(process.stdin, io.stdout);
+  // The client closing its end of stdin ends the server; a running body is stopped, not orphaned.
+  const end = () => {
+    stop.abort(new Error("the MCP client went away"));
+    void server.close();
+  };
+  process.stdin.once("end", end);
+  io.signal?.addEventListener("abort", end, { once: true });
+  try {
+    await server.connect(transport);
+    await closed;
+  } finally {
+    process.stdin.off("end", end);
+    io.signal?.removeEventListener("abort", end);
+    await closeConnectors();
+  }
+  return ExitStatus.Success;
+});
+
+/**
+ * A run's report as a tool result: the outcome as text (content, then structured as JSON, then the logs)
+ * and as `structuredContent`; `isError` unless it succeeded.
+ */
+export function toolResult(report: RunReport): {
+  content: { type: "text"; text: string }[];
+  structuredContent?: Record<string, Json>;
+  isError: boolean;
+} {
+  const logs = logText(report);
+  if (report.failure !== undefined) {
+    const { code, message } = report.failure;
+    return {
+      content: [{ type: "text", text: `${code}: ${message}${logs}` }],
+      structuredContent: { status: "failure", code, content: message },
+      isError: true,
+    };
+  }
+  const outcome = report.outcome;
+  const structured =
+    outcome.structured === undefined ? "" : `${outcome.content === "" ? "" : "\n"}${JSON.stringify(outcome.structured, null, 2)}`;
+  const text = outcome.status === "failure" ? `${outcome.code}: ${outcome.content}${structured}` : `${outcome.content}${structured}`;
+  return {
+    content: [{ type: "text", text: `${text}${logs}` }],
+    structuredContent: { ...outcome } as Record<string, Json>,
+    isError: outcome.status === "failure",
+  };
+}
+
+function logText(report: RunReport): string {
+  if (report.logs.length === 0) return "";
+  const lines = report.logs.slice(0, MAX_LOG_LINES).map((entry) => `[${entry.level}] ${entry.content}`);
+  if (report.logs.length > MAX_LOG_LINES) lines.push(`(${report.logs.length - MAX_LOG_LINES} more log lines not shown)`);
+  let text = lines.join("\n");
+  if (text.length > MAX_LOG_CHARS) text = `${text.slice(0, MAX_LOG_CHARS)} …(logs cut at ${MAX_LOG_CHARS} characters)`;
+  return `\n\nLogs:\n${text}`;
+}
+
+async function loadServerSdk() {
+  try {
+    const [server, stdio, types] = await Promise.all([
+      import("@modelcontextprotocol/sdk/server/index.js"),
+      import("@modelcontextprotocol/sdk/server/stdio.js"),
+      import("@modelcontextprotocol/sdk/types.js"),
+    ]);
+    return {
+      Server: server.Server,
+      StdioServerTransport: stdio.StdioServerTransport,
+      ListToolsRequestSchema: types.ListToolsRequestSchema,
+      CallToolRequestSchema: types.CallToolRequestSchema,
+    };
+  } catch (error) {
+    if (isMissingMcpSdk(error)) throw new UsageError(missingMcpSdk(error).message);
+    throw error;
+  }
+}

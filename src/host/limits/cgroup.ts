@@ -1,0 +1,390 @@
+/**
+ * Linux control groups for one run: where the host may create them (planned from /proc/self/cgroup and the
+ * mount table, as data, so the plan is tested without a kernel), and the run's own cgroup: created under
+ * the host's own cgroup (never above it, so limits on the host still hold), limited, read for usage,
+ * emptied and removed when the run ends.
+ */
+import { accessSync, constants, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** The controllers a run uses: memory (memoryBytes), pids (processes), CPU accounting (cpuTimeMs, usage). */
+export type Controller = "memory" | "pids" | "cpu";
+
+/** How the plan looks at the machine: reads a file (undefined when it cannot) and asks whether a directory is writable. */
+export interface CgroupLook {
+  read(path: string): string | undefined;
+  writable(path: string): boolean;
+}
+
+/** Where this host can create per-run cgroups, with what, or why it cannot. */
+export type CgroupPlan =
+  /** cgroup v2: one directory, under which a child may use `controllers` (those in `enable` still have to be switched on). */
+  | { version: "v2"; parent: string; controllers: Controller[]; enable: Controller[] }
+  /** cgroup v1: the host's own directory in each controller's hierarchy that is mounted and writable. */
+  | { version: "v1"; parents: Partial<Record<Controller, string>> }
+  | { version: null; reason: string };
+
+/** The v1 hierarchy that carries each controller we use (CPU time is read from `cpuacct`). */
+const V1_NAMES: Record<Controller, string> = { memory: "memory", pids: "pids", cpu: "cpuacct" };
+const CONTROLLERS: Controller[] = ["memory", "pids", "cpu"];
+
+interface Mount {
+  root: string;
+  point: string;
+  type: string;
+  superOptions: string[];
+  readOnly: boolean;
+}
+
+/** The cgroup mounts in a /proc/self/mountinfo text. Octal escapes in paths (\040 for a space) are decoded. */
+export function cgroupMounts(mountinfo: string): Mount[] {
+  const mounts: Mount[] = [];
+  for (const line of mountinfo.split("\n")) {
+    const [left, right] = line.split(" - ");
+    if (left === undefined || right === undefined) continue;
+    const fields = left.split(" ");
+    const [type, , superOptions = ""] = right.split(" ");
+    if (type !== "cgroup" && type !== "cgroup2") continue;
+    const root = unescapeMount(fields[3] ?? "");
+    const point = unescapeMount(fields[4] ?? "");
+    const options = (fields[5] ?? "").split(",");
+    mounts.push({ root, point, type, superOptions: superOptions.split(","), readOnly: options.includes("ro") });
+  }
+  return mounts;
+}
+
+function unescapeMount(path: string): string {
+  return path.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+}
+
+/**
+ * The host's own cgroup directory in each hierarchy: `v2` for the unified one, and per v1 controller,
+ * from /proc/self/cgroup ("id:controllers:path") and the mounts (a mount whose root is not above the
+ * host's path cannot reach it).
+ */
+export function ownCgroupDirs(procSelfCgroup: string, mountinfo: string): { v2?: string; v1: Partial<Record<Controller, string>> } {
+  const mounts = cgroupMounts(mountinfo).filter((mount) => !mount.readOnly);
+  const dirs: { v2?: string; v1: Partial<Record<Controller, string>> } = { v1: {} };
+  const inside = (mount: Mount, path: string): string | undefined => {
+    const below =
+      mount.root === "/" ? path : path === mount.root || path.startsWith(`${mount.root}/`) ? path.slice(mount.root.length) : undefined;
+    // join keeps a trailing slash ("/" -> "/sys/fs/cgroup/pids/"); a directory is named without one.
+    return below === undefined ? undefined : join(mount.point, below).replace(/(.)\/+$/, "$1");
+  };
+  for (const line of procSelfCgroup.split("\n")) {
+    const match = /^(\d+):([^:]*):(.*)$/.exec(line);
+    if (match === null) continue;
+    const [, id, names = "", path = "/"] = match;
+    if (id === "0" && names === "") {
+      const mount = mounts.find((m) => m.type === "cgroup2");
+      const dir = mount === undefined ? undefined : inside(mount, path);
+      if (dir !== undefined) dirs.v2 = dir;
+      continue;
+    }
+    const list = names.split(",");
+    for (const controller of CONTROLLERS) {
+      if (!list.includes(V1_NAMES[controller])) continue;
+      const mount = mounts.find((m) => m.type === "cgroup" && m.superOptions.includes(V1_NAMES[controller]));
+      const dir = mount === undefined ? undefined : inside(mount, path);
+      if (dir !== undefined) dirs.v1[controller] = dir;
+    }
+  }
+  return dirs;
+}
+
+/**
+ * Where runs get their cgroups. cgroup v2 when the host's own v2 cgroup offers memory and pids to a
+ * child (delegated, or the root), else the v1 hierarchies that are mounted and writable, else none with
+ * the reason. Pure over `look`.
+ */
+export function planCgroups(procSelfCgroup: string, mountinfo: string, look: CgroupLook): CgroupPlan {
+  const own = ownCgroupDirs(procSelfCgroup, mountinfo);
+  let v2Reason: string | undefined;
+  if (own.v2 !== undefined) {
+    const offered = words(look.read(join(own.v2, "cgroup.controllers")));
+    const enabled = words(look.read(join(own.v2, "cgroup.subtree_control")));
+    const controllers = CONTROLLERS.filter((c) => offered.includes(c));
+    if (!controllers.includes("memory") || !controllers.includes("pids")) {
+      const offers = offered.join(" ") || "none";
+      v2Reason = `the host's cgroup v2 ${own.v2} does not offer the memory and pids controllers (it offers: ${offers})`;
+    } else if (!look.writable(own.v2)) {
+      v2Reason = `the host may not write its cgroup v2 ${own.v2} (not delegated to this user)`;
+    } else {
+      return { version: "v2", parent: own.v2, controllers, enable: controllers.filter((c) => !enabled.includes(c)) };
+    }
+  }
+  const parents: Partial<Record<Controller, string>> = {};
+  for (const controller of CONTROLLERS) {
+    const dir = own.v1[controller];
+    if (dir !== undefined && look.writable(dir)) parents[controller] = dir;
+  }
+  if (Object.keys(parents).length > 0) return { version: "v1", parents };
+  const v1Reason =
+    Object.keys(own.v1).length > 0
+      ? "the host may not write its cgroup v1 memory, pids or cpuacct directories"
+      : "no cgroup v1 memory, pids or cpuacct hierarchy is mounted";
+  return { version: null, reason: v2Reason === undefined ? v1Reason : `${v2Reason}; ${v1Reason}` };
+}
+
+function words(text: string | undefined): string[] {
+  return (text ?? "").split(/\s+/).filter((word) => word !== "");
+}
+
+/** The machine as it is: the real files. */
+export const realLook: CgroupLook = {
+  read(path) {
+    try {
+      return readFileSync(path, "utf8");
+    } catch {
+      return undefined;
+    }
+  },
+  writable(path) {
+    try {
+      accessSync(path, constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+};
+
+let planned: CgroupPlan | undefined;
+
+/** This process's plan, read once (a host does not move between cgroups while it runs guests). */
+export function hostCgroupPlan(): CgroupPlan {
+  if (planned !== undefined) return planned;
+  if (process.platform !== "linux")
+    return (planned = { version: null, reason: `cgroups are a Linux feature; this is ${process.platform}` });
+  const procSelfCgroup = realLook.read("/proc/self/cgroup");
+  const mountinfo = realLook.read("/proc/self/mountinfo");
+  if (procSelfCgroup === undefined || mountinfo === undefined)
+    return (planned = { version: null, reason: "/proc/self/cgroup cannot be read" });
+  return (planned = planCgroups(procSelfCgroup, mountinfo, realLook));
+}
+
+/** What one run's cgroup sets: each value finite, or left out (no limit, accounting only). */
+export interface CgroupLimits {
+  memoryBytes?: number;
+  processes?: number;
+}
+
+/** Counters read from a run's cgroup; each field is absent when the kernel does not offer it. */
+export interface CgroupCounters {
+  cpuMs?: number;
+  memoryBytes?: number;
+  peakMemoryBytes?: number;
+  processes?: number;
+  peakProcesses?: number;
+  oomKills?: number;
+}
+
+let sequence = 0;
+
+/** One run's cgroup (one directory per v1 hierarchy, one in v2). */
+export class RunCgroup {
+  private constructor(
+    readonly version: "v1" | "v2",
+    /** The run's directory per controller (v2: the same one for all). */
+    readonly dirs: Partial<Record<Controller, string>>,
+  ) {}
+
+  /** Every directory, once each: what the watchdog and `remove` clear. */
+  get directories(): string[] {
+    return [...new Set(Object.values(this.dirs))];
+  }
+
+  /** The `cgroup.procs` files the launcher writes its pid into. */
+  get procsFiles(): string[] {
+    return this.directories.map((dir) => join(dir, "cgroup.procs"));
+  }
+
+  /** Which controllers this cgroup has. */
+  has(controller: Controller): boolean {
+    return this.dirs[controller] !== undefined;
+  }
+
+  /**
+   * Creates the run's cgroup under the host's own and writes `limits`. Throws (after removing what it
+   * made) when a directory cannot be made or a limit cannot be written.
+   */
+  static create(plan: Exclude<CgroupPlan, { version: null }>, limits: CgroupLimits): RunCgroup {
+    sequence += 1;
+    const name = `ears-${process.pid}-${sequence}-${Math.random().toString(36).slice(2, 8)}`;
+    const made: string[] = [];
+    try {
+      if (plan.version === "v2") {
+        if (plan.enable.length > 0) enableControllers(plan.parent, plan.enable);
+        const dir = join(plan.parent, name);
+        mkdirSync(dir);
+        made.push(dir);
+        const cgroup = new RunCgroup("v2", Object.fromEntries(plan.controllers.map((c) => [c, dir])));
+        if (limits.memoryBytes !== undefined) {
+          writeFileSync(join(dir, "memory.max"), String(limits.memoryBytes));
+          // The limit bounds memory, not memory plus swap: a guest over it is killed, not swapped out.
+          writeIfPresent(join(dir, "memory.swap.max"), "0");
+        }
+        if (limits.processes !== undefined) writeFileSync(join(dir, "pids.max"), String(limits.processes));
+        return cgroup;
+      }
+      const dirs: Partial<Record<Controller, string>> = {};
+      for (const [controller, parent] of Object.entries(plan.parents) as [Controller, string][]) {
+        const dir = join(parent, name);
+        mkdirSync(dir);
+        made.push(dir);
+        dirs[controller] = dir;
+      }
+      if (limits.memoryBytes !== undefined && dirs.memory !== undefined) {
+        writeFileSync(join(dirs.memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
+        writeIfPresent(join(dirs.memory, "memory.memsw.limit_in_bytes"), String(limits.memoryBytes));
+      }
+      if (limits.processes !== undefined && dirs.pids !== undefined) writeFileSync(join(dirs.pids, "pids.max"), String(limits.processes));
+      return new RunCgroup("v1", dirs);
+    } catch (error) {
+      for (const dir of made.reverse()) tryRmdir(dir);
+      throw error;
+    }
+  }
+
+  /** The counters now. */
+  read(): CgroupCounters {
+    const counters: CgroupCounters = {};
+    const { memory, pids, cpu } = this.dirs;
+    if (this.version === "v2") {
+      if (cpu !== undefined) {
+        const usec = field(readText(join(cpu, "cpu.stat")), "usage_usec");
+        if (usec !== undefined) counters.cpuMs = usec / 1000;
+      }
+      if (memory !== undefined) {
+        assign(counters, "memoryBytes", numberIn(join(memory, "memory.current")));
+        assign(counters, "peakMemoryBytes", numberIn(join(memory, "memory.peak")));
+        assign(counters, "oomKills", field(readText(join(memory, "memory.events")), "oom_kill"));
+      }
+    } else {
+      if (cpu !== undefined) {
+        const ns = numberIn(join(cpu, "cpuacct.usage"));
+        if (ns !== undefined) counters.cpuMs = ns / 1e6;
+      }
+      if (memory !== undefined) {
+        assign(counters, "memoryBytes", numberIn(join(memory, "memory.usage_in_bytes")));
+        assign(counters, "peakMemoryBytes", numberIn(join(memory, "memory.max_usage_in_bytes")));
+        assign(counters, "oomKills", field(readText(join(memory, "memory.oom_control")), "oom_kill"));
+      }
+    }
+    if (pids !== undefined) {
+      assign(counters, "processes", numberIn(join(pids, "pids.current")));
+      assign(counters, "peakProcesses", numberIn(join(pids, "pids.peak")));
+    }
+    return counters;
+  }
+
+  /** SIGKILLs every process in the cgroup (v2's cgroup.kill where the kernel has it). */
+  killAll(): void {
+    for (const dir of this.directories) {
+      if (this.version === "v2" && writeIfPresent(join(dir, "cgroup.kill"), "1")) continue;
+      for (const pid of words(readText(join(dir, "cgroup.procs")))) {
+        try {
+          process.kill(Number(pid), "SIGKILL");
+        } catch {
+          // Gone meanwhile.
+        }
+      }
+    }
+  }
+
+  /**
+   * Kills what is left and removes the directories; retries while the kernel still counts dying
+   * processes in them (rmdir fails with EBUSY until they are gone). True when every directory is gone.
+   */
+  async remove(withinMs = 5000): Promise<boolean> {
+    const deadline = Date.now() + withinMs;
+    let left = this.directories;
+    for (;;) {
+      this.killAll();
+      left = left.filter((dir) => !tryRmdir(dir));
+      if (left.length === 0 || Date.now() >= deadline) return left.length === 0;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+/** The leaf a delegated cgroup v2's own processes move to, so the cgroup may give its children controllers. */
+export const HOST_LEAF = "ears-host";
+
+/** How {@link enableControllers} touches the cgroup file system (the real one by default; a fake in tests). */
+export interface CgroupWriter {
+  read(path: string): string | undefined;
+  write(path: string, text: string): void;
+  mkdir(path: string): void;
+}
+
+const realWriter: CgroupWriter = {
+  read: (path) => realLook.read(path),
+  write: (path, text) => writeFileSync(path, text),
+  mkdir: (path) => mkdirSync(path, { recursive: true }),
+};
+
+/**
+ * Switches `controllers` on for the children of the cgroup v2 `parent`. The kernel refuses (EBUSY) while
+ * `parent` holds processes of its own (the "no internal processes" rule), which a delegated cgroup
+ * holding the host does; then its processes (the host, and whatever else the delegation put there) move
+ * to a leaf of their own, {@link HOST_LEAF}, as systemd's delegation guide advises, and it is tried again.
+ * Runs' cgroups stay under `parent`, beside the leaf. Throws when it still cannot.
+ */
+export function enableControllers(parent: string, controllers: readonly Controller[], fs: CgroupWriter = realWriter): void {
+  const control = join(parent, "cgroup.subtree_control");
+  const text = controllers.map((c) => `+${c}`).join(" ");
+  try {
+    fs.write(control, text);
+    return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EBUSY") throw error;
+  }
+  const leaf = join(parent, HOST_LEAF);
+  fs.mkdir(leaf);
+  for (const pid of words(fs.read(join(parent, "cgroup.procs")))) fs.write(join(leaf, "cgroup.procs"), pid);
+  fs.write(control, text);
+}
+
+function readText(path: string): string | undefined {
+  return realLook.read(path);
+}
+
+function numberIn(path: string): number | undefined {
+  const text = readText(path)?.trim();
+  if (text === undefined || !/^\d+$/.test(text)) return undefined;
+  return Number(text);
+}
+
+/** The number after `name` in a "name value" per line file (cpu.stat, memory.events, memory.oom_control). */
+export function field(text: string | undefined, name: string): number | undefined {
+  const match = new RegExp(`^${name} (\\d+)$`, "m").exec(text ?? "");
+  return match === null ? undefined : Number(match[1]);
+}
+
+function assign(counters: CgroupCounters, key: keyof CgroupCounters, value: number | undefined): void {
+  if (value !== undefined) counters[key] = value;
+}
+
+/**
+ * Writes an optional knob of this kernel (swap limits, cgroup.kill); false when it is absent or refused,
+ * and the caller has a way that does not need it (swap off or unaccounted; killing each pid).
+ */
+function writeIfPresent(path: string, text: string): boolean {
+  try {
+    writeFileSync(path, text, { flag: "r+" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True when the directory is gone (removed now, or already). */
+function tryRmdir(dir: string): boolean {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * The launcher: the one small shell every guest starts through when there is something to do before the
+ * guest's first instruction. It joins the run's cgroups with its own pid (so everything it execs and forks
+ * is inside from the start, with no race), closes the descriptors the host inherited without
+ * close-on-exec (issue 17, "only 0, 1, 2"), applies rlimits, then execs the guest (or bubblewrap). Built
+ * by a pure function from data; the one impure piece, finding the leaked descriptors, is separate.
+ */
+import { accessSync, constants, readdirSync, readFileSync, statSync } from "node:fs";
+
+/** The launcher's exit status when it could not prepare the run; the guest never ran. */
+export const LAUNCHER_FAILED = 125;
+/** Every line the launcher writes on stderr starts with this, so the host can tell it from the guest. */
+export const LAUNCHER_MARK = "ears-launcher:";
+
+/** What the launcher must do before it execs `command`. */
+export interface LaunchSteps {
+  command: string;
+  args: readonly string[];
+  /** Descriptors (>= 3) to close: inherited by the host without close-on-exec. */
+  closeFds: readonly number[];
+  /** Descriptors the child is given on purpose (extra stdio entries, e.g. bubblewrap's seccomp program on 3); never closed. */
+  keepFds: readonly number[];
+  /** `cgroup.procs` files the launcher writes its own pid into, in order. */
+  cgroupProcs: readonly string[];
+  /** Per-process rlimits: `cpuSeconds` is RLIMIT_CPU (soft and hard, whole seconds). */
+  rlimits: { cpuSeconds?: number };
+  /**
+   * The environment the guest is given. The shells set PWD (both) and SHLVL (bash, at every exec): the
+   * launcher puts both back as they were here, so the guest's environment is exactly this one.
+   */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The shells this machine has: a POSIX sh (dash takes single-digit descriptors only) and bash (any), and `env`. */
+  shells: Shells;
+}
+
+/** The programs the launcher may use. */
+export interface Shells {
+  sh?: string;
+  bash?: string;
+  /** `env`, which bash needs to exec without adding SHLVL. */
+  env?: string;
+}
+
+/** How to spawn the guest: directly, through the launcher, or not at all (the problem says why). */
+export type LaunchCommand = { command: string; args: string[]; wrapped: boolean } | { problem: string };
+
+/** The name the launcher runs under ($0), as `ps` shows it. */
+const ARGV0 = "ears-launcher";
+
+/**
+ * The command line that runs `steps`. With nothing to do (no cgroup, no descriptor to close, no rlimit)
+ * the guest is spawned directly, at no cost. Descriptors in `keepFds` are never closed.
+ */
+export function launcherCommand(steps: LaunchSteps): LaunchCommand {
+  const close = [...new Set(steps.closeFds)]
+    .filter((fd) => Number.isSafeInteger(fd) && fd >= 3 && !steps.keepFds.includes(fd))
+    .sort((a, b) => a - b);
+  const { cpuSeconds } = steps.rlimits;
+  if (close.length === 0 && steps.cgroupProcs.length === 0 && cpuSeconds === undefined) {
+    return { command: steps.command, args: [...steps.args], wrapped: false };
+  }
+  // dash's redirections take one digit; bash takes any descriptor.
+  const high = close.find((fd) => fd >= 10);
+  const shell = high !== undefined ? steps.shells.bash : (steps.shells.sh ?? steps.shells.bash);
+  if (shell === undefined) {
+    return {
+      problem: `the launcher needs ${high === undefined ? "/bin/sh" : `bash (to close descriptor ${high})`}, which this machine lacks`,
+    };
+  }
+  const bash = shell === steps.shells.bash;
+  if (bash && steps.shells.env === undefined)
+    return { problem: "the launcher needs env (to start the guest from bash unchanged), which this machine lacks" };
+  // env would take a command with "=" in its name for a variable.
+  if (bash && steps.command.includes("="))
+    return { problem: `the launcher cannot start ${JSON.stringify(steps.command)} through env (its path has "=")` };
+  const lines: string[] = [];
+  const restore: string[] = [];
+  // Each cgroup.procs file is a positional parameter, so no path is ever parsed by the shell.
+  for (let index = 0; index < steps.cgroupProcs.length; index += 1) {
+    lines.push(`echo $$ > "$1" || { echo "${LAUNCHER_MARK} could not join the run's cgroup ($1)" >&2; exit ${LAUNCHER_FAILED}; }; shift`);
+  }
+  if (close.length > 0) lines.push(`exec ${close.map((fd) => `${fd}<&-`).join(" ")}`);
+  if (cpuSeconds !== undefined) {
+    const seconds = Math.max(1, Math.ceil(cpuSeconds));
+    // Soft limit: SIGXCPU, which ends the guest with a signal of its own; the hard one, a second later, SIGKILL.
+    lines.push(
+      `{ ulimit -S -t ${seconds} && ulimit -H -t ${seconds + 1}; } || ` +
+        `{ echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`,
+    );
+  }
+  const { PWD: pwd, SHLVL: shlvl } = steps.env;
+  if (pwd === undefined) lines.push("unset PWD");
+  else {
+    lines.push('export PWD="$1"; shift');
+    restore.push(pwd);
+  }
+  if (!bash) lines.push('exec "$@"');
+  else if (shlvl === undefined) lines.push(`exec ${steps.shells.env} -u SHLVL "$@"`);
+  else {
+    lines.push(`exec ${steps.shells.env} "SHLVL=$1" "\${@:2}"`);
+    restore.push(shlvl);
+  }
+  // bash reads no startup file: not $BASH_ENV (--posix), not ~/.bashrc, which it sources when stdin is a
+  // socket, as Node's stdio pipes are (its "run by rshd" guess; --norc).
+  const options = bash ? ["--norc", "--posix", "-c"] : ["-c"];
+  return {
+    command: shell,
+    args: [...options, lines.join("\n"), ARGV0, ...steps.cgroupProcs, ...restore, steps.command, ...steps.args],
+    wrapped: true,
+  };
+}
+
+/** O_CLOEXEC in /proc/self/fdinfo's octal `flags`. */
+const O_CLOEXEC = 0o2000000;
+
+/**
+ * This process's descriptors from 3 up that a child would inherit: open without close-on-exec (Linux
+ * /proc/self/fdinfo; none elsewhere). Node opens its own with close-on-exec; these come from whoever
+ * started the host (`ears exec … 40</`, a harness's pipe).
+ */
+export function leakedDescriptors(): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc/self/fd");
+  } catch {
+    return [];
+  }
+  const leaked: number[] = [];
+  for (const entry of entries) {
+    const fd = Number(entry);
+    if (!Number.isSafeInteger(fd) || fd < 3) continue;
+    try {
+      const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"));
+      if (flags !== null && (parseInt(flags[1]!, 8) & O_CLOEXEC) === 0) leaked.push(fd);
+    } catch {
+      // Closed meanwhile (the directory listing's own descriptor, among others).
+    }
+  }
+  return leaked.sort((a, b) => a - b);
+}
+
+let shells: Shells | undefined;
+
+/** The shells (and env) at their usual places, looked up once. */
+export function machineShells(): Shells {
+  if (shells !== undefined) return shells;
+  shells = {};
+  const executable = (path: string) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return statSync(path).isFile();
+    } catch {
+      return false;
+    }
+  };
+  const sh = ["/bin/sh", "/usr/bin/sh"].find(executable);
+  const bash = ["/bin/bash", "/usr/bin/bash"].find(executable);
+  if (sh !== undefined) shells.sh = sh;
+  if (bash !== undefined) shells.bash = bash;
+  const env = ["/usr/bin/env", "/bin/env"].find(executable);
+  if (env !== undefined) shells.env = env;
+  return shells;
+}

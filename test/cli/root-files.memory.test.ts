@@ -1,0 +1,46 @@
+/**
+ * The built-in read holds one copy of a file per answer (issue 23): while it reads, one buffer; once it
+ * has answered, only the answer's string. Answers that wait for a guest that does not read are held as
+ * they are (test/host/running-handlers.test.ts), so each one costs its string and nothing more.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { afterAll, describe, expect, it } from "vitest";
+import { rootFiles } from "../../src/cli/root-files.js";
+import type { Outcome } from "../../src/protocol/outcome.js";
+
+const MiB = 1024 * 1024;
+const dir = mkdtempSync(join(tmpdir(), "ears-read-memory-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A full collection after a turn of the event loop (the last read's settled promises let go), so what is measured is what is held. */
+async function collect(): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
+
+describe("the built-in read's memory per answer", () => {
+  it("keeps one string per answer of a 16 MiB file, and no buffer", async () => {
+    writeFileSync(join(dir, "big.txt"), "0123456789abcdef\n".repeat(MiB).slice(0, 16 * MiB));
+    const files = await rootFiles(dir);
+    const answers: Outcome[] = [];
+    await collect();
+    const before = process.memoryUsage();
+    for (let i = 0; i < 4; i++) {
+      const answer = (await files.read!({ path: "big.txt" }, { name: "read", id: i + 1, signal: new AbortController().signal })) as Outcome;
+      expect(answer.status === "success" && answer.content.length).toBe(16 * MiB);
+      answers.push(answer);
+    }
+    await collect();
+    const after = process.memoryUsage();
+    // ASCII text: a one-byte string of 16 MiB each, and the file's buffers all released.
+    expect(after.heapUsed - before.heapUsed).toBeGreaterThanOrEqual(4 * 16 * MiB);
+    expect(after.heapUsed - before.heapUsed).toBeLessThan(4 * 16 * MiB + 8 * MiB);
+    expect(after.arrayBuffers - before.arrayBuffers).toBeLessThan(MiB);
+    expect(answers).toHaveLength(4);
+  });
+});

@@ -1,0 +1,185 @@
+/**
+ * The launcher (src/host/limits/launcher.ts): its command line as data (fast-check), then the same
+ * command lines run for real by the machine's shells: the pid joins each cgroup.procs file before the
+ * guest's first instruction, leaked descriptors are closed and kept ones are not, a failed join never
+ * runs the guest, and the host's own scan finds exactly the descriptors it inherited without close-on-exec.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import fc from "fast-check";
+import { afterAll, describe, expect, it } from "vitest";
+import { LAUNCHER_FAILED, LAUNCHER_MARK, launcherCommand, machineShells, type LaunchSteps } from "../../../src/host/limits/launcher.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const shells = { sh: "/bin/sh", bash: "/bin/bash", env: "/usr/bin/env" };
+const base: LaunchSteps = {
+  command: "/usr/bin/env",
+  args: ["a b", "$HOME", "'"],
+  closeFds: [],
+  keepFds: [],
+  cgroupProcs: [],
+  rlimits: {},
+  env: {},
+  shells,
+};
+const fdArb = fc.integer({ min: 3, max: 60 });
+
+/** The script a wrapped command runs (its -c argument), and the words after it. */
+function wrapped(steps: LaunchSteps): { shell: string; script: string; rest: string[] } {
+  const command = launcherCommand(steps);
+  if ("problem" in command || !command.wrapped) throw new Error(`not wrapped: ${JSON.stringify(command)}`);
+  const at = command.args.indexOf("-c");
+  // bash reads no startup file (--norc, --posix), whatever the environment or stdin.
+  expect(command.args.slice(0, at)).toEqual(command.command === shells.bash ? ["--norc", "--posix"] : []);
+  return { shell: command.command, script: command.args[at + 1]!, rest: command.args.slice(at + 2) };
+}
+
+describe("the launcher's command line", () => {
+  it("spawns the guest directly when there is nothing to do", () => {
+    expect(launcherCommand(base)).toEqual({ command: base.command, args: base.args, wrapped: false });
+    // Kept descriptors alone are nothing to do either.
+    expect(launcherCommand({ ...base, closeFds: [3], keepFds: [3] })).toMatchObject({ wrapped: false });
+  });
+
+  it("closes every leaked descriptor but the kept ones, joins every cgroup and passes the command intact (fast-check)", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fdArb, { maxLength: 8 }),
+        fc.uniqueArray(fdArb, { maxLength: 3 }),
+        fc.array(
+          fc.string({ minLength: 1 }).map((s) => `/sys/fs/cgroup/x/${s}/cgroup.procs`),
+          { maxLength: 3 },
+        ),
+        fc.option(fc.integer({ min: 1, max: 100 }), { nil: undefined }),
+        (closeFds, keepFds, cgroupProcs, cpuSeconds) => {
+          const steps = { ...base, closeFds, keepFds, cgroupProcs, rlimits: cpuSeconds === undefined ? {} : { cpuSeconds } };
+          const toClose = closeFds.filter((fd) => !keepFds.includes(fd));
+          if (toClose.length === 0 && cgroupProcs.length === 0 && cpuSeconds === undefined) {
+            expect(launcherCommand(steps)).toMatchObject({ wrapped: false });
+            return;
+          }
+          const { shell, script, rest } = wrapped(steps);
+          expect(shell).toBe(toClose.some((fd) => fd >= 10) ? shells.bash : shells.sh);
+          // Paths and the command are positional parameters: never part of the script.
+          expect(rest).toEqual(["ears-launcher", ...cgroupProcs, base.command, ...base.args]);
+          expect(script.match(/echo \$\$ > "\$1"/g)?.length ?? 0).toBe(cgroupProcs.length);
+          const closed = [...script.matchAll(/(\d+)<&-/g)].map((match) => Number(match[1]));
+          expect(closed.sort((a, b) => a - b)).toEqual([...toClose].sort((a, b) => a - b));
+          for (const fd of keepFds) expect(closed).not.toContain(fd);
+          expect(script.includes(`ulimit -S -t ${cpuSeconds}`)).toBe(cpuSeconds !== undefined);
+          // The guest is exec'd last, with its environment as given (env {} here: no SHLVL from bash).
+          expect(script).toMatch(shell === shells.bash ? /\nexec \/usr\/bin\/env -u SHLVL "\$@"$/ : /\nexec "\$@"$/);
+        },
+      ),
+      { seed: 18 },
+    );
+  });
+
+  it("says what is missing when no shell can do it", () => {
+    expect(launcherCommand({ ...base, closeFds: [40], shells: { sh: "/bin/sh" } })).toEqual({
+      problem: "the launcher needs bash (to close descriptor 40), which this machine lacks",
+    });
+    expect(launcherCommand({ ...base, cgroupProcs: ["/x/cgroup.procs"], shells: {} })).toMatchObject({
+      problem: expect.stringContaining("/bin/sh"),
+    });
+    // Below 10, bash does when sh is missing.
+    expect(wrapped({ ...base, closeFds: [5], shells: { bash: "/bin/bash", env: "/usr/bin/env" } }).shell).toBe("/bin/bash");
+    expect(launcherCommand({ ...base, closeFds: [40], shells: { bash: "/bin/bash" } })).toMatchObject({
+      problem: expect.stringContaining("env"),
+    });
+  });
+});
+
+describe.runIf(process.platform === "linux")("the launcher, run", () => {
+  const dir = mkdtempSync(join(tmpdir(), "ears-launcher-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Runs steps with extra descriptors open in the launcher (at the given numbers) and returns its result. */
+  function run(steps: Partial<LaunchSteps>, open: number[] = []) {
+    const command = launcherCommand({ ...base, shells: machineShells(), ...steps });
+    if ("problem" in command) throw new Error(command.problem);
+    const stdio: (number | "pipe" | "ignore")[] = ["ignore", "pipe", "pipe"];
+    for (const fd of open) {
+      while (stdio.length < fd) stdio.push("ignore");
+      stdio[fd] = openSync(root, "r");
+    }
+    return spawnSync(command.command, command.args, { stdio, encoding: "utf8", env: { ...steps.env } as NodeJS.ProcessEnv });
+  }
+
+  it("writes its own pid (the guest's, after exec) into each cgroup.procs before the guest runs", () => {
+    const files = [join(dir, "a.procs"), join(dir, "b.procs")];
+    const result = run({ command: "/bin/sh", args: ["-c", "echo $$"], cgroupProcs: files });
+    expect(result.status).toBe(0);
+    for (const file of files) expect(readFileSync(file, "utf8").trim()).toBe(result.stdout.trim());
+  });
+
+  it("closes the leaked descriptors, below 10 and above, and keeps the kept one", () => {
+    const result = run({ command: "/bin/ls", args: ["/proc/self/fd"], closeFds: [5, 7, 40], keepFds: [7] }, [5, 7, 40]);
+    expect(result.status, result.stderr).toBe(0);
+    const fds = result.stdout.split(/\s+/).filter(Boolean).map(Number);
+    expect(fds).toContain(7);
+    expect(fds).not.toContain(5);
+    expect(fds).not.toContain(40);
+    // Without the launcher they would all be there: the test sees what it claims to.
+    const bare = run({ command: "/bin/ls", args: ["/proc/self/fd"], cgroupProcs: [join(dir, "c.procs")] }, [5, 7, 40]);
+    expect(bare.stdout.split(/\s+/).map(Number)).toEqual(expect.arrayContaining([5, 7, 40]));
+  });
+
+  it("never runs the guest when a cgroup cannot be joined: a status and a marked line of its own", () => {
+    const proof = join(dir, "ran");
+    const result = run({ command: "/bin/touch", args: [proof], cgroupProcs: [join(dir, "missing", "cgroup.procs")] });
+    expect(result.status).toBe(LAUNCHER_FAILED);
+    expect(result.stderr).toContain(`${LAUNCHER_MARK} could not join the run's cgroup (${join(dir, "missing", "cgroup.procs")})`);
+    expect(() => readFileSync(proof)).toThrow();
+  });
+
+  it("gives the guest exactly the environment it was given, through sh and through bash", () => {
+    for (const env of [{ A: "1" }, { A: "1", PWD: "/x y", SHLVL: "7" }]) {
+      for (const closeFds of [[5], [40]]) {
+        const result = run({ command: "/usr/bin/env", args: [], closeFds, env }, closeFds);
+        expect(result.status, result.stderr).toBe(0);
+        expect(result.stdout.trim().split("\n").sort(), `closing ${closeFds[0]}`).toEqual(
+          Object.entries(env)
+            .map(([k, v]) => `${k}=${v}`)
+            .sort(),
+        );
+      }
+    }
+  });
+
+  it("bash runs no startup file: not $BASH_ENV, which still reaches the guest", () => {
+    const sourced = join(dir, "sourced");
+    const startup = join(dir, "startup.sh");
+    writeFileSync(startup, `touch ${sourced}\n`);
+    const result = run({ command: "/usr/bin/env", args: [], closeFds: [40], env: { BASH_ENV: startup } }, [40]);
+    expect(result.stdout.trim()).toBe(`BASH_ENV=${startup}`);
+    expect(existsSync(sourced)).toBe(false);
+  });
+
+  it("sets RLIMIT_CPU for the guest", () => {
+    const result = run({ command: "/bin/sh", args: ["-c", "ulimit -S -t; ulimit -H -t"], rlimits: { cpuSeconds: 3 } });
+    expect(result.stdout.trim().split("\n")).toEqual(["3", "4"]);
+  });
+});
+
+describe.runIf(process.platform === "linux")("finding leaked descriptors", () => {
+  it("finds the descriptors a process inherited without close-on-exec, and none of Node's own", () => {
+    const script = `import("${join(root, "src/host/limits/launcher.ts")}").then((m) => console.log(JSON.stringify(m.leakedDescriptors())))`;
+    const clean = spawnSync(process.execPath, ["--import", "tsx", "-e", script], { encoding: "utf8", cwd: root });
+    expect(clean.stderr).toBe("");
+    // Whatever started this test run may have leaked descriptors into it (and so into the child): those
+    // count, Node's own (its event loop, its pipes, tsx's) never do.
+    const inherited = JSON.parse(clean.stdout) as number[];
+    expect(inherited).not.toContain(40);
+    expect(inherited).not.toContain(41);
+    // As a shell starts a host with descriptors of its own (Node itself marks its low ones close-on-exec at start).
+    const leaky = spawnSync("/bin/bash", ["-c", 'exec "$0" --import tsx -e "$1" 40</ 41<package.json', process.execPath, script], {
+      encoding: "utf8",
+      cwd: root,
+    });
+    expect(JSON.parse(leaky.stdout)).toEqual([...inherited, 40, 41].sort((a, b) => a - b));
+  });
+});

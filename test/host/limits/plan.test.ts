@@ -1,0 +1,314 @@
+/**
+ * Where a run's cgroup goes and what enforces each limit, as data: /proc/self/cgroup and the mount table
+ * of machines with cgroup v1 (this project's CI), a delegated cgroup v2 subtree, the v2 root, hybrids and
+ * containers; then the limit plan over every combination (fast-check): a limit with a value is enforced,
+ * refused (asked for) or reported as not enforced (a default), never silently dropped.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { planCgroups, ownCgroupDirs, field, type CgroupLook } from "../../../src/host/limits/cgroup.js";
+import { limitPlan, type CgroupOffer, type ResourceLimits } from "../../../src/host/limits/limits.js";
+import type { ResourceLimitName } from "../../../src/host/types.js";
+
+const V1_MOUNTS = [
+  "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755",
+  "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu",
+  "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct",
+  "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory",
+  "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids",
+  "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw",
+].join("\n");
+const V1_SELF = ["8:pids:/", "4:memory:/process_api/789c", "2:cpuacct:/", "1:cpu:/", "0::/"].join("\n");
+const V2_MOUNTS = "30 23 0:27 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate";
+const V2_DELEGATED = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/ears.scope";
+
+/** A machine as files: contents by path, and the directories that may be written. */
+function machine(files: Record<string, string>, writable: string[]): CgroupLook {
+  return { read: (path) => files[path], writable: (path) => writable.includes(path) };
+}
+
+describe("the host's cgroups, from /proc/self/cgroup and the mount table", () => {
+  it("cgroup v1 (this project's machines): a directory per controller under the host's own, CPU time from cpuacct", () => {
+    expect(ownCgroupDirs(V1_SELF, V1_MOUNTS)).toEqual({
+      v2: "/sys/fs/cgroup/unified",
+      v1: { memory: "/sys/fs/cgroup/memory/process_api/789c", pids: "/sys/fs/cgroup/pids", cpu: "/sys/fs/cgroup/cpuacct" },
+    });
+    const dirs = ["/sys/fs/cgroup/memory/process_api/789c", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/unified"];
+    // The unified hierarchy of a hybrid machine offers no controller: v1 it is.
+    const look = machine({ "/sys/fs/cgroup/unified/cgroup.controllers": "\n" }, dirs);
+    expect(planCgroups(V1_SELF, V1_MOUNTS, look)).toEqual({
+      version: "v1",
+      parents: { memory: dirs[0], pids: dirs[1], cpu: dirs[2] },
+    });
+  });
+
+  it("cgroup v1 where the host may write only some controllers: those, and no others", () => {
+    const look = machine({}, ["/sys/fs/cgroup/pids"]);
+    expect(planCgroups(V1_SELF, V1_MOUNTS, look)).toEqual({ version: "v1", parents: { pids: "/sys/fs/cgroup/pids" } });
+  });
+
+  it("cgroup v2 delegated to the host: its own directory, controllers switched on only where they are not yet", () => {
+    const dir = "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/ears.scope";
+    const look = machine({ [`${dir}/cgroup.controllers`]: "cpu io memory pids\n", [`${dir}/cgroup.subtree_control`]: "memory\n" }, [dir]);
+    expect(planCgroups(V2_DELEGATED, V2_MOUNTS, look)).toEqual({
+      version: "v2",
+      parent: dir,
+      controllers: ["memory", "pids", "cpu"],
+      enable: ["pids", "cpu"],
+    });
+  });
+
+  it("cgroup v2 at the root (a container's own namespace): the root itself", () => {
+    const look = machine({ "/sys/fs/cgroup/cgroup.controllers": "memory pids", "/sys/fs/cgroup/cgroup.subtree_control": "memory pids" }, [
+      "/sys/fs/cgroup",
+    ]);
+    expect(planCgroups("0::/", V2_MOUNTS, look)).toEqual({
+      version: "v2",
+      parent: "/sys/fs/cgroup",
+      controllers: ["memory", "pids"],
+      enable: [],
+    });
+  });
+
+  it("cgroup v2 not delegated, or without memory and pids: no cgroup, with both reasons", () => {
+    const dir = "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/ears.scope";
+    const notMine = machine({ [`${dir}/cgroup.controllers`]: "memory pids cpu" }, []);
+    const plan = planCgroups(V2_DELEGATED, V2_MOUNTS, notMine);
+    expect(plan).toMatchObject({ version: null, reason: expect.stringContaining("not delegated") });
+    const bare = machine({ [`${dir}/cgroup.controllers`]: "cpu" }, [dir]);
+    expect(planCgroups(V2_DELEGATED, V2_MOUNTS, bare)).toMatchObject({
+      version: null,
+      reason: expect.stringMatching(/does not offer the memory and pids controllers \(it offers: cpu\).*no cgroup v1/),
+    });
+  });
+
+  it("a mount of part of a hierarchy (a container) reaches the host's cgroup below its root, and a read-only mount is never used", () => {
+    const mounts = "50 40 0:32 /docker/abc /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory";
+    expect(ownCgroupDirs("4:memory:/docker/abc/run\\0401", mounts).v1.memory).toBe("/sys/fs/cgroup/memory/run\\0401");
+    expect(ownCgroupDirs("4:memory:/elsewhere", mounts).v1.memory).toBeUndefined();
+    const readOnly = "50 40 0:32 / /sys/fs/cgroup/memory ro,relatime - cgroup cgroup rw,memory";
+    expect(ownCgroupDirs("4:memory:/", readOnly).v1).toEqual({});
+    // Octal escapes in mount points are decoded.
+    expect(ownCgroupDirs("0::/a", "1 0 0:1 / /mnt/c\\040g rw - cgroup2 cgroup2 rw").v2).toBe("/mnt/c g/a");
+  });
+
+  it("no cgroup file system at all: none, and why", () => {
+    expect(planCgroups("0::/", "22 1 0:21 / /proc rw - proc proc rw", machine({}, []))).toEqual({
+      version: null,
+      reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted",
+    });
+  });
+
+  it("reads the counters of cpu.stat, memory.events and memory.oom_control", () => {
+    expect(field("usage_usec 1500\nuser_usec 1000\n", "usage_usec")).toBe(1500);
+    expect(field("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", "oom_kill")).toBe(2);
+    expect(field("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n", "oom_kill")).toBe(1);
+    expect(field(undefined, "oom_kill")).toBeUndefined();
+  });
+});
+
+const NAMES: ResourceLimitName[] = ["memoryBytes", "processes", "cpuTimeMs", "tmpBytes"];
+const DEFAULTS: ResourceLimits = { memoryBytes: 2 ** 30, processes: 256, cpuTimeMs: Infinity, tmpBytes: 2 ** 28 };
+
+describe("the limit plan", () => {
+  it("with cgroup v1 and a sandbox: memory and processes by the cgroup, /tmp by bubblewrap, CPU by the cgroup when asked", () => {
+    const plan = limitPlan({
+      limits: { ...DEFAULTS, cpuTimeMs: 500 },
+      requested: new Set(["cpuTimeMs"]),
+      confined: true,
+      cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
+    });
+    expect(plan.report).toEqual({
+      memoryBytes: { value: 2 ** 30, requested: false, enforcedBy: "cgroup-v1" },
+      processes: { value: 256, requested: false, enforcedBy: "cgroup-v1" },
+      cpuTimeMs: { value: 500, requested: true, enforcedBy: "cgroup-v1" },
+      tmpBytes: { value: 2 ** 28, requested: false, enforcedBy: "bubblewrap" },
+    });
+    expect(plan.cgroupLimits).toEqual({ memoryBytes: 2 ** 30, processes: 256 });
+    expect(plan.tmpBytes).toBe(2 ** 28);
+    expect(plan.refusal).toBeUndefined();
+    expect(plan.cpuRlimitSeconds).toBeUndefined();
+  });
+
+  it("without a cgroup: asked-for memory is refused with the fix, defaults are noted as not enforced, CPU falls back to RLIMIT_CPU", () => {
+    const none: CgroupOffer = { version: null, reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted" };
+    const asked = limitPlan({
+      limits: { ...DEFAULTS, memoryBytes: 1000 },
+      requested: new Set(["memoryBytes"]),
+      confined: true,
+      cgroup: none,
+    });
+    expect(asked.refusal).toMatch(
+      /^limits\.memoryBytes \(1000\) was asked for but cannot be enforced: no cgroup memory controller .*delegated/,
+    );
+    const defaults = limitPlan({ limits: { ...DEFAULTS, cpuTimeMs: 1500 }, requested: new Set(), confined: true, cgroup: none });
+    expect(defaults.refusal).toBeUndefined();
+    expect(defaults.report.memoryBytes).toMatchObject({ value: 2 ** 30, enforcedBy: null, note: expect.stringMatching(/^not enforced: /) });
+    expect(defaults.report.cpuTimeMs).toMatchObject({ value: 1500, enforcedBy: "rlimit", note: expect.stringContaining("per process") });
+    expect(defaults.cpuRlimitSeconds).toBe(2);
+  });
+
+  it("unconfined: /tmp cannot be bounded, refused when asked, reported when default", () => {
+    const cgroup: CgroupOffer = { version: "v2", controllers: ["memory", "pids", "cpu"] };
+    expect(limitPlan({ limits: DEFAULTS, requested: new Set(["tmpBytes"]), confined: false, cgroup }).refusal).toMatch(
+      /limits\.tmpBytes .* unconfined/,
+    );
+    const plan = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: false, cgroup });
+    expect(plan.report.tmpBytes).toMatchObject({ enforcedBy: null, note: expect.stringContaining("unconfined") });
+    expect(plan.report.memoryBytes.enforcedBy).toBe("cgroup-v2");
+  });
+
+  it("never drops a limit silently (fast-check): each with a value is enforced, refused if asked, or noted if default", () => {
+    const limitArb = fc.constantFrom(1, 4096, Infinity);
+    fc.assert(
+      fc.property(
+        fc.record({ memoryBytes: limitArb, processes: limitArb, cpuTimeMs: limitArb, tmpBytes: limitArb }),
+        fc.subarray(NAMES),
+        fc.boolean(),
+        fc.oneof(
+          fc.constant<CgroupOffer>({ version: null, reason: "none here" }),
+          fc.record({ version: fc.constantFrom<"v1" | "v2">("v1", "v2"), controllers: fc.subarray(["memory", "pids", "cpu"] as const) }),
+        ),
+        (limits, requested, confined, cgroup) => {
+          const plan = limitPlan({ limits, requested: new Set(requested), confined, cgroup });
+          for (const name of NAMES) {
+            const state = plan.report[name];
+            expect(state.requested).toBe(requested.includes(name));
+            if (limits[name] === Infinity) {
+              expect(state).toEqual({ value: null, requested: state.requested, enforcedBy: null });
+              continue;
+            }
+            expect(state.value).toBe(limits[name]);
+            if (state.enforcedBy === null) {
+              expect(state.note).toMatch(/^not enforced: /);
+              if (state.requested) expect(plan.refusal).toContain(`limits.${name} (${limits[name]})`);
+            }
+            // What the report says enforces a limit is what the plan hands the mechanism.
+            if (name === "memoryBytes")
+              expect(plan.cgroupLimits.memoryBytes).toBe(state.enforcedBy?.startsWith("cgroup") ? limits[name] : undefined);
+            if (name === "processes")
+              expect(plan.cgroupLimits.processes).toBe(state.enforcedBy?.startsWith("cgroup") ? limits[name] : undefined);
+            if (name === "tmpBytes") expect(plan.tmpBytes).toBe(state.enforcedBy === "bubblewrap" ? limits[name] : undefined);
+            if (name === "cpuTimeMs") expect(plan.cpuRlimitSeconds !== undefined).toBe(state.enforcedBy === "rlimit");
+          }
+          const refusedAny = NAMES.some(
+            (name) => plan.report[name].requested && plan.report[name].enforcedBy === null && limits[name] !== Infinity,
+          );
+          expect(plan.refusal !== undefined).toBe(refusedAny);
+        },
+      ),
+      { seed: 1818 },
+    );
+  });
+});
+
+describe("a run's cgroup v2, on a directory tree shaped like one", () => {
+  it("switches on what the plan says, writes the limits, reads the counters, and removes itself", async () => {
+    const { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync, unlinkSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
+    try {
+      const cgroup = RunCgroup.create(
+        { version: "v2", parent, controllers: ["memory", "pids", "cpu"], enable: ["pids", "cpu"] },
+        { memoryBytes: 4096, processes: 7 },
+      );
+      expect(readFileSync(join(parent, "cgroup.subtree_control"), "utf8")).toBe("+pids +cpu");
+      const [dir] = cgroup.directories;
+      expect(cgroup.procsFiles).toEqual([join(dir!, "cgroup.procs")]);
+      expect(readFileSync(join(dir!, "memory.max"), "utf8")).toBe("4096");
+      expect(readFileSync(join(dir!, "pids.max"), "utf8")).toBe("7");
+      writeFileSync(join(dir!, "cpu.stat"), "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n");
+      writeFileSync(join(dir!, "memory.peak"), "1048576\n");
+      writeFileSync(join(dir!, "memory.events"), "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
+      writeFileSync(join(dir!, "pids.peak"), "5\n");
+      expect(cgroup.read()).toEqual({ cpuMs: 2.5, peakMemoryBytes: 1048576, oomKills: 1, peakProcesses: 5 });
+      // A real cgroup directory can be removed with its files in it; this one only once they are gone.
+      for (const file of readdirSync(dir!)) unlinkSync(join(dir!, file));
+      expect(await cgroup.remove(1000)).toBe(true);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it("leaves nothing behind when a limit cannot be written", async () => {
+    const { mkdtempSync, mkdirSync, readdirSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
+    const memory = join(parent, "memory");
+    const pids = join(parent, "pids-missing");
+    mkdirSync(memory);
+    try {
+      expect(() => RunCgroup.create({ version: "v1", parents: { memory, pids } }, { memoryBytes: 4096 })).toThrow(/ENOENT/);
+      expect(readdirSync(memory)).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("switching cgroup v2 controllers on for a delegated cgroup that holds the host", () => {
+  /** A cgroup file system as a map; subtree_control refuses (EBUSY) while `parent` holds processes. */
+  function fakeTree(parent: string, procs: string[]) {
+    const files = new Map<string, string>([[`${parent}/cgroup.procs`, procs.join("\n")]]);
+    const dirs = new Set<string>([parent]);
+    const written: string[] = [];
+    const fs = {
+      read: (path: string) => files.get(path),
+      mkdir: (path: string) => void dirs.add(path),
+      write(path: string, text: string) {
+        written.push(`${path} <- ${text}`);
+        if (path === `${parent}/cgroup.subtree_control` && (files.get(`${parent}/cgroup.procs`) ?? "").trim() !== "") {
+          throw Object.assign(new Error("EBUSY: resource busy or locked, write"), { code: "EBUSY" });
+        }
+        if (path.endsWith("/cgroup.procs")) {
+          // Moving a process takes it out of wherever it was.
+          for (const [file, list] of files) {
+            if (file.endsWith("/cgroup.procs"))
+              files.set(
+                file,
+                list
+                  .split("\n")
+                  .filter((pid) => pid !== text)
+                  .join("\n"),
+              );
+          }
+          files.set(path, [files.get(path), text].filter(Boolean).join("\n"));
+          if (!dirs.has(path.slice(0, -"/cgroup.procs".length))) throw Object.assign(new Error("ENOENT"), { code: "ENOENT" });
+          return;
+        }
+        files.set(path, text);
+      },
+    };
+    return { fs, files, written };
+  }
+
+  it("moves the cgroup's own processes to a leaf of their own, then switches the controllers on", async () => {
+    const { enableControllers, HOST_LEAF } = await import("../../../src/host/limits/cgroup.js");
+    const parent = "/sys/fs/cgroup/app.slice/ears.scope";
+    const tree = fakeTree(parent, ["100", "200"]);
+    enableControllers(parent, ["memory", "pids"], tree.fs);
+    expect(tree.files.get(`${parent}/cgroup.subtree_control`)).toBe("+memory +pids");
+    expect(tree.files.get(`${parent}/${HOST_LEAF}/cgroup.procs`)).toBe("100\n200");
+    expect(tree.files.get(`${parent}/cgroup.procs`)).toBe("");
+  });
+
+  it("an empty cgroup (or the root) needs no move; any other refusal is thrown", async () => {
+    const { enableControllers } = await import("../../../src/host/limits/cgroup.js");
+    const parent = "/sys/fs/cgroup";
+    const empty = fakeTree(parent, []);
+    enableControllers(parent, ["cpu"], empty.fs);
+    expect(empty.written).toEqual([`${parent}/cgroup.subtree_control <- +cpu`]);
+    const refusing = {
+      read: () => undefined,
+      mkdir: () => {},
+      write: (): void => {
+        throw Object.assign(new Error("EACCES"), { code: "EACCES" });
+      },
+    };
+    expect(() => enableControllers(parent, ["cpu"], refusing)).toThrow("EACCES");
+  });
+});

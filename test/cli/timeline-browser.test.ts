@@ -82,6 +82,9 @@ describe.runIf(process.platform === "linux")("ears timeline in headless Chromium
     for (const request of requests) expect(text).toContain(`#${request.id} ${request.name}`);
     for (const code of failureCodes) expect(text).toContain(`failure ${code}`);
     expect(text).toContain("[stderr]");
+    // The usage, when this machine measured it (a cgroup), as the CLI's usage line says it.
+    const note = (await readTranscript(transcript)).at(-1) as { report?: { usage?: { cpuMs?: number } } };
+    if (note.report?.usage?.cpuMs !== undefined) expect(text).toMatch(/usage: cpu \d+ ms/);
     expect(text).toContain("[warn]");
     expect(text).toContain("results for otel <b>spans</b>"); // guest text shown as text, not markup
     expect(await tab.locator("b").count()).toBe(0);

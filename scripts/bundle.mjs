@@ -23,8 +23,9 @@ const entries = {
 const bundle = await rolldown({
   input: Object.fromEntries(Object.entries(entries).map(([name, file]) => [name, join(dist, file)])),
   platform: "node",
-  // The MCP SDK is an optional peer that the connectors and `ears mcp` import lazily.
-  external: [/^node:/, "zod", /^zod\//, "fast-check", /^@modelcontextprotocol\/sdk(\/|$)/],
+  // Optional peers stay imports: the user's copy is loaded lazily when there is one (the MCP SDK by the
+  // connectors and `ears mcp`, OpenTelemetry by the host).
+  external: [/^node:/, "zod", /^zod\//, "fast-check", /^@modelcontextprotocol\/sdk(\/|$)/, "@opentelemetry/api"],
   treeshake: true,
 });
 await bundle.write({

@@ -23,3 +23,11 @@ const first = loose[0]!;
 void ("frame" in first && first.frame.type);
 // frames: false (or a boolean not known to be true) keeps the loose type.
 expectTypeOf(await readTranscript("run.ndjson", { frames: false })).toEqualTypeOf<TranscriptEntry[]>();
+
+// Notes (the guest's stderr, the closing report) are entries too; isNote tells them apart, and "at" is optional.
+import { isNote } from "@posoco/ears/testing";
+if (isNote(first)) {
+  if ("stderr" in first) expectTypeOf(first.stderr).toEqualTypeOf<string>();
+  else expectTypeOf(first.report).toEqualTypeOf<Json>();
+}
+expectTypeOf(first.at).toEqualTypeOf<number | undefined>();

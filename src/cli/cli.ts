@@ -1,6 +1,6 @@
 /**
- * The `ears` command: dispatches to `run`, `exec`, `replay`, `doctor`, `declarations` and `mcp`, prints help
- * and version, maps errors to exit statuses.
+ * The `ears` command: dispatches to `run`, `exec`, `replay`, `timeline`, `doctor`, `declarations` and `mcp`,
+ * prints help and version, maps errors to exit statuses.
  */
 import { describeError } from "../protocol/errors.js";
 import { SDK } from "../protocol/version.js";
@@ -12,6 +12,7 @@ import { mcpCommand } from "./mcp-command.js";
 import { replayCommand } from "./replay-command.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
 import { runCommand } from "./run-command.js";
+import { timelineCommand } from "./timeline-command.js";
 import { UsageError } from "./usage.js";
 
 /** The package version, as `ears --version` prints it. */
@@ -31,6 +32,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return await replayCommand(rest, io);
       case "exec":
         return await execCommand(rest, io);
+      case "timeline":
+        return await timelineCommand(rest, io);
       case "doctor":
         return await doctorCommand()(rest, io);
       case "declarations":
@@ -48,13 +51,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         io.stdout.write(`${VERSION}\n`);
         return ExitStatus.Success;
       case undefined:
-        throw new UsageError("no command; use ears run, ears exec or ears replay (see ears --help)");
+        throw new UsageError("no command; use ears run, ears exec, ears replay or ears timeline (see ears --help)");
       default:
         throw new UsageError(
           first.startsWith("-")
             ? `unknown option ${first}; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)`
             : `unknown command ${JSON.stringify(first)}; ` +
-                "the commands are run, exec, replay, doctor, declarations and mcp (see ears --help)",
+                "the commands are run, exec, replay, timeline, doctor, declarations and mcp (see ears --help)",
         );
     }
   } catch (error) {

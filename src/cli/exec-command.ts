@@ -40,7 +40,7 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
       io.stderr.write(`ears: ${error.message}\n`);
       return ExitStatus.SessionError;
     }
-    return await reportRun(await running, values, io, host.recorder);
+    return await reportRun(await running, values, io, host);
   } finally {
     await closeConnectors();
   }

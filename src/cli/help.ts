@@ -33,6 +33,8 @@ Usage:
       Run a code body (TypeScript or JavaScript; ears and input in scope) as a guest.
   ears replay <transcript.ndjson> [options] -- <command> [args...]
       Replay a recorded session against a guest and report the first divergence.
+  ears timeline <transcript.ndjson> [-o run.html]
+      Turn a recorded run into one self-contained HTML page: the calls on a time axis.
   ears doctor [--json]
       Say what confinement a run gets on this machine, and how to fix what is missing.
   ears declarations [--mcp-config <file>] [--capabilities <module>] [--fetch-allow <origin>]
@@ -51,8 +53,9 @@ Examples:
   ears run --allow read,list -- node guest.mjs
   ears run --allow read --record run.ndjson -- node guest.mjs
   ears replay run.ndjson -- node guest.mjs
+  ears timeline run.ndjson -o run.html
 
-Run "ears run --help", "ears exec --help", "ears replay --help", "ears doctor --help",
+Run "ears run --help", "ears exec --help", "ears replay --help", "ears timeline --help", "ears doctor --help",
 "ears declarations --help" or "ears mcp --help" for the options.
 `;
 
@@ -91,7 +94,8 @@ ${CONNECTOR_HELP}
                             --sandbox-read, --sandbox-write, the two above and --env imply
                             --sandbox.
   --record <file>           Write every frame, both directions, to an NDJSON transcript
-                            ({"from":"guest"|"host","frame":{...}} a line), for "ears replay".
+                            ({"from":"guest"|"host","at":ms,"frame":{...}} a line), with the guest's
+                            stderr and the report as notes, for "ears replay" and "ears timeline".
                             Created private (mode 0600); a symbolic link there is refused.
   --timeout <seconds>       Deadline for the whole run; past it the guest is stopped (exit 2).
                             Default: none.
@@ -113,6 +117,8 @@ ${CONNECTOR_HELP}
                             stderr tail, limits, usage) as one JSON line on stdout instead of the result.
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
                             (errors still appear, and the guest's stderr tail after a broken run).
+  --verbose                 After the run, print a compact timeline on stderr: each call with its
+                            start, duration, outcome and failure code, the logs in place, the result.
   -h, --help                Show this help.
 
 The sandbox (Linux, bubblewrap): the guest sees the system directories needed to start the command,
@@ -195,7 +201,7 @@ Options:
   Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
   --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
   --timeout, --call-timeout, --memory, --processes, --cpu-time, --tmp-size, --json, --quiet,
-  --mcp-config, --fetch-allow, --fetch-header), with the same meaning; see ears run --help.
+  --verbose, --mcp-config, --fetch-allow, --fetch-header), with the same meaning; see ears run --help.
   -h, --help                Show this help.
 
 ${EXIT_STATUS}
@@ -203,6 +209,31 @@ ${EXIT_STATUS}
 Examples:
   ears exec --allow read --code 'const r = await ears.call("read", { path: "README.md" }); return r.content.length;'
   ears exec --allow read,list --input '{"dir":"."}' --code-file body.ts --json
+`;
+
+/** `ears timeline --help`. */
+export const TIMELINE_HELP = `Usage: ears timeline <transcript.ndjson> [-o <file.html>]
+
+Turns a transcript written by "ears run --record" into one self-contained HTML page: the calls as
+bars on a time axis (name, arguments, duration, outcome, failure code), the logs and the guest's
+stderr in place, the result, the session failure and the usage. The page loads nothing (no network,
+no external files), has a search box, and can be attached to a bug report. A transcript without
+times (recordTo() without { timed: true }) is laid out in frame order.
+
+Options:
+  -o, --output <file>       Where to write the page; "-" for stdout. Default: the transcript's
+                            name with .html (run.ndjson -> run.html). Created private (mode 0600);
+                            a symbolic link there is refused.
+  -h, --help                Show this help.
+
+Exit status:
+  0   the page was written
+  2   the page could not be written
+  64  usage error, or the transcript cannot be read (the line is named)
+
+Examples:
+  ears run --allow read --record run.ndjson -- node guest.mjs
+  ears timeline run.ndjson -o run.html
 `;
 
 /** `ears doctor --help`. */

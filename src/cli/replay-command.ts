@@ -18,6 +18,7 @@ import {
 import {
   finishRecording,
   guestCommand,
+  guestStderrTo,
   inFlagTerms,
   limitsOf,
   printSandboxNote,
@@ -40,10 +41,16 @@ export const replayCommand = subcommand("replay", SESSION_OPTIONS, REPLAY_HELP, 
   const recorder = startRecording(values.record, io.cwd);
   const replayed = await replayGuestCommand(
     recording,
-    { command: guest[0]!, args: guest.slice(1), cwd: io.cwd, sandbox, onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr) },
+    {
+      command: guest[0]!,
+      args: guest.slice(1),
+      cwd: io.cwd,
+      sandbox,
+      onStderr: guestStderrTo(values.quiet ? undefined : guestStderrPrinter(io.stderr), recorder),
+    },
     { limits, onLog: values.quiet ? undefined : logPrinter(io.stderr), onFrame: recorder?.onFrame, signal: io.signal },
   );
-  const recorded = await finishRecording(recorder, io);
+  const recorded = await finishRecording(recorder, io, replayed.report);
   const { report } = replayed;
   const printed = values.json ? printJson(replayed, io.stdout, io.stderr) : true;
   if (!values.json && replayed.ok && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);

@@ -5,7 +5,10 @@ import { runGuest } from "../host/index.js";
 import type { Capabilities, GuestCommand, HostLimits, RunReport, SandboxSetting } from "../host/index.js";
 import { envEntryProblem } from "../host/sandbox/policy.js";
 import { describeError } from "../protocol/errors.js";
-import { recordTo, type Recorder } from "../transcripts/transcript.js";
+import type { Json } from "../protocol/json.js";
+import { performance } from "node:perf_hooks";
+import { TimelineBuilder } from "../transcripts/timeline.js";
+import { recordTo, transcriptEntry, type Recorder } from "../transcripts/transcript.js";
 import { defineCapabilities, type CapabilitySpec, type Contract } from "../contract/contract.js";
 import { loadCapabilityModule } from "./capability-module.js";
 import { CONNECTOR_OPTIONS, connectorsOf, type ConnectorValues } from "./connector-options.js";
@@ -23,6 +26,7 @@ import {
   type CliIo,
 } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
+import { printTimeline } from "./timeline-text.js";
 import { parseCount, parseInput, parseNameList, parseSeconds, parseSize, subcommand, UsageError } from "./usage.js";
 
 /** Options shared by `ears run` and `ears replay`. */
@@ -45,6 +49,7 @@ export const SESSION_OPTIONS = {
 /** The options of `ears run`, which `ears exec` takes too. */
 export const RUN_OPTIONS = {
   ...SESSION_OPTIONS,
+  verbose: { type: "boolean" },
   allow: { type: "string", multiple: true },
   input: { type: "string" },
   capabilities: { type: "string" },
@@ -62,7 +67,7 @@ export const runCommand = subcommand("run", RUN_OPTIONS, RUN_HELP, async ({ valu
   const { contract: _contract, closeConnectors, ...host } = await hostOptionsOf(values, io);
   try {
     const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
-    return await reportRun(report, values, io, host.recorder);
+    return await reportRun(report, values, io, host);
   } finally {
     await closeConnectors();
   }
@@ -79,21 +84,28 @@ export type HostValues = {
   "call-timeout"?: string;
   quiet?: boolean;
   json?: boolean;
+  verbose?: boolean;
 } & ConnectorValues &
   Parameters<typeof sandboxOf>[0] &
   Parameters<typeof resourceLimitsOf>[0];
 
 /** What {@link hostOptionsOf} gives a command: runGuest's options, the transcript, and the connectors' contract and close. */
-export type HostOptionsOfCli = Omit<GuestCommand, "command" | "args"> & {
+export type HostOptionsOfCli = Omit<GuestCommand, "command" | "args"> &
+  RunWatchers & {
+    /**
+     * The allowed capabilities as a contract, when connectors (--mcp-config, --fetch-allow) declare types:
+     * theirs, and the others untyped. `undefined` without connectors (an untyped ears, as before).
+     */
+    contract: Contract | undefined;
+    /** Closes the MCP servers' connections; call it when the command is done. Never rejects. */
+    closeConnectors: () => Promise<void>;
+  };
+
+/** What a run from the command line keeps besides the host options: the --record transcript and the --verbose timeline. */
+export interface RunWatchers {
   recorder: Recorder | undefined;
-  /**
-   * The allowed capabilities as a contract, when connectors (--mcp-config, --fetch-allow) declare types:
-   * theirs, and the others untyped. `undefined` without connectors (an untyped ears, as before).
-   */
-  contract: Contract | undefined;
-  /** Closes the MCP servers' connections; call it when the command is done. Never rejects. */
-  closeConnectors: () => Promise<void>;
-};
+  timeline: TimelineBuilder | undefined;
+}
 
 /**
  * The host side of a run from the command line: input, limits, built-in and --capabilities handlers,
@@ -140,6 +152,9 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Host
     await connectors.close();
     throw error;
   }
+  const timeline = values.verbose ? new TimelineBuilder() : undefined;
+  const startedAt = performance.now();
+  const now = () => performance.now() - startedAt;
   return {
     contract,
     closeConnectors: () => connectors.close().catch(() => {}),
@@ -150,10 +165,21 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Host
     capabilities,
     limits,
     onLog: values.quiet ? undefined : logPrinter(io.stderr),
-    onFrame: recorder?.onFrame,
-    onStderr: values.quiet ? undefined : guestStderrPrinter(io.stderr),
+    onFrame:
+      timeline === undefined
+        ? recorder?.onFrame
+        : (from, line) => {
+            timeline.add(transcriptEntry(from, line), now());
+            return recorder?.onFrame(from, line);
+          },
+    onStderr: guestStderrTo(
+      values.quiet ? undefined : guestStderrPrinter(io.stderr),
+      recorder,
+      timeline && ((chunk) => timeline.add({ from: "guest", stderr: chunk }, now())),
+    ),
     signal: io.signal,
     recorder,
+    timeline,
   };
 }
 
@@ -162,15 +188,19 @@ export function contractOf(allowed: readonly string[], specs: Record<string, Cap
   return defineCapabilities(Object.fromEntries(allowed.map((name) => [name, Object.hasOwn(specs, name) ? specs[name]! : {}])));
 }
 
-/** Finishes the transcript, prints the result (or the --json report) and the notes; the exit status. */
-export async function reportRun(report: RunReport, values: HostValues, io: CliIo, recorder: Recorder | undefined): Promise<number> {
-  const recorded = await finishRecording(recorder, io);
+/**
+ * Closes the transcript with the report note, prints the result (or the --json report), the notes, the
+ * usage and, with --verbose, the timeline; the exit status.
+ */
+export async function reportRun(report: RunReport, values: HostValues, io: CliIo, { recorder, timeline }: RunWatchers): Promise<number> {
+  const recorded = await finishRecording(recorder, io, report);
   // With --json the report is the output: one that cannot be written fails the command (exit 2).
   const printed = values.json ? printJson(report, io.stdout, io.stderr) : true;
   if (!values.json && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
   printSandboxNote(report, io, values.quiet ?? false);
   printNotes(inFlagTerms(report), io.stderr, values.quiet ?? false);
   if (!values.json) printUsage(report, io.stderr, values.quiet ?? false);
+  if (timeline !== undefined) printRunTimeline(timeline, report, io);
   return recorded && printed ? exitStatusOf(report) : ExitStatus.SessionError;
 }
 
@@ -299,24 +329,49 @@ export function resourceLimitsOf(values: { memory?: string; processes?: string; 
   return limits;
 }
 
+/** The guest's stderr to ours (unless --quiet), into the transcript and onto the timeline, as each one asks; undefined for none. */
+export function guestStderrTo(
+  print: ((chunk: string) => void) | undefined,
+  recorder: Recorder | undefined,
+  timeline?: (chunk: string) => void,
+): ((chunk: string) => void) | undefined {
+  if (print === undefined && recorder === undefined && timeline === undefined) return undefined;
+  return (chunk) => {
+    print?.(chunk);
+    recorder?.stderr(chunk);
+    timeline?.(chunk);
+  };
+}
+
 /** Opens the --record transcript before the guest starts, so a bad path is a usage error, not a lost run. */
 export function startRecording(path: string | undefined, cwd: string): Recorder | undefined {
   if (path === undefined) return undefined;
   try {
-    return recordTo(resolve(cwd, path));
+    return recordTo(resolve(cwd, path), { timed: true });
   } catch (error) {
     throw new UsageError(`--record: ${describeError(error)}`);
   }
 }
 
-/** Flushes the transcript; false (after saying why on stderr) when it could not be written completely. */
-export async function finishRecording(recorder: Recorder | undefined, io: CliIo): Promise<boolean> {
+/**
+ * Flushes the transcript, after the run's report as its closing note when there is one; false (after
+ * saying why on stderr) when it could not be written completely.
+ */
+export async function finishRecording(recorder: Recorder | undefined, io: CliIo, report?: RunReport): Promise<boolean> {
   if (recorder === undefined) return true;
   try {
+    if (report !== undefined) recorder.report(report);
     await recorder.close();
     return true;
   } catch (error) {
     io.stderr.write(`ears: ${describeError(error)}\n`);
     return false;
   }
+}
+
+/** The --verbose timeline of a run that has ended: what the session showed, with the report's failure and usage. */
+function printRunTimeline(timeline: TimelineBuilder, report: RunReport, io: CliIo): void {
+  const { logs: _logs, calls: _calls, stderr: _stderr, outcome: _outcome, hello: _hello, ...rest } = report;
+  timeline.add({ from: "host", report: JSON.parse(JSON.stringify(rest)) as Json });
+  printTimeline(timeline.build(), io.stderr);
 }

@@ -77,6 +77,13 @@ class PendingCall {
 export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   /** The capability names the host allows, in the host's order. */
   readonly allowed: readonly string[];
+  /**
+   * The host's W3C trace context for this run (a `traceparent` header value such as
+   * `00-<trace id>-<span id>-01`), when the host traces the run; undefined otherwise. Pass it to your own
+   * tracing (e.g. OpenTelemetry's W3C propagator) so the spans the program makes join the host's trace.
+   * Passed on as the host sent it: the propagator decides whether it is valid.
+   */
+  readonly traceparent: string | undefined;
   private readonly allowedSet: ReadonlySet<string>;
   private readonly pending = new Map<number, PendingCall>();
   /** Ids whose caller gave up (signal, timeout, end of run): their late replies are dropped quietly. */
@@ -99,8 +106,13 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   };
 
   /** @internal Made by `serve` from the invoke frame. */
-  static open<Specs extends CapabilitySpecs>(wire: Wire, allowed: readonly string[], contract?: Contract): Ears<Specs> {
-    return new Ears<Specs>(wire, allowed, contract);
+  static open<Specs extends CapabilitySpecs>(
+    wire: Wire,
+    allowed: readonly string[],
+    contract?: Contract,
+    traceparent?: string,
+  ): Ears<Specs> {
+    return new Ears<Specs>(wire, allowed, contract, traceparent);
   }
 
   // Private: only `serve` makes a handle (through `open`); the published types show no way to build one.
@@ -108,8 +120,10 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
     private readonly wire: Wire,
     allowed: readonly string[],
     private readonly contract?: Contract,
+    traceparent?: string,
   ) {
     this.allowed = Object.freeze([...allowed]);
+    this.traceparent = traceparent;
     this.allowedSet = new Set(allowed);
     this.sendFrame = frameSender(wire);
     this.counts = frameCounter(wire);

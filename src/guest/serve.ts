@@ -136,7 +136,7 @@ export async function serve<Specs extends CapabilitySpecs = LooseSpecs, Input = 
     });
   }
 
-  const ears = Ears.open<Specs>(wire, invoke.allowed, contract as Contract | undefined);
+  const ears = Ears.open<Specs>(wire, invoke.allowed, contract as Contract | undefined, invoke.traceparent);
   let outcome: Outcome;
   try {
     const running =

@@ -10,6 +10,7 @@ import { Call, CallContext, replyLine } from "./calls.js";
 import { DeadlineQueue } from "./deadlines.js";
 import * as replies from "./call-failures.js";
 import * as failures from "./failures.js";
+import type { RunObserver } from "./observer.js";
 import type { HostSettings } from "./settings.js";
 import type { CallRecord, HostFailure } from "./types.js";
 
@@ -38,6 +39,8 @@ export interface CallSession {
   finish(failure: HostFailure): void;
   /** Lets the read loop re-check {@link CallAdmission.holdsReading} (calls that waited have started). */
   wakeReader(): void;
+  /** Told about each reply (tracing). */
+  readonly observer?: RunObserver | undefined;
 }
 
 /** Takes the guest's request frames and answers each one through the session. */
@@ -272,6 +275,7 @@ export class CallAdmission {
         record.outcome = outcome;
       }
     }
+    this.session.observer?.replied(record.id, outcome, line);
     this.session.send(line);
   }
 

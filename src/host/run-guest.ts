@@ -11,7 +11,9 @@ import { StreamWire } from "../wires/stdio.js";
 import { ByteTail } from "./byte-tail.js";
 import * as failures from "./failures.js";
 import { hostSession, type SessionResult } from "./session.js";
-import { graceMs, hostSettings, RESOURCE_LIMITS } from "./settings.js";
+import { graceMs, hostSettings, RESOURCE_LIMITS, type HostSettings } from "./settings.js";
+import type { RunObserver } from "./observer.js";
+import { traced } from "./tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
 import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report.js";
@@ -61,6 +63,8 @@ export interface LaunchExtras {
   scratch?: string;
   /** Whether the sandbox looks for the script's directory and Node's lookups (default true). */
   discover?: boolean;
+  /** Set when the caller traces the run (runCode) and passes its observer; otherwise the run is traced here. */
+  observed?: { observer: RunObserver | undefined };
 }
 
 /**
@@ -68,21 +72,16 @@ export interface LaunchExtras {
  * kept: "auto" stays "auto"), and a `scratch` directory the watchdog removes if the host dies before it
  * can. `runCode` uses both for the guest's compiled body. `caller` names the public function in option errors.
  */
-export function launchGuest(
-  options: GuestCommand,
-  caller: string,
-  { readable = [], writable = [], scratch, discover = true }: LaunchExtras,
-): Promise<RunReport> {
+export function launchGuest(options: GuestCommand, caller: "runGuest" | "runCode", extras: LaunchExtras): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object with a command`);
-  const { command, args = [], env, onStderr } = options;
+  const { readable = [], writable = [] } = extras;
+  const { command, args = [], onStderr } = options;
   if (typeof command !== "string" || command === "") throw new TypeError("runGuest: options.command must be a non-empty string");
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) {
     throw new TypeError("runGuest: options.args must be an array of strings");
   }
   if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError(`${caller}: options.onStderr must be a function`);
   const settings = hostSettings(options, caller);
-  const requestedLimits = new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined));
-  const resourceLimits = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, settings.limits[name]])) as ResourceLimits;
   const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
   const requested = sandboxRequest(options.sandbox, caller);
   const sandbox =
@@ -96,6 +95,24 @@ export function launchGuest(
             writable: [...(requested.options.writable ?? []), ...writable],
           },
         };
+  if (extras.observed !== undefined) return launchValid(options, settings, killGrace, sandbox, extras, extras.observed.observer);
+  return traced(settings.trace, { api: caller, input: settings.input }, (observer) =>
+    launchValid(options, settings, killGrace, sandbox, extras, observer),
+  );
+}
+
+/** launchGuest once its options are checked. */
+function launchValid(
+  options: GuestCommand,
+  settings: HostSettings,
+  killGrace: number,
+  sandbox: ReturnType<typeof sandboxRequest>,
+  { scratch, discover = true }: LaunchExtras,
+  observer: RunObserver | undefined,
+): Promise<RunReport> {
+  const { command, args = [], env, onStderr } = options;
+  const requestedLimits = new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined));
+  const resourceLimits = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, settings.limits[name]])) as ResourceLimits;
   const cwd = options.cwd ?? process.cwd();
   const startedAt = performance.now();
   const elapsed = () => performance.now() - startedAt;
@@ -157,6 +174,7 @@ export function launchGuest(
         const session = await hostSession(wire, sessionSettings, {
           startedAt,
           closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
+          observer,
           resultReceived: () => guest.stop("result"),
           release: (failure) => {
             void wire.close().catch(() => {});

@@ -6,6 +6,7 @@ import { performance } from "node:perf_hooks";
 import type { Wire } from "../wires/wire.js";
 import { hostSession, type SessionHooks } from "./session.js";
 import { hostSettings, RESOURCE_LIMITS } from "./settings.js";
+import { traced } from "./tracing.js";
 import type { HostOptions, RunReport } from "./types.js";
 
 /**
@@ -44,5 +45,7 @@ export function runHost(wire: Wire, options?: HostOptions): Promise<RunReport> {
       }
     },
   };
-  return hostSession(wire, settings, hooks).then((result) => result.report);
+  return traced(settings.trace, { api: "runHost", input: settings.input }, (observer) =>
+    hostSession(wire, settings, { ...hooks, observer }).then((result) => result.report),
+  );
 }

@@ -6,12 +6,13 @@
  */
 import { performance } from "node:perf_hooks";
 import { describeError, TransportError } from "../protocol/errors.js";
-import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type LogFrame } from "../protocol/frames.js";
+import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type InvokeFrame, type LogFrame } from "../protocol/frames.js";
 import type { Outcome } from "../protocol/outcome.js";
 import { frameSender, type Wire } from "../wires/wire.js";
 import { CallAdmission, type CallSession } from "./call-admission.js";
 import * as failures from "./failures.js";
 import { LogBook } from "./log-book.js";
+import type { RunObserver } from "./observer.js";
 import { runReport } from "./report.js";
 import type { HostSettings } from "./settings.js";
 import type { HostFailure, RunReport } from "./types.js";
@@ -27,6 +28,8 @@ export interface SessionHooks {
   resultReceived?(): void;
   /** The session is over: release the wire. Called once, before the report is delivered. */
   release(failure: HostFailure | undefined): void;
+  /** Told about the run's frames (tracing); its traceparent goes into the invoke frame. */
+  observer?: RunObserver | undefined;
 }
 
 /** @internal A session's report plus what runGuest needs to tell a crash from a clean exit. */
@@ -59,6 +62,7 @@ class HostSession implements CallSession {
   private runTimer: ReturnType<typeof setTimeout> | undefined;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly callbacks = new UserCallbacks();
+  readonly observer: RunObserver | undefined;
   /** The wire's promise-free send, when it has one. */
   private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
   private readonly onAbort = () => {
@@ -74,6 +78,7 @@ class HostSession implements CallSession {
     this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes, settings.limits.maxLogEntryBytes);
     this.calls = new CallAdmission(this, settings);
     this.sendFrame = frameSender(wire);
+    this.observer = hooks.observer;
   }
 
   run(): Promise<SessionResult> {
@@ -178,6 +183,7 @@ class HostSession implements CallSession {
     }
     switch (frame.type) {
       case "request":
+        this.observer?.requested(frame, line);
         this.calls.take(frame, line.length);
         return;
       case "log":
@@ -202,12 +208,15 @@ class HostSession implements CallSession {
       return;
     }
     this.phase = "running";
-    this.send(encodeFrame({ type: "invoke", protocol: PROTOCOL, allowed: this.settings.allowed, input: this.settings.input }));
+    const invoke: InvokeFrame = { type: "invoke", protocol: PROTOCOL, allowed: this.settings.allowed, input: this.settings.input };
+    if (this.observer?.traceparent !== undefined) invoke.traceparent = this.observer.traceparent;
+    this.send(encodeFrame(invoke));
   }
 
   private takeLog(frame: LogFrame): void {
     const entry = { level: frame.level, content: frame.content, atMs: this.now() };
     this.callbacks.run("onLog", () => this.settings.onLog?.(entry));
+    this.observer?.logged(entry);
     this.logs.add(entry);
   }
 

@@ -6,7 +6,7 @@
 import { MAX_TIMER_MS } from "../protocol/timers.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frames.js";
-import type { Capabilities, HostLimits, HostOptions, LogEntry } from "./types.js";
+import type { Capabilities, HostLimits, HostOptions, LogEntry, TraceSetting } from "./types.js";
 
 /** The defaults of every {@link HostLimits} field. */
 export const DEFAULT_HOST_LIMITS: Readonly<Required<HostLimits>> = Object.freeze({
@@ -44,6 +44,7 @@ export interface HostSettings {
   onFrame: HostOptions["onFrame"];
   limits: Required<HostLimits>;
   signal: AbortSignal | undefined;
+  trace: TraceSetting | undefined;
 }
 
 // Deadlines that may be Infinity (none); Node's timers cannot wait longer than MAX_TIMER_MS, so longer ones mean none too.
@@ -103,7 +104,28 @@ export function hostSettings(options: HostOptions | undefined, caller: string): 
     onFrame: o.onFrame,
     limits: hostLimits(o.limits, caller),
     signal: o.signal,
+    trace: traceSetting(o.trace, caller),
   };
+}
+
+/** Checks `options.trace` (the tracer and parent are only checked for the methods ears calls). */
+function traceSetting(trace: TraceSetting | undefined, caller: string): TraceSetting | undefined {
+  if (trace === undefined || trace === false) return trace;
+  if (typeof trace !== "object" || trace === null) throw new TypeError(`${caller}: options.trace must be false or an object`);
+  if (trace.tracer !== undefined && typeof trace.tracer?.startSpan !== "function") {
+    throw new TypeError(`${caller}: options.trace.tracer must be an OpenTelemetry Tracer (an object with startSpan)`);
+  }
+  if (trace.parent !== undefined && typeof trace.parent?.getValue !== "function") {
+    throw new TypeError(`${caller}: options.trace.parent must be an OpenTelemetry Context (an object with getValue)`);
+  }
+  const { payloads } = trace;
+  if (payloads !== undefined && typeof payloads !== "boolean") {
+    const max = typeof payloads === "object" && payloads !== null ? payloads.maxChars : undefined;
+    if (!(typeof max === "number" && Number.isSafeInteger(max) && max > 0)) {
+      throw new RangeError(`${caller}: options.trace.payloads must be a boolean or { maxChars: a positive integer }`);
+    }
+  }
+  return trace;
 }
 
 function hostLimits(limits: HostLimits | undefined, caller: string): Required<HostLimits> {

@@ -171,6 +171,40 @@ export interface HostOptions {
   limits?: HostLimits;
   /** Aborting it ends the run: failure `Aborted` (runGuest stops the child first). */
   signal?: AbortSignal;
+  /**
+   * Added: OpenTelemetry tracing of the run (see docs/observability.md). By default, when the optional
+   * peer `@opentelemetry/api` is installed and a tracer provider is registered, the run is a span (child
+   * of the active context) with one child span per capability call, and the invoke frame carries its
+   * `traceparent`. Without the package or a provider nothing changes. `false` turns tracing off.
+   */
+  trace?: TraceSetting;
+}
+
+/** How a run is traced: `false` (off), or options; default `{}` (on when a tracer provider is registered). */
+export type TraceSetting = false | TraceOptions;
+
+/** Options for tracing a run with OpenTelemetry. */
+export interface TraceOptions {
+  /** The tracer to make the spans with (an OpenTelemetry `Tracer`); default the global provider's tracer "@posoco/ears". */
+  tracer?: TracerLike;
+  /** The parent of the run span (an OpenTelemetry `Context`); default the active context when the run starts. */
+  parent?: TraceContextLike;
+  /**
+   * Put payloads in spans: the input, the code (runCode), each call's arguments and outcome, log contents and
+   * the result, each cut to `maxChars` (default 4096) characters with a note of its length. Default false:
+   * spans carry names, sizes, durations, statuses and codes, never what the guest or host sent.
+   */
+  payloads?: boolean | { maxChars: number };
+}
+
+/** The part of an OpenTelemetry `Tracer` ears uses (typed here so the package's types need no OpenTelemetry). */
+export interface TracerLike {
+  startSpan(name: string, options?: unknown, context?: unknown): unknown;
+}
+
+/** An OpenTelemetry `Context` (typed here so the package's types need no OpenTelemetry). */
+export interface TraceContextLike {
+  getValue(key: symbol): unknown;
 }
 
 /** One log frame from the guest. */

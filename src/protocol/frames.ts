@@ -24,6 +24,11 @@ export interface InvokeFrame {
   protocol: number;
   allowed: string[];
   input: Json;
+  /**
+   * Optional: the host's W3C trace context (`traceparent` header value) for the run, so the guest's own
+   * tracing joins the host's trace. Opaque to the protocol: a guest passes it on as it is.
+   */
+  traceparent?: string;
 }
 export interface RequestFrame {
   type: "request";
@@ -198,12 +203,15 @@ export function validateFrame(value: unknown): Frame | string {
       if (!Array.isArray(v.allowed) || !v.allowed.every((name) => typeof name === "string")) {
         return "invoke.allowed must be an array of strings";
       }
-      return {
+      if (v.traceparent !== undefined && typeof v.traceparent !== "string") return "invoke.traceparent must be a string";
+      const invoke: InvokeFrame = {
         type: "invoke",
         protocol: v.protocol as number,
         allowed: v.allowed as string[],
         input: (v.input as Json | undefined) ?? null,
       };
+      if (v.traceparent !== undefined) invoke.traceparent = v.traceparent;
+      return invoke;
     }
     case "hello": {
       if (!Number.isInteger(v.protocol)) return "hello.protocol must be an integer";

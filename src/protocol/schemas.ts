@@ -82,6 +82,10 @@ export const invokeFrameSchema = z
     protocol: protocolSchema,
     allowed: z.array(z.string()).meta({ description: "The capability names the guest may call." }),
     input: jsonValueSchema.default(null).meta({ description: "The program's input; missing means null." }),
+    traceparent: z
+      .string()
+      .optional()
+      .meta({ description: "The host's W3C trace context for the run (a traceparent header value), passed to the program as it is." }),
   })
   .meta({ title: "invoke", description: "Host -> guest, exactly once, after hello." });
 

@@ -168,11 +168,28 @@ export function helloFrame(): fc.Arbitrary<HelloFrame> {
     .map((sdk): HelloFrame => (sdk === undefined ? { type: "hello", protocol: PROTOCOL } : { type: "hello", protocol: PROTOCOL, sdk }));
 }
 
-/** A host `invoke` for protocol 1 (`input` always present, as decoding makes it). */
+/**
+ * A host `invoke` for protocol 1 (`input` always present, as decoding makes it), sometimes with a
+ * `traceparent`: a W3C one, or any text (the protocol passes it on as it is).
+ */
 export function invokeFrame(): fc.Arbitrary<InvokeFrame> {
   return fc
-    .record({ allowed: fc.array(capabilityName(), { maxLength: 5 }), input: jsonValue() })
-    .map(({ allowed, input }): InvokeFrame => ({ type: "invoke", protocol: PROTOCOL, allowed, input }));
+    .record({
+      allowed: fc.array(capabilityName(), { maxLength: 5 }),
+      input: jsonValue(),
+      traceparent: fc.option(fc.oneof(traceparent(), text()), { nil: undefined }),
+    })
+    .map(({ allowed, input, traceparent }): InvokeFrame => {
+      const frame: InvokeFrame = { type: "invoke", protocol: PROTOCOL, allowed, input };
+      if (traceparent !== undefined) frame.traceparent = traceparent;
+      return frame;
+    });
+}
+
+/** A W3C `traceparent` (version 00): trace id, parent span id, sampled flag. */
+export function traceparent(): fc.Arbitrary<string> {
+  const hex = (length: number) => fc.stringMatching(new RegExp(`^[0-9a-f]{${length}}$`));
+  return fc.tuple(hex(32), hex(16), fc.constantFrom("00", "01")).map(([trace, span, flags]) => `00-${trace}-${span}-${flags}`);
 }
 
 /** A guest `request` with any id, name and JSON arguments. */

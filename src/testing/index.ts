@@ -10,6 +10,7 @@ export {
   formatTranscriptEntry,
   transcriptLine,
   transcriptEntry,
+  isNote,
   TranscriptError,
   type Direction,
   type EntryToWrite,
@@ -17,6 +18,8 @@ export {
   type Recorder,
   type ReadTranscriptOptions,
   type TranscriptEntry,
+  type TranscriptNote,
+  type RecordOptions,
 } from "../transcripts/transcript.js";
 export { replay, type ReplayProgram, type ReplayTarget } from "./replay.js";
 export { recordingOf, RecordingError, type Recording, type RecordedExchange } from "../transcripts/recording.js";

@@ -4,7 +4,7 @@
  */
 import { validateFrame, type HelloFrame, type InvokeFrame, type RequestFrame } from "../protocol/frames.js";
 import type { Outcome } from "../protocol/outcome.js";
-import { readTranscript, type TranscriptEntry } from "./transcript.js";
+import { isNote, readTranscript, type TranscriptEntry } from "./transcript.js";
 
 /** One recorded request and the reply the host gave it (absent when the session ended first). */
 export interface RecordedExchange {
@@ -40,6 +40,7 @@ export function recordingOf(entries: readonly TranscriptEntry[]): Recording {
   const unanswered = new Map<number, RecordedExchange>();
   entries.forEach((entry, index) => {
     const at = `entry ${index + 1} (from ${entry.from})`;
+    if (isNote(entry)) return; // stderr and the report: nothing a replay answers from
     if (!("frame" in entry)) {
       if (entry.from === "host") throw new RecordingError(`${at} is not a frame; a host never writes that`);
       return;

@@ -18,7 +18,9 @@ import {
   openSync,
   type Stats,
 } from "node:fs";
+import { performance } from "node:perf_hooks";
 import type { Writable } from "node:stream";
+import type { RunReport } from "../host/types.js";
 import { describeError } from "../protocol/errors.js";
 import { validateFrame, type Frame } from "../protocol/frames.js";
 import { jsonProblem, MAX_FRAME_DEPTH, type Json } from "../protocol/json.js";
@@ -33,9 +35,23 @@ export type Direction = "guest" | "host";
 
 /**
  * One line of a transcript: a frame as it was written (any JSON value; frames are objects, but a peer
- * that broke the protocol may have written other JSON), or `text` for a line that was not JSON.
+ * that broke the protocol may have written other JSON), `text` for a line that was not JSON, or a
+ * {@link TranscriptNote}. `at`, when the recording is timed, is when the line crossed the wire (or the
+ * note was taken): milliseconds since the recording started.
  */
-export type TranscriptEntry = { from: Direction; frame: Json } | { from: Direction; text: string };
+export type TranscriptEntry = ({ from: Direction; frame: Json } | { from: Direction; text: string } | TranscriptNote) & { at?: number };
+
+/**
+ * What a timed recording (`recordTo(path, { timed: true })`, the CLI's `--record`) holds besides the
+ * frames, for `ears timeline`: the guest's stderr as it arrived, and the run's report at the end (without
+ * the logs, calls, stderr and outcome, which the frames and notes already hold). Replay skips notes.
+ */
+export type TranscriptNote = { from: "guest"; stderr: string } | { from: "host"; report: Json };
+
+/** Whether an entry is a note (stderr or report) rather than a line that crossed the wire. */
+export function isNote(entry: TranscriptEntry): entry is TranscriptNote & { at?: number } {
+  return "stderr" in entry || "report" in entry;
+}
 
 /**
  * A transcript entry that holds a protocol 1 frame, so `entry.frame.type` narrows the frame. What
@@ -44,7 +60,7 @@ export type TranscriptEntry = { from: Direction; frame: Json } | { from: Directi
 export type FrameEntry = TranscriptEntry & { from: Direction; frame: Frame };
 
 /** What a transcript writer accepts: an entry, or a typed frame object (checked like any JSON value). */
-export type EntryToWrite = TranscriptEntry | { from: Direction; frame: Frame };
+export type EntryToWrite = TranscriptEntry | { from: Direction; frame: Frame; at?: number };
 
 /** A transcript file that cannot be read or is not a transcript. `line` is 1-based, 0 for the whole file. */
 export class TranscriptError extends Error {
@@ -67,14 +83,32 @@ export function formatTranscriptEntry(entry: EntryToWrite): string {
   if (entry === null || typeof entry !== "object") throw new TypeError("a transcript entry must be an object");
   const from = (entry as { from?: unknown }).from;
   if (from !== "guest" && from !== "host") throw new TypeError(`entry.from must be "guest" or "host", got ${describeError(from)}`);
+  const at = (entry as { at?: unknown }).at;
+  if (at !== undefined && !isTime(at))
+    throw new TypeError(`entry.at must be a finite number of milliseconds >= 0, got ${describeError(at)}`);
+  const head = at === undefined ? { from } : { from, at };
+  if ("stderr" in entry) {
+    if (from !== "guest" || typeof entry.stderr !== "string") throw new TypeError('a stderr note must be from "guest" with a string');
+    return JSON.stringify({ ...head, stderr: entry.stderr });
+  }
+  if ("report" in entry) {
+    if (from !== "host") throw new TypeError('a report note must be from "host"');
+    const problem = jsonProblem(entry.report, FRAME_LIMITS);
+    if (problem !== undefined) throw new TypeError(`entry.report cannot be written as JSON unchanged: ${problem.replace(/^\$/, "report")}`);
+    return JSON.stringify({ ...head, report: entry.report });
+  }
   if ("text" in entry && !("frame" in entry)) {
     if (typeof entry.text !== "string") throw new TypeError("entry.text must be a string");
-    return JSON.stringify({ from, text: entry.text });
+    return JSON.stringify({ ...head, text: entry.text });
   }
   const frame = (entry as { frame?: unknown }).frame;
   const problem = jsonProblem(frame, FRAME_LIMITS);
   if (problem !== undefined) throw new TypeError(`entry.frame cannot be written as JSON unchanged: ${problem.replace(/^\$/, "frame")}`);
-  return JSON.stringify({ from, frame });
+  return JSON.stringify({ ...head, frame });
+}
+
+function isTime(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0;
 }
 
 /**
@@ -83,8 +117,9 @@ export function formatTranscriptEntry(entry: EntryToWrite): string {
  * line (not JSON, or JSON whose value JSON.parse alters, such as a number that overflows to Infinity)
  * is kept as `text`.
  */
-export function transcriptLine(from: Direction, line: string): string {
-  return faithfulJson(line) === undefined ? JSON.stringify({ from, text: line }) : `{"from":"${from}","frame":${line}}`;
+export function transcriptLine(from: Direction, line: string, at?: number): string {
+  const head = at === undefined ? `{"from":"${from}"` : `{"from":"${from}","at":${at}`;
+  return faithfulJson(line) === undefined ? `${head},"text":${JSON.stringify(line)}}` : `${head},"frame":${line}}`;
 }
 
 /** The entry for a frame line as it crossed the wire: the same entry {@link readTranscript} reads back. */
@@ -113,12 +148,32 @@ export interface Recorder {
   readonly onFrame: (from: Direction, line: string) => Promise<void> | undefined;
   /** Appends an entry built from frame objects. Throws a TypeError for values JSON would alter. */
   write(entry: EntryToWrite): void;
+  /**
+   * Appends a note of the guest's stderr (pass as, or call from, `GuestCommand.onStderr`), timed when
+   * the recording is.
+   */
+  stderr(chunk: string): void;
+  /**
+   * Appends the run's report as the closing note, timed when the recording is, without what the frames
+   * and stderr notes already hold (logs, calls, stderr, outcome, hello). Throws a TypeError for values
+   * JSON would alter.
+   */
+  report(report: RunReport): void;
   /** Flushes and closes the file. Rejects with a {@link TranscriptError} when any write failed. Idempotent. */
   close(): Promise<void>;
 }
 
 /** How much transcript text may wait for a slow sink before the host is asked to stop reading. */
 const RECORD_HIGH_WATER_BYTES = 1024 * 1024;
+
+/** Options for {@link recordTo} and {@link recordToStream}. */
+export interface RecordOptions {
+  /**
+   * Stamp every line with `at`, milliseconds since the recording started (to the microsecond), as
+   * `ears timeline` needs. Default false: lines are `{"from":…,"frame":…}` exactly.
+   */
+  timed?: boolean;
+}
 
 /**
  * Starts a transcript file at `path`, before a run starts, so a bad path fails here. The transcript
@@ -134,21 +189,26 @@ const RECORD_HIGH_WATER_BYTES = 1024 * 1024;
  * Lines are queued in order and end with `\n` on every platform; `close()` flushes them. Frames
  * written after `close()` are refused with an Error, never silently dropped.
  */
-export function recordTo(path: string): Recorder {
+export function recordTo(path: string, options: RecordOptions = {}): Recorder {
   const fd = openTranscriptFile(path);
   const stream = createWriteStream(path, { fd, autoClose: true, highWaterMark: RECORD_HIGH_WATER_BYTES });
-  return recorderOver(stream, path);
+  return recorderOver(stream, path, options);
 }
 
 /**
  * A transcript written to any writable byte stream (a compressor, a socket), with the same
  * back-pressure as {@link recordTo}; `name` is used in error messages. `close()` ends the stream.
  */
-export function recordToStream(stream: Writable, name: string): Recorder {
-  return recorderOver(stream, name);
+export function recordToStream(stream: Writable, name: string, options: RecordOptions = {}): Recorder {
+  return recorderOver(stream, name, options);
 }
 
-function recorderOver(stream: Writable, path: string): Recorder {
+/** The report keys a report note leaves out: the frames and stderr notes hold them already. */
+const KEPT_ELSEWHERE = new Set(["logs", "calls", "stderr", "outcome", "hello"]);
+
+function recorderOver(stream: Writable, path: string, { timed = false }: RecordOptions): Recorder {
+  const startedAt = performance.now();
+  const now = () => Math.round((performance.now() - startedAt) * 1000) / 1000;
   let failure: Error | undefined;
   stream.on("error", (error) => {
     failure ??= error;
@@ -173,10 +233,17 @@ function recorderOver(stream: Writable, path: string): Recorder {
     return stream.write(`${line}\n`) ? undefined : waitForDrain();
   };
   return {
-    onFrame: (from, line) => append(transcriptLine(from, line)),
+    onFrame: (from, line) => append(timed ? transcriptLine(from, line, now()) : transcriptLine(from, line)),
     write: (entry) => {
       // write() has no back-pressure to give: its drain promise never rejects, and close() waits for it.
       void append(formatTranscriptEntry(entry));
+    },
+    stderr: (chunk) => {
+      void append(formatTranscriptEntry(timed ? { from: "guest", at: now(), stderr: chunk } : { from: "guest", stderr: chunk }));
+    },
+    report: (report) => {
+      const kept = Object.fromEntries(Object.entries(report).filter(([key]) => !KEPT_ELSEWHERE.has(key))) as Json;
+      void append(formatTranscriptEntry(timed ? { from: "host", at: now(), report: kept } : { from: "host", report: kept }));
     },
     close() {
       closing ??= new Promise<void>((resolve) => {
@@ -251,7 +318,8 @@ export interface ReadTranscriptOptions {
    * Every entry must hold a protocol 1 frame (a line that is not one rejects, naming it), and each frame is
    * decoded as the host decodes it, protocol 1's defaults applied (a `log` without `level` is `info`, a
    * `request` without `arguments` has `null`). The result is typed {@link FrameEntry}[], so
-   * `entry.frame.type` narrows. Default false: any JSON frame and `text` lines are kept as they are.
+   * `entry.frame.type` narrows; notes (stderr, report) are left out. Default false: any JSON frame,
+   * `text` lines and notes are kept as they are.
    */
   frames?: boolean;
 }
@@ -269,7 +337,8 @@ export async function readTranscript(path: string, options: ReadTranscriptOption
   let lineNumber = 0;
   const emit = (line: string) => {
     const entry = parseEntry(line, path, lineNumber);
-    entries.push(options.frames === true ? asFrameEntry(entry, path, lineNumber + 1) : entry);
+    if (options.frames !== true) entries.push(entry);
+    else if (!isNote(entry)) entries.push(asFrameEntry(entry, path, lineNumber + 1));
   };
   const fail = (error: unknown, at: number): never => {
     if (error instanceof TranscriptError) throw error;
@@ -328,7 +397,9 @@ function asFrameEntry(entry: TranscriptEntry, path: string, at: number): FrameEn
   if (typeof frame === "string")
     throw new TranscriptError(`${path} line ${at}: not a protocol 1 frame (${frame}); read it without frames: true`, path, at);
   // Frame's interfaces have no index signature, so TypeScript cannot see that a frame is Json too.
-  return { from: entry.from, frame } as FrameEntry;
+  const read = { from: entry.from, frame } as FrameEntry;
+  if (entry.at !== undefined) read.at = entry.at;
+  return read;
 }
 
 function parseEntry(line: string, path: string, lineNumber: number): TranscriptEntry {
@@ -345,14 +416,27 @@ function parseEntry(line: string, path: string, lineNumber: number): TranscriptE
     throw bad('a transcript entry must be an object like {"from":"guest","frame":{…}}');
   }
   const entry = value as Record<string, unknown>;
-  if (entry.from !== "guest" && entry.from !== "host") throw bad('"from" must be "guest" or "host"');
+  const from = entry.from;
+  if (from !== "guest" && from !== "host") throw bad('"from" must be "guest" or "host"');
+  if (entry.at !== undefined && !isTime(entry.at)) throw bad('"at" must be a number of milliseconds >= 0');
+  // Keys in the order the writer puts them: from, at, then the content.
+  const direction: Direction = from;
+  const head = entry.at === undefined ? { from: direction } : { from: direction, at: entry.at as number };
+  const timed = <T extends object>(content: T): T & { from: Direction; at?: number } => ({ ...head, ...content });
   if ("frame" in entry) {
     const problem = jsonProblem(entry.frame, FRAME_LIMITS);
     if (problem !== undefined) throw bad(`the frame cannot be read as JSON unchanged: ${problem.replace(/^\$/, "frame")}`);
-    return { from: entry.from, frame: entry.frame as Json };
+    return timed({ frame: entry.frame as Json });
   }
-  if (typeof entry.text === "string") return { from: entry.from, text: entry.text };
-  throw bad('an entry needs a "frame" (the frame object) or a "text" string');
+  if (typeof entry.text === "string") return timed({ text: entry.text });
+  if (typeof entry.stderr === "string" && from === "guest")
+    return { from, ...(entry.at === undefined ? {} : { at: entry.at as number }), stderr: entry.stderr };
+  if ("report" in entry && from === "host") {
+    const problem = jsonProblem(entry.report, FRAME_LIMITS);
+    if (problem !== undefined) throw bad(`the report cannot be read as JSON unchanged: ${problem.replace(/^\$/, "report")}`);
+    return { from, ...(entry.at === undefined ? {} : { at: entry.at as number }), report: entry.report as Json };
+  }
+  throw bad('an entry needs a "frame" (the frame object), a "text" string, or a note (a guest "stderr" string, a host "report")');
 }
 
 /** What a path that is not a regular file is, for messages. */

@@ -376,9 +376,11 @@ describe("ears run --record, then ears replay", () => {
     expect(run.stdout).toBe('{\n  "outcomes": []\n}\n');
   });
 
-  it("records every frame both ways", async () => {
+  it("records every frame both ways, timed, and closes with the report", async () => {
     const entries = await readTranscript(transcript);
-    const types = entries.map((e) => `${e.from}:${(e as { frame?: { type?: string } }).frame?.type}`);
+    expect(entries.every((entry) => typeof entry.at === "number")).toBe(true);
+    expect(entries.at(-1)).toMatchObject({ from: "host", report: { ok: true, exit: { code: 0 } } });
+    const types = entries.filter((e) => "frame" in e).map((e) => `${e.from}:${(e as { frame?: { type?: string } }).frame?.type}`);
     expect(types).toEqual([
       "guest:hello",
       "host:invoke",

@@ -78,7 +78,8 @@ describe("ears exec", () => {
     const frames = readFileSync(record, "utf8")
       .trim()
       .split("\n")
-      .map((line) => JSON.parse(line).frame.type);
+      .map((line) => JSON.parse(line) as { frame?: { type: string } })
+      .flatMap((entry) => (entry.frame === undefined ? [] : [entry.frame.type]));
     expect(frames.slice(0, 2)).toEqual(["hello", "invoke"]);
   });
 

@@ -8,14 +8,17 @@ const cli = (...argv: string[]) => cliInProcess(argv);
 
 describe("usage errors exit 64 with a message that says what to do", () => {
   it.each([
-    [[], "ears: no command; use ears run, ears exec or ears replay (see ears --help)"],
-    [["start"], 'ears: unknown command "start"; the commands are run, exec, replay, doctor, declarations and mcp (see ears --help)'],
+    [[], "ears: no command; use ears run, ears exec, ears replay or ears timeline (see ears --help)"],
+    [
+      ["start"],
+      'ears: unknown command "start"; the commands are run, exec, replay, timeline, doctor, declarations and mcp (see ears --help)',
+    ],
     [
       ["--allow", "read"],
       "ears: unknown option --allow; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)",
     ],
     [["run", "--tmeout", "3", "--", "node"], "ears: unknown option --tmeout (did you mean --timeout?); see ears run --help"],
-    [["run", "--verbose", "--", "node"], "ears: unknown option --verbose; see ears run --help"],
+    [["run", "--colour", "--", "node"], "ears: unknown option --colour; see ears run --help"],
     [["run", "--allow"], "ears: --allow needs a value, e.g. --allow read,list; see ears run --help"],
     [["run", "--timeout"], "ears: --timeout needs a value, e.g. --timeout 30; see ears run --help"],
     [["replay", "t.ndjson", "--record"], "ears: --record needs a value, e.g. --record run.ndjson; see ears replay --help"],

@@ -106,6 +106,8 @@ describe("npm pack", () => {
     mkdirSync(join(folder, "node_modules/@types"), { recursive: true });
     symlinkSync(join(root, "node_modules/@types/node"), join(folder, "node_modules/@types/node"), "dir");
     symlinkSync(join(root, "node_modules/vitest"), join(folder, "node_modules/vitest"), "dir");
+    // docs/observability.md's examples import OpenTelemetry, which a tracing host installs itself.
+    symlinkSync(join(root, "node_modules/@opentelemetry"), join(folder, "node_modules/@opentelemetry"), "dir");
     // The same blocks as test/docs/examples.test.ts (the others run in tests), and the contract sample.
     const blocks = documentationBlocks(root).filter((block) => !block.checkedElsewhere);
     const sample = Object.fromEntries(

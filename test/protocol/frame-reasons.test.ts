@@ -44,6 +44,11 @@ describe("validateFrame: the reason a value is not a frame", () => {
     ["invoke protocol a string", { type: "invoke", protocol: "1", allowed: [] }, "invoke.protocol must be an integer"],
     ["invoke allowed missing", { type: "invoke", protocol: 1 }, "invoke.allowed must be an array of strings"],
     ["invoke allowed with a number", { type: "invoke", protocol: 1, allowed: ["read", 1] }, "invoke.allowed must be an array of strings"],
+    [
+      "invoke traceparent not a string",
+      { type: "invoke", protocol: 1, allowed: [], traceparent: 1 },
+      "invoke.traceparent must be a string",
+    ],
     ["hello protocol 1.5", { type: "hello", protocol: 1.5 }, "hello.protocol must be an integer"],
     ["hello sdk not a string", { type: "hello", protocol: 1, sdk: 1 }, "hello.sdk must be a string"],
   ])("%s: %j", (_what, value, reason) => {

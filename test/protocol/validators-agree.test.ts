@@ -18,6 +18,7 @@ const FIELD_NAMES = [
   "type",
   "protocol",
   "sdk",
+  "traceparent",
   "allowed",
   "input",
   "id",

@@ -15,6 +15,7 @@ import { DEFAULT_KILL_GRACE_MS, launchGuest } from "../run-guest.js";
 import { graceMs, hostSettings } from "../settings.js";
 import { sandboxRequest } from "../sandbox/index.js";
 import { notStartedReport } from "../report.js";
+import { traced } from "../tracing.js";
 import type { GuestCommand, HostFailure, RunReport } from "../types.js";
 import { compileBody } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
@@ -81,7 +82,7 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   if ("command" in rest || "args" in rest)
     throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
   // The same checks runGuest makes, up front, so bad options throw before any compiling.
-  hostSettings(rest, "runCode");
+  const { trace, input } = hostSettings(rest, "runCode");
   graceMs(rest.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", "runCode");
   sandboxRequest(rest.sandbox, "runCode");
   if (rest.onStderr !== undefined && typeof rest.onStderr !== "function")
@@ -93,45 +94,49 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const notRun = (failure: HostFailure): RunReport => notStartedReport(failure, performance.now() - startedAt);
 
   const refused = (problem: string) => notRun(failures.codeNotCompiled(problem));
+  // Compiled before tracing starts: a missing amaro must throw synchronously, as documented.
   const compiled = compileBody(code);
-  if (!compiled.ok) return Promise.resolve(refused(compiled.message));
-  const checked =
-    declarations !== undefined
-      ? typecheckBody(code, declarations, rest.signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
-      : Promise.resolve(undefined);
-  return checked.then((problem): RunReport | Promise<RunReport> => {
-    // Aborted while tsc ran: launchGuest reports Aborted (and starts nothing), not a type error.
-    if (problem !== undefined && rest.signal?.aborted !== true) return refused(problem);
-    let dir: string | undefined;
-    const cleanup = () => {
+  return traced(trace, { api: "runCode", input, code }, (observer) => {
+    if (!compiled.ok) return Promise.resolve(refused(compiled.message));
+    const checked =
+      declarations !== undefined
+        ? typecheckBody(code, declarations, rest.signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
+        : Promise.resolve(undefined);
+    return checked.then((problem): RunReport | Promise<RunReport> => {
+      // Aborted while tsc ran: launchGuest reports Aborted (and starts nothing), not a type error.
+      if (problem !== undefined && rest.signal?.aborted !== true) return refused(problem);
+      let dir: string | undefined;
+      const cleanup = () => {
+        try {
+          if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+        } catch {
+          // Best effort: a directory that cannot be removed must not turn the report into a rejection.
+        }
+      };
+      let file: string;
+      let work: string;
       try {
-        if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-      } catch {
-        // Best effort: a directory that cannot be removed must not turn the report into a rejection.
+        // A private directory (mode 0700, file 0600): only this user, and the guest through a read-only bind.
+        dir = mkdtempSync(join(tmpdir(), "ears-code-"));
+        file = join(dir, "body.js");
+        writeFileSync(file, compiled.javascript, { mode: 0o600, flag: "wx" });
+        // The body's working directory, unless the caller names one: private, empty, writable, gone after the run.
+        work = join(dir, "work");
+        mkdirSync(work, { mode: 0o700 });
+      } catch (error) {
+        cleanup();
+        // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
+        return notRun(failures.compiledCodeNotWritten(error));
       }
-    };
-    let file: string;
-    let work: string;
-    try {
-      // A private directory (mode 0700, file 0600): only this user, and the guest through a read-only bind.
-      dir = mkdtempSync(join(tmpdir(), "ears-code-"));
-      file = join(dir, "body.js");
-      writeFileSync(file, compiled.javascript, { mode: 0o600, flag: "wx" });
-      // The body's working directory, unless the caller names one: private, empty, writable, gone after the run.
-      work = join(dir, "work");
-      mkdirSync(work, { mode: 0o700 });
-    } catch (error) {
-      cleanup();
-      // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
-      return notRun(failures.compiledCodeNotWritten(error));
-    }
-    // The runner needs this package's dist/ and the body; nothing else is looked for (discover: false).
-    const own = rest.cwd === undefined;
-    return launchGuest({ ...rest, cwd: own ? work : rest.cwd, command: process.execPath, args: [script, file] }, "runCode", {
-      readable: [dirname(dirname(script)), file],
-      writable: own ? [work] : [],
-      scratch: dir,
-      discover: false,
-    }).finally(cleanup);
+      // The runner needs this package's dist/ and the body; nothing else is looked for (discover: false).
+      const own = rest.cwd === undefined;
+      return launchGuest({ ...rest, cwd: own ? work : rest.cwd, command: process.execPath, args: [script, file] }, "runCode", {
+        readable: [dirname(dirname(script)), file],
+        writable: own ? [work] : [],
+        scratch: dir,
+        discover: false,
+        observed: { observer },
+      }).finally(cleanup);
+    });
   });
 }

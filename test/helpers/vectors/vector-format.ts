@@ -61,6 +61,7 @@ const programStep = z.union([
   z.strictObject({ return: jsonValueSchema }),
   z.strictObject({ returnNothing: z.literal(true) }),
   z.strictObject({ returnInput: z.literal(true) }),
+  z.strictObject({ returnTraceparent: z.literal(true) }),
   z.strictObject({
     returnOutcome: z.strictObject({
       status: z.enum(["success", "failure"]),
@@ -137,6 +138,7 @@ const TERMINAL_KEYS = [
   "return",
   "returnNothing",
   "returnInput",
+  "returnTraceparent",
   "returnOutcome",
   "returnOutcomeOf",
   "returnContentsOf",

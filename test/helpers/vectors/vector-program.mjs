@@ -50,6 +50,8 @@ export function vectorProgram(steps, { Outcome }) {
         return undefined;
       } else if ("returnInput" in step) {
         return input;
+      } else if ("returnTraceparent" in step) {
+        return ears.traceparent ?? null;
       } else if ("returnOutcome" in step) {
         const { status, code, content, structured } = step.returnOutcome;
         return status === "failure" ? Outcome.failure(code, content, structured) : Outcome.success(content, structured);

@@ -1,0 +1,204 @@
+/**
+ * A run's timeline, from its transcript: the calls as intervals (name, an excerpt of the arguments,
+ * outcome, failure code), the logs, stderr and stray lines as marks in place, the result, the report's
+ * failure and usage. `ears timeline` renders it as HTML, `ears run --verbose` as text. Only excerpts are
+ * kept, and at most {@link MAX_TIMELINE_ITEMS} calls and marks, so a huge run gives a bounded timeline.
+ */
+import { validateFrame } from "../protocol/frames.js";
+import type { Json } from "../protocol/json.js";
+import { excerpt } from "../protocol/text.js";
+import { isNote, type TranscriptEntry } from "./transcript.js";
+
+/** Calls (and, apart, marks) a timeline keeps; later ones are counted. */
+export const MAX_TIMELINE_ITEMS = 10_000;
+/** Characters kept of a call's arguments, a reply's content, a log or a stderr chunk. */
+const EXCERPT_CHARS = 300;
+/** Characters kept of the result's content and structured value. */
+const RESULT_CHARS = 4000;
+
+/** One capability call: from its request to its reply (no reply: `endMs` undefined, status "unanswered"). */
+export interface TimelineCall {
+  id: number;
+  name: string;
+  /** The arguments as JSON, cut to an excerpt. */
+  arguments: string;
+  startMs: number;
+  endMs?: number;
+  status: "success" | "failure" | "unanswered";
+  /** The failure code, for a failure reply. */
+  code?: string;
+  /** An excerpt of the reply's content. */
+  content?: string;
+}
+
+/** Something that happened at a moment: the hello or invoke, a log, a chunk of stderr, a line that was not a frame. */
+export interface TimelineMark {
+  kind: "session" | "log" | "stderr" | "line";
+  atMs: number;
+  /** The log's level; for a line, who wrote it. */
+  level?: string;
+  text: string;
+}
+
+/** A run laid out in time. */
+export interface Timeline {
+  /** Whether the transcript had times (`at`); without them, each entry's position stands for its time. */
+  timed: boolean;
+  /** The end of the run: the report note's time, else the last entry's. */
+  durationMs: number;
+  calls: TimelineCall[];
+  droppedCalls: number;
+  marks: TimelineMark[];
+  droppedMarks: number;
+  /** The guest's hello sdk, when it said one. */
+  sdk?: string;
+  /** What the invoke allowed, and an excerpt of its input. */
+  invoke?: { allowed: string[]; input: string };
+  result?: { atMs: number; status: "success" | "failure"; code?: string; content: string; structured?: string };
+  /** From the report note: the session failure, the verdict, usage, exit and sandbox. */
+  report?: {
+    ok?: boolean;
+    failure?: { code: string; message: string };
+    usage?: Record<string, number | string | boolean>;
+    exit?: string;
+    sandbox?: string;
+    durationMs?: number;
+  };
+}
+
+/** Builds a {@link Timeline} entry by entry (from a file, or live from a running session). */
+export class TimelineBuilder {
+  private readonly timeline: Timeline = { timed: false, durationMs: 0, calls: [], droppedCalls: 0, marks: [], droppedMarks: 0 };
+  private readonly open = new Map<number, TimelineCall>();
+  private position = 0;
+
+  /** Adds the next entry; `at` (its own, else this argument) is its time. */
+  add(entry: TranscriptEntry, at = entry.at): void {
+    const t = this.timeline;
+    // An entry without a time sits at the end so far in a timed timeline, at its position in an untimed one.
+    const atMs = at ?? (t.timed ? t.durationMs : this.position);
+    this.position++;
+    if (at !== undefined) t.timed = true;
+    t.durationMs = Math.max(t.durationMs, atMs);
+    if (isNote(entry)) {
+      if ("stderr" in entry) this.mark({ kind: "stderr", atMs, text: excerpt(entry.stderr, EXCERPT_CHARS) });
+      else this.takeReport(entry.report);
+      return;
+    }
+    if (!("frame" in entry)) {
+      this.mark({ kind: "line", atMs, level: entry.from, text: excerpt(entry.text, EXCERPT_CHARS) });
+      return;
+    }
+    const frame = validateFrame(entry.frame);
+    if (typeof frame === "string") {
+      this.mark({ kind: "line", atMs, level: entry.from, text: excerpt(JSON.stringify(entry.frame), EXCERPT_CHARS) });
+      return;
+    }
+    switch (frame.type) {
+      case "hello":
+        if (frame.sdk !== undefined) t.sdk = excerpt(frame.sdk, 100);
+        this.mark({ kind: "session", atMs, text: `hello: the guest is ready (protocol ${frame.protocol})` });
+        return;
+      case "invoke":
+        t.invoke = { allowed: frame.allowed.map((name) => excerpt(name, 100)), input: jsonExcerpt(frame.input, EXCERPT_CHARS) };
+        this.mark({
+          kind: "session",
+          atMs,
+          text: `invoke: allowed ${excerpt(t.invoke.allowed.join(", "), 200) || "nothing"}; input ${t.invoke.input}`,
+        });
+        return;
+      case "request": {
+        if (t.calls.length >= MAX_TIMELINE_ITEMS) {
+          t.droppedCalls++;
+          return;
+        }
+        const call: TimelineCall = {
+          id: frame.id,
+          name: excerpt(frame.name, 200),
+          arguments: jsonExcerpt(frame.arguments, EXCERPT_CHARS),
+          startMs: atMs,
+          status: "unanswered",
+        };
+        t.calls.push(call);
+        this.open.set(frame.id, call);
+        return;
+      }
+      case "reply": {
+        const call = this.open.get(frame.id);
+        if (call === undefined) return;
+        this.open.delete(frame.id);
+        call.endMs = atMs;
+        call.status = frame.outcome.status;
+        if (frame.outcome.status === "failure") call.code = excerpt(frame.outcome.code, 200);
+        call.content = excerpt(frame.outcome.content, EXCERPT_CHARS);
+        return;
+      }
+      case "log":
+        this.mark({ kind: "log", atMs, level: excerpt(frame.level, 100), text: excerpt(frame.content, EXCERPT_CHARS) });
+        return;
+      case "result": {
+        const { outcome } = frame;
+        t.result = {
+          atMs,
+          status: outcome.status,
+          content: excerpt(outcome.content, RESULT_CHARS),
+          ...(outcome.status === "failure" ? { code: excerpt(outcome.code, 200) } : {}),
+          ...(outcome.structured === undefined ? {} : { structured: jsonExcerpt(outcome.structured, RESULT_CHARS) }),
+        };
+        return;
+      }
+    }
+  }
+
+  /** The timeline so far. */
+  build(): Timeline {
+    return this.timeline;
+  }
+
+  private mark(mark: TimelineMark): void {
+    if (this.timeline.marks.length >= MAX_TIMELINE_ITEMS) this.timeline.droppedMarks++;
+    else this.timeline.marks.push(mark);
+  }
+
+  private takeReport(value: Json): void {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return;
+    const report: NonNullable<Timeline["report"]> = {};
+    if (typeof value.ok === "boolean") report.ok = value.ok;
+    const failure = value.failure;
+    if (typeof failure === "object" && failure !== null && !Array.isArray(failure)) {
+      report.failure = { code: excerpt(String(failure.code), 200), message: excerpt(String(failure.message), RESULT_CHARS) };
+    }
+    const usage = value.usage;
+    if (typeof usage === "object" && usage !== null && !Array.isArray(usage)) {
+      report.usage = {};
+      for (const [key, figure] of Object.entries(usage)) {
+        if (typeof figure === "number" || typeof figure === "string" || typeof figure === "boolean") report.usage[key] = figure;
+      }
+    }
+    const exit = value.exit;
+    if (typeof exit === "object" && exit !== null && !Array.isArray(exit)) {
+      report.exit = exit.signal !== null && exit.signal !== undefined ? `signal ${String(exit.signal)}` : `code ${String(exit.code)}`;
+    }
+    if (value.sandbox !== undefined) {
+      const sandbox = value.sandbox;
+      report.sandbox =
+        typeof sandbox === "object" && sandbox !== null && !Array.isArray(sandbox) ? String(sandbox.mechanism) : "none (unconfined)";
+    }
+    if (typeof value.durationMs === "number") {
+      report.durationMs = value.durationMs;
+      if (this.timeline.timed) this.timeline.durationMs = Math.max(this.timeline.durationMs, value.durationMs);
+    }
+    this.timeline.report = report;
+  }
+}
+
+/** The timeline of a whole transcript. */
+export function timelineOf(entries: Iterable<TranscriptEntry>): Timeline {
+  const builder = new TimelineBuilder();
+  for (const entry of entries) builder.add(entry);
+  return builder.build();
+}
+
+function jsonExcerpt(value: Json, max: number): string {
+  return excerpt(JSON.stringify(value) ?? "null", max);
+}

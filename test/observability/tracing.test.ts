@@ -1,0 +1,220 @@
+/**
+ * OpenTelemetry tracing of runs, with the SDK's in-memory exporter and a global provider and context
+ * manager (this file's worker only): the span tree (active span -> run -> calls), statuses and codes on
+ * failure, attributes without payloads by default and with them on request, and the traceparent the
+ * guest sees belonging to the run span.
+ */
+import { context, trace, SpanStatusCode, type Span } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { Outcome, serve, createLinkedPair } from "../../src/index.js";
+import { runCode, runHost } from "../../src/host/index.js";
+import { runReport } from "../../src/host/report.js";
+import { runAttributes } from "../../src/host/tracing.js";
+import { failOnUnhandledRejections, runFixture } from "../helpers/host.js";
+import { requireBuild } from "../helpers/spawned-guest.js";
+
+failOnUnhandledRejections();
+
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const contextManager = new AsyncLocalStorageContextManager();
+
+beforeAll(() => {
+  requireBuild();
+  context.setGlobalContextManager(contextManager.enable());
+  trace.setGlobalTracerProvider(provider);
+});
+afterAll(async () => {
+  await provider.shutdown();
+  contextManager.disable();
+  trace.disable();
+  context.disable();
+});
+beforeEach(() => exporter.reset());
+
+const spans = () => exporter.getFinishedSpans();
+const named = (name: string) => spans().filter((span) => span.name === name);
+const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+/** Attribute keys that would hold what the guest or host sent (none by default). */
+const PAYLOAD_KEYS = ["ears.run.input", "ears.run.result", "ears.code", "ears.call.arguments", "ears.call.outcome", "ears.log.content"];
+
+/** Runs `body` inside an active span and returns it (ended) with body's value. */
+async function underActiveSpan<T>(body: () => Promise<T>): Promise<{ parent: Span; value: T }> {
+  return trace.getTracer("test").startActiveSpan("agent turn", async (parent) => {
+    const value = await body();
+    parent.end();
+    return { parent, value };
+  });
+}
+
+describe("a traced runGuest", () => {
+  it("is a run span under the active span, with a child span per call; the guest's traceparent is the run span's", async () => {
+    const { parent, value: report } = await underActiveSpan(() =>
+      runFixture("traced.mjs", [], {
+        capabilities: { read: () => "contents", missing: () => Outcome.failure("NotFound", "no such thing") },
+      }),
+    );
+    expect(report.ok).toBe(true);
+    const [run] = named("ears.run");
+    expect(run).toBeDefined();
+    expect(parentOf(run!)).toBe(parent.spanContext().spanId);
+    expect(run!.spanContext().traceId).toBe(parent.spanContext().traceId);
+    // The guest saw the run span's context, so its own spans would join this trace under the run.
+    const { traceId, spanId } = run!.spanContext();
+    expect(report.outcome?.structured).toEqual({ traceparent: `00-${traceId}-${spanId}-01`, statuses: ["success", "failure"] });
+
+    const read = named("ears.call read")[0]!;
+    const missing = named("ears.call missing")[0]!;
+    for (const call of [read, missing]) {
+      expect(parentOf(call)).toBe(spanId);
+      expect(call.spanContext().traceId).toBe(traceId);
+      expect(call.attributes["ears.call.request.size"]).toBeGreaterThan(0);
+      expect(call.attributes["ears.call.response.size"]).toBeGreaterThan(0);
+    }
+    expect(read.attributes).toMatchObject({ "ears.capability.name": "read", "gen_ai.tool.name": "read", "ears.call.status": "success" });
+    expect(read.status.code).not.toBe(SpanStatusCode.ERROR);
+    expect(missing.attributes).toMatchObject({
+      "ears.call.status": "failure",
+      "ears.call.failure_code": "NotFound",
+      "error.type": "NotFound",
+    });
+    expect(missing.status).toEqual({ code: SpanStatusCode.ERROR, message: "NotFound" });
+
+    expect(run!.attributes).toMatchObject({
+      "ears.run.api": "runGuest",
+      "ears.run.ok": true,
+      "ears.run.calls": 2,
+      "ears.outcome.status": "success",
+    });
+    expect(run!.attributes["ears.sandbox.mechanism"]).toBe(report.sandbox?.mechanism ?? "none");
+    expect(run!.attributes["process.pid"]).toBe(report.pid);
+    expect(run!.status.code).not.toBe(SpanStatusCode.ERROR);
+    expect(run!.events.map((event) => [event.name, event.attributes?.["ears.log.level"]])).toEqual([["ears.log", "warn"]]);
+    // No arguments, outcomes, input, result or log text unless the host asks.
+    for (const span of spans()) for (const key of PAYLOAD_KEYS) expect(span.attributes).not.toHaveProperty(key);
+    for (const event of run!.events) expect(event.attributes).not.toHaveProperty("ears.log.content");
+    expect(JSON.stringify(spans().map((span) => span.attributes))).not.toContain("do not trace me");
+  });
+
+  it("a guest's own OpenTelemetry spans, continued from ears.traceparent, are children of the run span", async () => {
+    const { value: report } = await underActiveSpan(() => runFixture("traced-otel.mjs"));
+    expect(report.ok, report.stderr).toBe(true);
+    const run = named("ears.run")[0]!;
+    expect(report.outcome?.structured).toEqual({ traceId: run.spanContext().traceId, parentSpanId: run.spanContext().spanId });
+  });
+
+  it("a run that fails is an ERROR span with the failure code; a call left unanswered is closed as such", async () => {
+    const report = await runFixture("traced.mjs", [], {
+      // read never answers: the run times out while the call waits.
+      capabilities: { read: () => new Promise<never>(() => {}), missing: () => "x" },
+      limits: { runTimeoutMs: 300 },
+      killGraceMs: 100,
+    });
+    expect(report.failure?.code).toBe("RunTimeout");
+    const run = named("ears.run")[0]!;
+    expect(run.status).toEqual({ code: SpanStatusCode.ERROR, message: "RunTimeout" });
+    expect(run.attributes).toMatchObject({ "ears.run.ok": false, "ears.failure.code": "RunTimeout", "error.type": "RunTimeout" });
+    const read = named("ears.call read")[0]!;
+    expect(read.attributes).toMatchObject({ "ears.call.status": "unanswered", "error.type": "Unanswered" });
+    expect(read.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it("with payloads: true, carries arguments, outcomes, logs, input and result, each cut to maxChars", async () => {
+    const report = await runFixture("traced.mjs", [], {
+      input: { task: "x".repeat(100) },
+      capabilities: { read: () => "contents", missing: () => Outcome.failure("NotFound", "no such thing") },
+      trace: { payloads: { maxChars: 50 } },
+    });
+    expect(report.ok).toBe(true);
+    const run = named("ears.run")[0]!;
+    expect(run.attributes["ears.run.input"]).toBe(`${JSON.stringify({ task: "x".repeat(100) }).slice(0, 50)}… (111 characters)`);
+    expect(String(run.attributes["ears.run.result"])).toMatch(/^\{"status":"success".*characters\)$/);
+    expect(named("ears.call missing")[0]!.attributes["ears.call.arguments"]).toBe('{"secret":"do not trace me"}');
+    expect(named("ears.call read")[0]!.attributes["ears.call.outcome"]).toBe('{"status":"success","content":"contents"}');
+    expect(run.events[0]!.attributes?.["ears.log.content"]).toBe("halfway");
+  });
+});
+
+describe("a traced runCode and runHost", () => {
+  it("runCode: a body that does not compile is an ERROR run span with CompileError, and its code stays out of the span", async () => {
+    const report = await runCode({ code: "return (;", sandbox: false });
+    expect(report.failure?.code).toBe("CompileError");
+    const run = named("ears.run")[0]!;
+    expect(run.attributes).toMatchObject({ "ears.run.api": "runCode", "ears.failure.code": "CompileError" });
+    expect(run.status.code).toBe(SpanStatusCode.ERROR);
+    expect(run.attributes).not.toHaveProperty("ears.code");
+
+    exporter.reset();
+    await runCode({ code: "return (;", sandbox: false, trace: { payloads: true } });
+    expect(named("ears.run")[0]!.attributes["ears.code"]).toBe("return (;");
+  });
+
+  it("runHost takes trace.tracer and trace.parent; a throwing tracer costs the spans, never the run", async () => {
+    const parentSpan = trace.getTracer("test").startSpan("explicit parent");
+    const parent = trace.setSpan(context.active(), parentSpan);
+    const [guestEnd, hostEnd] = createLinkedPair();
+    void serve({ wire: guestEnd, run: async (ears) => ({ traceparent: ears.traceparent ?? null, got: await ears.call("greet", "Ada") }) });
+    const report = await runHost(hostEnd, {
+      capabilities: { greet: (name) => `hello ${String(name)}` },
+      trace: { tracer: provider.getTracer("mine"), parent },
+    });
+    parentSpan.end();
+    expect(report.ok).toBe(true);
+    const run = named("ears.run")[0]!;
+    expect(run.instrumentationScope.name).toBe("mine");
+    expect(parentOf(run)).toBe(parentSpan.spanContext().spanId);
+    expect(named("ears.call greet")).toHaveLength(1);
+
+    exporter.reset();
+    const broken = {
+      startSpan: () => {
+        throw new Error("exporter down");
+      },
+    };
+    const [guest2, host2] = createLinkedPair();
+    void serve({ wire: guest2, run: async (ears) => ({ traceparent: ears.traceparent ?? null }) });
+    const untraced = await runHost(host2, { trace: { tracer: broken } });
+    expect(untraced.ok).toBe(true);
+    expect(untraced.outcome?.structured).toEqual({ traceparent: null });
+    expect(spans()).toEqual([]);
+  });
+
+  it("trace: false turns tracing off even with a provider", async () => {
+    const [guestEnd, hostEnd] = createLinkedPair();
+    void serve({ wire: guestEnd, run: (ears) => ({ traceparent: ears.traceparent ?? null }) });
+    const report = await runHost(hostEnd, { trace: false });
+    expect(report.outcome?.structured).toEqual({ traceparent: null });
+    expect(spans()).toEqual([]);
+  });
+
+  it("bad trace options throw before anything runs", () => {
+    const [, hostEnd] = createLinkedPair();
+    expect(() => runHost(hostEnd, { trace: "yes" as never })).toThrow("options.trace must be false or an object");
+    expect(() => runHost(hostEnd, { trace: { tracer: {} as never } })).toThrow("options.trace.tracer must be an OpenTelemetry Tracer");
+    expect(() => runHost(hostEnd, { trace: { parent: 1 as never } })).toThrow("options.trace.parent must be an OpenTelemetry Context");
+    expect(() => runHost(hostEnd, { trace: { payloads: { maxChars: 0 } } })).toThrow("options.trace.payloads must be a boolean");
+  });
+});
+
+describe("the run span's attributes from a report", () => {
+  it("carry the usage figures when the report has them, snake-cased, and the sandbox mechanism or none", () => {
+    const report = runReport({ outcome: { status: "success", content: "" }, durationMs: 1, sandbox: null });
+    const usage = { source: "cgroup-v2" as const, cpuMs: 120, peakMemoryBytes: 50_331_648, peakProcesses: 3, wallMs: 7, calls: 0 };
+    expect(runAttributes({ ...report, usage })).toEqual({
+      "ears.run.ok": true,
+      "ears.run.calls": 0,
+      "ears.run.logs": 0,
+      "ears.outcome.status": "success",
+      "ears.sandbox.mechanism": "none",
+      "ears.usage.source": "cgroup-v2",
+      "ears.usage.cpu_ms": 120,
+      "ears.usage.peak_memory_bytes": 50_331_648,
+      "ears.usage.peak_processes": 3,
+      "ears.usage.wall_ms": 7,
+      "ears.usage.calls": 0,
+    });
+    expect(runAttributes(report)).not.toHaveProperty("ears.usage.cpu_ms");
+  });
+});

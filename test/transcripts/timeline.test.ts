@@ -1,0 +1,188 @@
+/**
+ * Timed transcripts, their notes (stderr, report) and the timeline built from them: what the recorder
+ * writes, what the reader and replay make of it, and what the timeline and its HTML show, with guest
+ * text always escaped.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterAll, describe, expect, it } from "vitest";
+import { timelineHtml, escape } from "../../src/cli/timeline-html.js";
+import { printTimeline } from "../../src/cli/timeline-text.js";
+import { runReport } from "../../src/host/report.js";
+import { recordingOf } from "../../src/transcripts/recording.js";
+import { timelineOf } from "../../src/transcripts/timeline.js";
+import {
+  formatTranscriptEntry,
+  readTranscript,
+  recordTo,
+  TranscriptError,
+  type TranscriptEntry,
+} from "../../src/transcripts/transcript.js";
+import { excerpt } from "../../src/protocol/text.js";
+import { PassThrough } from "node:stream";
+
+const dir = mkdtempSync(join(tmpdir(), "ears-timeline-unit-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+const file = (content?: string) => {
+  const path = join(dir, `t${counter++}.ndjson`);
+  if (content !== undefined) writeFileSync(path, content);
+  return path;
+};
+
+/** A timed session: two calls (one failing, one never answered), a log, stderr, a result and a report with usage. */
+const SESSION: TranscriptEntry[] = [
+  { from: "guest", at: 1, frame: { type: "hello", protocol: 1, sdk: "x@1" } },
+  { from: "host", at: 2, frame: { type: "invoke", protocol: 1, allowed: ["read", "slow"], input: null } },
+  { from: "guest", at: 10, frame: { type: "request", id: 1, name: "read", arguments: { path: "a" } } },
+  { from: "guest", at: 11, frame: { type: "request", id: 2, name: "slow", arguments: null } },
+  { from: "guest", at: 12, frame: { type: "log", level: "warn", content: "careful" } },
+  { from: "host", at: 15, frame: { type: "reply", id: 1, outcome: { status: "failure", code: "NotFound", content: "no a" } } },
+  { from: "guest", at: 16, stderr: "oops\n" },
+  { from: "guest", at: 20, frame: { type: "result", outcome: { status: "success", content: "", structured: { n: 1 } } } },
+  {
+    from: "host",
+    at: 25,
+    report: { ok: true, durationMs: 30, usage: { cpuMs: 120.4, peakMemoryBytes: 48 * 1024 * 1024, peakProcesses: 3, source: "cgroup v2" } },
+  },
+];
+
+describe("timed recordings and notes", () => {
+  it("a timed recorder stamps every line with at, writes stderr and report notes, and the reader gives them back", async () => {
+    const path = file();
+    const recorder = recordTo(path, { timed: true });
+    void recorder.onFrame("guest", '{"type":"hello","protocol":1}');
+    recorder.stderr("boom\n");
+    void recorder.onFrame("guest", "not json");
+    recorder.report(
+      runReport({ failure: { code: "GuestCrashed", message: "gone" }, durationMs: 5, logs: [], calls: [], stderr: "boom\n" }),
+    );
+    await recorder.close();
+    const entries = await readTranscript(path);
+    expect(entries.map((entry) => Object.keys(entry))).toEqual([
+      ["from", "at", "frame"],
+      ["from", "at", "stderr"],
+      ["from", "at", "text"],
+      ["from", "at", "report"],
+    ]);
+    const times = entries.map((entry) => entry.at!);
+    expect(times).toEqual([...times].sort((a, b) => a - b));
+    // The report note leaves out what the frames and stderr notes hold.
+    expect(entries[3]).toMatchObject({ report: { ok: false, failure: { code: "GuestCrashed" }, durationMs: 5 } });
+    expect(entries[3]).not.toHaveProperty("report.stderr");
+    expect(entries[3]).not.toHaveProperty("report.logs");
+    // frames: true leaves notes out; a replay skips them.
+    const framesOnly = file(
+      '{"from":"guest","at":1,"frame":{"type":"hello","protocol":1}}\n{"from":"guest","at":2,"stderr":"x"}\n{"from":"host","report":{}}\n',
+    );
+    expect(await readTranscript(framesOnly, { frames: true })).toEqual([{ from: "guest", at: 1, frame: { type: "hello", protocol: 1 } }]);
+    expect(() => recordingOf(SESSION)).not.toThrow();
+    expect(recordingOf(SESSION).exchanges).toHaveLength(2);
+  });
+
+  it("an untimed recorder writes exactly what it always did", async () => {
+    const path = file();
+    const recorder = recordTo(path);
+    void recorder.onFrame("guest", '{"type":"hello","protocol":1}');
+    await recorder.close();
+    expect(readFileSync(path, "utf8")).toBe('{"from":"guest","frame":{"type":"hello","protocol":1}}\n');
+  });
+
+  it("refuses a bad time or a note from the wrong side, naming the line; the writer refuses the same", async () => {
+    const bad = [
+      ['{"from":"guest","at":-1,"frame":{}}', '"at" must be a number'],
+      ['{"from":"guest","at":"5","frame":{}}', '"at" must be a number'],
+      ['{"from":"host","stderr":"x"}', "an entry needs"],
+      ['{"from":"guest","report":{}}', "an entry needs"],
+    ] as const;
+    for (const [line, reason] of bad) {
+      const error = await readTranscript(file(`{"from":"guest","frame":{"type":"hello","protocol":1}}\n${line}\n`)).catch(
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(TranscriptError);
+      expect((error as TranscriptError).line).toBe(2);
+      expect((error as Error).message).toContain(reason);
+    }
+    expect(() => formatTranscriptEntry({ from: "guest", at: Number.NaN, frame: { type: "hello", protocol: 1 } })).toThrow(/entry\.at/);
+    expect(() => formatTranscriptEntry({ from: "host", stderr: "x" } as never)).toThrow(/stderr note/);
+    expect(() => formatTranscriptEntry({ from: "host", report: { n: Number.NaN } })).toThrow(/entry\.report/);
+  });
+});
+
+describe("the timeline of a transcript", () => {
+  it("lays out calls as intervals with outcome and code, marks in place, the result and the report's usage", () => {
+    const timeline = timelineOf(SESSION);
+    expect(timeline.timed).toBe(true);
+    expect(timeline.durationMs).toBe(30);
+    expect(timeline.calls).toEqual([
+      { id: 1, name: "read", arguments: '{"path":"a"}', startMs: 10, endMs: 15, status: "failure", code: "NotFound", content: "no a" },
+      { id: 2, name: "slow", arguments: "null", startMs: 11, status: "unanswered" },
+    ]);
+    expect(timeline.marks.map((mark) => [mark.kind, mark.atMs, mark.level])).toEqual([
+      ["session", 1, undefined],
+      ["session", 2, undefined],
+      ["log", 12, "warn"],
+      ["stderr", 16, undefined],
+    ]);
+    expect(timeline.result).toEqual({ atMs: 20, status: "success", content: "", structured: '{"n":1}' });
+    expect(timeline.report?.usage).toEqual({ cpuMs: 120.4, peakMemoryBytes: 48 * 1024 * 1024, peakProcesses: 3, source: "cgroup v2" });
+    expect(timelineHtml(timeline, "run.ndjson")).toContain("usage: cpu 120 ms, memory 48 MiB peak, 3 processes");
+  });
+
+  it("a transcript without times is laid out in order", () => {
+    const untimed = SESSION.map(({ at: _at, ...entry }) => entry as TranscriptEntry);
+    const timeline = timelineOf(untimed);
+    expect(timeline.timed).toBe(false);
+    expect(timeline.calls.map((call) => [call.startMs, call.endMs])).toEqual([
+      [2, 5],
+      [3, undefined],
+    ]);
+    expect(timelineHtml(timeline, "t.ndjson")).toContain("has no times");
+  });
+
+  it("the page and the text show every call, failure code, log, stderr chunk and the usage", () => {
+    const timeline = timelineOf(SESSION);
+    const html = timelineHtml(timeline, "run.ndjson");
+    for (const text of ["#1 read", "failure NotFound", "#2 slow", "no reply", "[warn]", "careful", "[stderr]", "oops", "cpu 120 ms"]) {
+      expect(html).toContain(text);
+    }
+    expect(html).toContain("default-src 'none'");
+    const out = new PassThrough();
+    let printed = "";
+    out.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+    printTimeline(timeline, out);
+    expect(printed).toContain("ears: timeline: 30.0 ms, 2 calls (2 not successful), 1 logs\n");
+    expect(printed).toContain('ears: |    10.0 ms  #1 read {"path":"a"}  5.0 ms  failure NotFound\n');
+    expect(printed).toContain("ears: |    11.0 ms  #2 slow null  no reply  unanswered\n");
+    expect(printed).toContain("ears: |    16.0 ms  [stderr] oops\n");
+    expect(printed).toContain("ears: |    20.0 ms  result success\n");
+  });
+
+  it("guest text never becomes markup in the page, nor a second line or escape sequence in the text", () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), fc.string({ maxLength: 60 }), (name, content) => {
+        const entries: TranscriptEntry[] = [
+          { from: "guest", at: 1, frame: { type: "request", id: 1, name, arguments: { content } } },
+          { from: "host", at: 2, frame: { type: "reply", id: 1, outcome: { status: "failure", code: name, content } } },
+          { from: "guest", at: 3, frame: { type: "log", level: name, content } },
+          { from: "guest", at: 4, stderr: content },
+        ];
+        const timeline = timelineOf(entries);
+        const html = timelineHtml(timeline, name);
+        // Only the page's own script and style elements, whatever the guest wrote.
+        expect(html.split("<script").length).toBe(2);
+        expect(html.split("<style").length).toBe(2);
+        expect(html).toContain(escape(excerpt(content, 300)));
+        const out = new PassThrough();
+        let printed = "";
+        out.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+        printTimeline(timeline, out);
+        for (const line of printed.split("\n").slice(0, -1)) expect(line).toMatch(/^ears: /);
+        expect(printed).not.toMatch(/\x1b/);
+      }),
+      { seed: 21, numRuns: 300 },
+    );
+  });
+});

@@ -7,7 +7,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { createLinkedPair } from "../../../src/wires/memory.js";
 import { limitSupport, runGuest, runHost, type GuestCommand, type RunReport } from "../../../src/host/index.js";
@@ -15,7 +15,7 @@ import { launcherCommand, machineShells } from "../../../src/host/limits/launche
 import { hostCgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { RunLimits } from "../../../src/host/limits/limits.js";
 import { DEFAULT_HOST_LIMITS } from "../../../src/host/settings.js";
-import { sandboxMissing } from "../../../src/host/sandbox/index.js";
+import { bwrapPath } from "../sandbox/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 import { goneWithin, killAllWith, uniqueMarker } from "../../helpers/processes.js";
 
@@ -24,13 +24,24 @@ failOnUnhandledRejections();
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const consume = `${root}fixtures/hostile/consume.mjs`;
 const MiB = 1024 * 1024;
-const plan = hostCgroupPlan();
-const cgroupVersion = plan.version;
-const hasBwrap = process.platform === "linux" && sandboxMissing() === undefined;
+// Nothing of src/ is called while the suite is collected (that would count as load-time coverage, which
+// makes Stryker run every test for each mutant it reaches): the plan is read by the first test that needs
+// it, and tests that need a cgroup skip themselves without one.
+const hasBwrap = bwrapPath !== undefined;
+let plan: ReturnType<typeof hostCgroupPlan> | undefined;
+/** The host's cgroup plan, read when a test first needs it. */
+const hostPlan = () => (plan ??= hostCgroupPlan());
+/** What the report names as the cgroup's enforcer. */
+const enforcerName = () => (hostPlan().version === "v1" ? "cgroup-v1" : "cgroup-v2");
+/** Skips the test where this host can have no cgroup. */
+const needCgroup = (ctx: { skip: (note?: string) => void }) => {
+  if (hostPlan().version === null) ctx.skip("no writable cgroup here");
+};
 const markers: string[] = [];
 
 /** The host's cgroup directories runs are created in. */
 function parents(): string[] {
+  const plan = hostPlan();
   if (plan.version === null) return [];
   return plan.version === "v2" ? [plan.parent] : Object.values(plan.parents);
 }
@@ -52,8 +63,12 @@ afterEach(() => {
   for (const marker of markers.splice(0)) killAllWith(marker);
 });
 
-describe.runIf(cgroupVersion !== null)("resource limits, enforced by a cgroup", () => {
-  const enforcer = cgroupVersion === "v1" ? "cgroup-v1" : "cgroup-v2";
+describe("resource limits, enforced by a cgroup", () => {
+  let enforcer = "";
+  beforeEach((ctx) => {
+    needCgroup(ctx);
+    enforcer = enforcerName();
+  });
 
   for (const sandbox of hasBwrap ? [true, false] : [false]) {
     const where = sandbox ? "sandboxed" : "unconfined";
@@ -146,7 +161,8 @@ describe.runIf(cgroupVersion !== null)("resource limits, enforced by a cgroup", 
   });
 });
 
-describe.runIf(hasBwrap && cgroupVersion !== null)("the sandbox's /tmp", () => {
+describe.runIf(hasBwrap)("the sandbox's /tmp", () => {
+  beforeEach((ctx) => needCgroup(ctx));
   it("a /tmp fill stops at tmpBytes with ENOSPC inside the guest; the run goes on", async () => {
     const report = await consumeRun({ action: "tmp", mib: 40 }, { limits: { tmpBytes: 8 * MiB } });
     expect(report.ok, JSON.stringify(report.failure)).toBe(true);
@@ -254,9 +270,10 @@ describe("limits outside a guest process", () => {
         // Either something enforces it, or there is a line that fixes it.
         expect(enforcedBy !== null || (typeof fix === "string" && fix.length > 0), name).toBe(true);
       }
+      const cgroupVersion = hostPlan().version;
       if (cgroupVersion !== null) {
         expect(support.cgroup).toMatchObject({ version: cgroupVersion });
-        expect(support.limits.memoryBytes.enforcedBy).toBe(cgroupVersion === "v1" ? "cgroup-v1" : "cgroup-v2");
+        expect(support.limits.memoryBytes.enforcedBy).toBe(enforcerName());
       } else expect(support.cgroup).toMatchObject({ version: null, fix: expect.stringContaining("Delegate=yes") });
       expect(limitSupport(false).limits.tmpBytes).toMatchObject({ enforcedBy: null, fix: expect.stringContaining("bubblewrap") });
     },

@@ -4,6 +4,7 @@
  * `it.fails` with a `// BUG:` comment saying what leaks and where, so the suite stays green and shows them.
  */
 import { execFileSync } from "node:child_process";
+import { performance } from "node:perf_hooks";
 import { createServer } from "node:net";
 import {
   lstatSync,
@@ -428,6 +429,69 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
       expect(report.outcome?.content).toBe("all sent");
       expect(seen).toEqual(Array.from({ length: 24 }, (_, i) => i));
     });
+  });
+
+  describe("the closed-stdout watch's cost", () => {
+    // BUG: output-watch.ts guestHoldsOutput reads every fd of every sandboxed process (readdirSync of
+    // /proc/PID/fd, then one readlinkSync per fd), synchronously on the host's event loop, every 250 ms
+    // (run-guest.ts watchOutput). A guest whose stdout is held only by its last child, behind 16 processes
+    // holding ~20,000 descriptors each, freezes the whole host for seconds at every tick (measured 1.5 s
+    // with 10 such processes, 7 s with 40): every other run's timers, deadlines and callbacks stall with it.
+    // Unconfined, the same guest costs the host nothing (event-loop lag ~20 ms).
+    const nofile = (() => {
+      try {
+        return Number(execFileSync("bash", ["-c", "ulimit -n"], { encoding: "utf8" }).trim());
+      } catch {
+        return 0;
+      }
+    })();
+    (nofile >= 20_000 ? it.fails : it.skip)(
+      "a guest holding 300,000 descriptors stalls the host's event loop at every watch tick",
+      async () => {
+        const d = dir("fds");
+        writeFileSync(
+          join(d, "guest.sh"),
+          `exec 19999>&1 1>&-
+        for k in $(seq 1 16); do
+          ( exec 19999>&-; for i in $(seq 3 19900); do eval "exec $i</dev/null"; done; exec sleep 600 ) &
+        done
+        sleep 3
+        "$NODE" -e '
+        const fs = require("node:fs");
+        const w = (f) => fs.writeSync(19999, JSON.stringify(f) + "\\n");
+        w({ type: "hello", protocol: 1 });
+        require("node:readline").createInterface({ input: process.stdin }).on("line", (line) => {
+          const result = { type: "result", outcome: { status: "success", content: "done" } };
+          if (JSON.parse(line).type === "invoke") setTimeout(() => w(result), 1500);
+        });' 0<&0 &
+        exec 19999>&- 0<&-
+        wait
+        `,
+        );
+        let last = performance.now();
+        let maxLag = 0;
+        const ticker = setInterval(() => {
+          const now = performance.now();
+          maxLag = Math.max(maxLag, now - last - 50);
+          last = now;
+        }, 50);
+        try {
+          const report = await runGuest({
+            command: "/bin/bash",
+            args: [join(d, "guest.sh")],
+            cwd: d,
+            sandbox: { env: [`NODE=${process.execPath}`] },
+            killGraceMs: 300,
+            limits: { runTimeoutMs: 25_000 },
+          });
+          expect(report.outcome?.content).toBe("done");
+        } finally {
+          clearInterval(ticker);
+        }
+        expect(maxLag, "the host's longest event-loop stall, ms").toBeLessThan(1000);
+      },
+      40_000,
+    );
   });
 
   describe("type checks", () => {

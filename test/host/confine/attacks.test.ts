@@ -7,7 +7,9 @@ import { execFileSync } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { createServer } from "node:net";
 import {
+  closeSync,
   lstatSync,
+  openSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -342,6 +344,57 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
       }
       if (has("/usr/sbin/sysctl")) expect(out.sysctl).toBe("refused");
       expect(out).toMatchObject({ initSeccomp: true, initNoNewPrivs: true, initCaps: true });
+    });
+  });
+
+  describe("descriptors the host inherited", () => {
+    /** Starts a host holding a directory on / as fd 40 and a secret file as fd 41; its guest reports what it sees through them. */
+    const inheritedRun = (sandbox: boolean) => {
+      const d = dir("fds-inherited");
+      writeFileSync(join(d, "secret.txt"), "inherited-secret");
+      const dist = new URL("../../../dist/host/index.js", import.meta.url).href;
+      writeFileSync(
+        join(d, "host.mjs"),
+        `import { runGuest } from ${JSON.stringify(dist)};
+        const code = 'const fs = require("node:fs"); const out = { fds: fs.readdirSync("/proc/self/fd").map(Number) };' +
+          'try { out.root = fs.readdirSync("/proc/self/fd/40").length; } catch (e) { out.root = e.code; }' +
+          'try { out.file = fs.readFileSync("/proc/self/fd/41", "utf8"); } catch (e) { out.file = e.code; }' +
+          'process.stderr.write(JSON.stringify(out));';
+        const cwd = ${JSON.stringify(d)};
+        const r = await runGuest({ command: process.execPath, args: ["-e", code], cwd, sandbox: ${sandbox}, killGraceMs: 200 });
+        const seen = JSON.parse(r.stderr.trim().split("\\n").pop());
+        process.stdout.write(JSON.stringify({ ...seen, mechanism: r.sandbox?.mechanism ?? "none" }));`,
+      );
+      const rootFd = openSync("/", "r");
+      const fileFd = openSync(join(d, "secret.txt"), "r");
+      try {
+        const stdio = ["ignore", "pipe", "inherit", ...Array<"ignore">(37).fill("ignore"), rootFd, fileFd];
+        const out = execFileSync(process.execPath, [join(d, "host.mjs")], { stdio: stdio as never, encoding: "utf8", timeout: 30_000 });
+        return JSON.parse(out) as { fds: number[]; root: unknown; file: unknown; mechanism: string };
+      } finally {
+        closeSync(rootFd);
+        closeSync(fileFd);
+      }
+    };
+
+    // BUG: nothing closes the host's inherited descriptors (issue 17 "Only 0, 1, 2" is not implemented:
+    // src/host/sandbox/index.ts spawnConfined passes only stdio, and Node/libuv leave every other
+    // descriptor the host inherited without close-on-exec open; bwrap does not close them in the guest).
+    // A sandboxed guest lists 26 entries of the HOST's / through /proc/self/fd/40 and reads fd 41's file.
+    it.fails("a host holding / as fd 40 and a secret file as fd 41: a sandboxed guest reads neither", () => {
+      const seen = inheritedRun(true);
+      expect(seen.mechanism).toBe("bubblewrap");
+      expect(seen.fds.filter((fd) => fd === 40 || fd === 41)).toEqual([]);
+      expect(seen.root).not.toEqual(expect.any(Number));
+      expect(seen.file).not.toBe("inherited-secret");
+    });
+
+    // BUG: the same unconfined (run-guest.ts spawns with Node's defaults), which the issue asks for
+    // "where the platform allows" (Linux: close_range or a /proc/self/fd sweep in a small launcher).
+    it.fails("the same host: an unconfined guest does not get fds 40 and 41 either", () => {
+      const seen = inheritedRun(false);
+      expect(seen.fds.filter((fd) => fd === 40 || fd === 41)).toEqual([]);
+      expect(seen.file).not.toBe("inherited-secret");
     });
   });
 

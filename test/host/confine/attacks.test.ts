@@ -463,7 +463,7 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
         join(d, "g.mjs"),
         1,
         "",
-        `for (let i = 0; i < 24; i++) w({ type: "log", level: "info", content: String(i).padEnd(32 * 1024, ".") });
+        `for (let i = 0; i < 8; i++) w({ type: "log", level: "info", content: String(i).padEnd(32 * 1024, ".") });
         w({ type: "result", outcome: { status: "success", content: "all sent" } });
         closeSync(1);`,
       );
@@ -474,13 +474,14 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
         cwd: d,
         sandbox: true,
         killGraceMs: 300,
-        // A slow consumer: each guest line is read only after 60 ms, so the pipe stays full past several watch ticks.
-        onFrame: (direction) => (direction === "guest" ? new Promise((resolve) => setTimeout(resolve, 60)) : undefined),
+        // A slow consumer (350 ms a line): after the guest closes fd 1, two frames still wait in the pipe
+        // for over 500 ms (two watch ticks).
+        onFrame: (direction) => (direction === "guest" ? new Promise((resolve) => setTimeout(resolve, 350)) : undefined),
         onLog: ({ content }) => seen.push(Number.parseInt(content, 10)),
       });
       expect(report.failure).toBeUndefined();
       expect(report.outcome?.content).toBe("all sent");
-      expect(seen).toEqual(Array.from({ length: 24 }, (_, i) => i));
+      expect(seen).toEqual(Array.from({ length: 8 }, (_, i) => i));
     });
   });
 

@@ -170,6 +170,20 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
       expect(report.outcome?.structured).toEqual(["blocked: EACCES"]);
     });
 
+    // BUG: spawned proof of policy.attacks.test.ts "naming a parent directory readable un-masks…": the cwd's
+    // a/b/.env is masked alone, and shown once the host also names the cwd's parent readable (policy.ts
+    // secretsIn walks only the outermost root, MASK_DEPTH levels from it).
+    it.fails("naming the working directory's parent readable un-masks a/b/.env in the working directory", async () => {
+      const parent = dir("parent");
+      const proj = join(parent, "proj");
+      mkdirSync(join(proj, "a", "b"), { recursive: true });
+      writeFileSync(join(proj, "a", "b", ".env"), "TOKEN=parent-named");
+      const alone = await body(readAll(["a/b/.env"]), { cwd: proj });
+      expect(alone.outcome?.structured).toEqual(["blocked: EACCES"]);
+      const withParent = await body(readAll(["a/b/.env"]), { cwd: proj, sandbox: { readable: [parent] } });
+      expect(withParent.outcome?.structured).toEqual(["blocked: EACCES"]);
+    });
+
     it("a .env that is a link to a file outside every shown path is not readable (the link dangles inside)", async () => {
       const proj = dir("envlink");
       const outside = dir("outside");
@@ -421,6 +435,24 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
         server.close();
       }
     });
+  });
+
+  it("a network-less guest cannot reach a host server on an abstract unix socket (its own network namespace)", async () => {
+    const name = `\0ears-attack-${process.pid}-${Date.now()}`;
+    const server = createServer((socket) => socket.end("HOST-ABSTRACT\n")).listen(name);
+    await new Promise((resolve) => server.once("listening", resolve));
+    try {
+      const reach = `const net = process.getBuiltinModule("node:net");
+        return await new Promise((resolve) => { const s = net.connect(${JSON.stringify(name)}); let d = "";
+          s.on("data", (b) => (d += b)); s.on("end", () => resolve("connected: " + d.trim()));
+          s.on("error", (e) => resolve(e.code)); });`;
+      const confined = await body(reach);
+      expect(confined.outcome?.structured).toBe("ECONNREFUSED");
+      const open = await body(reach, { sandbox: false });
+      expect(open.outcome?.structured).toBe("connected: HOST-ABSTRACT"); // the test can fail
+    } finally {
+      server.close();
+    }
   });
 
   describe("the closed-stdout watch", () => {

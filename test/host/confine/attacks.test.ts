@@ -63,7 +63,7 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
   describe("secrets masked by name", () => {
     // BUG: the mask is mounted at the real path only (policy.ts secretsIn walks real paths; bubblewrap.ts
     // binds the directory a second time where it was given, at `bind(cwd, resolve(launch.cwd))`,
-    // policy.ts:245). The second bind is a separate mount that never gets the /dev/null over .env, and
+    // policy.ts:258). The second bind is a separate mount that never gets the /dev/null over .env, and
     // the guest's own working directory IS the given path: `cat .env` prints the secret.
     it.fails("a working directory given through a link: the guest reads ./.env through the link path", async () => {
       const real = dir("real");
@@ -87,7 +87,7 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
     });
 
     // BUG: packages linked from an ancestor's node_modules (workspaces) are bound with walk=false
-    // (policy.ts:260, `addFound(linked, at, false)`), so their .env, .npmrc, .git are shown unmasked,
+    // (policy.ts:274, `addFound(linked, at, false)`), so their .env, .npmrc, .git are shown unmasked,
     // although the policy says "Inside every shown directory, files that usually hold secrets are masked".
     it.fails("a monorepo workspace: a sibling package linked from the root node_modules shows its .env", async () => {
       const repo = dir("repo");
@@ -151,7 +151,7 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
       expect(report.outcome?.structured).toEqual(["blocked: EACCES"]);
     });
 
-    // BUG (a documented limit made worse): masking stops at MASK_DEPTH (policy.ts:64) and a guest with
+    // BUG (a documented limit made worse): masking stops at MASK_DEPTH (policy.ts:60) and a guest with
     // write access may rename the (non-mount-point) parent of a masked secret. Run 1 moves config/ (with
     // the host's config/.env, masked in run 1) three levels down; run 2, read-only, reads it. Not a race:
     // docs/host.md only names a concurrent swap; here one earlier writable run suffices.

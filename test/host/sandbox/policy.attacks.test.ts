@@ -41,7 +41,7 @@ function unmasked(p: SandboxPolicy, secrets: string[]): string[] {
 
 describe("secrets the policy leaves unmasked", () => {
   // BUG: a working directory given through a link is bound twice (real path and given path,
-  // policy.ts:245 `bind(cwd, resolve(launch.cwd))`), but the masks are computed on real paths only
+  // policy.ts:258 `bind(cwd, resolve(launch.cwd))`), but the masks are computed on real paths only
   // (secretsIn walks `walked`, real paths): the given path, the guest's own cwd, shows .env.
   it.fails("a working directory given through a link: .env is masked where the guest sees it", () => {
     const fs = base().add("/data/app/.env", "KEY=1").add("/work/app", "->/data/app");
@@ -56,7 +56,7 @@ describe("secrets the policy leaves unmasked", () => {
     expect(unmasked(p, ["/data/shared/.env"])).toEqual([]);
   });
 
-  // BUG: linked packages are added with walk=false (policy.ts:260 `addFound(linked, at, false)`), so a
+  // BUG: linked packages are added with walk=false (policy.ts:274 `addFound(linked, at, false)`), so a
   // workspace package's .env, .npmrc, .git are shown unmasked to any guest run from a sibling package.
   it.fails("a workspace package linked from an ancestor's node_modules has its secrets masked", () => {
     const fs = base()

@@ -23,8 +23,8 @@ export interface FileSystemView {
   read(path: string): string | undefined;
   /** Whether the path is an executable regular file. */
   executable(path: string): boolean;
-  /** lstat's modification time in milliseconds (with its fraction), or undefined. */
-  modifiedMs(path: string): number | undefined;
+  /** lstat's change time (ctime) in milliseconds (with its fraction), or undefined. */
+  changedMs(path: string): number | undefined;
 }
 
 const kindOf = (stat: { isSymbolicLink(): boolean; isDirectory(): boolean; isFile(): boolean }): EntryKind =>
@@ -63,9 +63,9 @@ export const nodeFileSystem: FileSystemView = {
       return undefined;
     }
   },
-  modifiedMs(path) {
+  changedMs(path) {
     try {
-      return lstatSync(path).mtimeMs;
+      return lstatSync(path).ctimeMs;
     } catch {
       return undefined;
     }

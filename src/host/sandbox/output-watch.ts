@@ -9,6 +9,12 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** How often a confined run's stdout is checked. */
 export const OUTPUT_WATCH_MS = 250;
+/**
+ * At most this many descriptors are looked at per check: the reads are synchronous, and a guest that
+ * opens tens of thousands would otherwise stall the host's event loop on every check. Past it the answer
+ * is "cannot tell", and the run goes on as if stdout were held (its deadlines still apply).
+ */
+export const OUTPUT_WATCH_BUDGET = 2000;
 
 /**
  * Whether a process in bubblewrap `monitor`'s sandbox other than bubblewrap's own still holds what the
@@ -25,9 +31,11 @@ export function guestHoldsOutput(monitor: number): boolean | undefined {
   if (inits === undefined) return undefined;
   // Depth 0 is the monitor, depth 1 the sandbox's init (both bubblewrap): everything below is the guest's.
   const queue = inits.flatMap((init) => childrenOf(init) ?? []);
+  const budget = { left: OUTPUT_WATCH_BUDGET };
   for (let i = 0; i < queue.length; i++) {
     const pid = queue[i]!;
-    if (holds(pid, stream)) return true;
+    const held = holds(pid, stream, budget);
+    if (held !== false) return held;
     queue.push(...(childrenOf(pid) ?? []));
   }
   return false;
@@ -53,18 +61,21 @@ function childrenOf(pid: number): number[] | undefined {
   return children;
 }
 
-function holds(pid: number, stream: string): boolean {
+/** Whether `pid` holds `stream`; undefined when the budget ran out before it could tell. */
+function holds(pid: number, stream: string, budget: { left: number }): boolean | undefined {
   let fds: string[];
   try {
     fds = readdirSync(`/proc/${pid}/fd`);
   } catch {
     return false; // gone meanwhile
   }
-  return fds.some((fd) => {
+  for (const fd of fds) {
+    if (--budget.left < 0) return undefined;
     try {
-      return readlinkSync(`/proc/${pid}/fd/${fd}`) === stream;
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`) === stream) return true;
     } catch {
-      return false;
+      // Closed meanwhile.
     }
-  });
+  }
+  return false;
 }

@@ -33,7 +33,14 @@ export function secretNames(): readonly string[] {
   return [
     ".env",
     ".env.*",
+    ".env-*",
     ".envrc",
+    ".dev.vars",
+    ".vault-token",
+    "secrets.toml",
+    "credentials.json",
+    "*.tfstate",
+    "*.tfstate.backup",
     ".npmrc",
     ".yarnrc",
     ".yarnrc.yml",
@@ -53,6 +60,8 @@ export function secretNames(): readonly string[] {
     "*.key",
     "*.p12",
     "*.pfx",
+    "*.jks",
+    "*.keystore",
     "id_rsa",
     "id_dsa",
     "id_ecdsa",
@@ -171,7 +180,9 @@ export function within(root: string, path: string): boolean {
 }
 
 /** Whether `name` matches one of `patterns` ({@link secretNames}; `*` is any run of characters). */
-export function isSecretName(name: string, patterns: readonly string[]): boolean {
+export function isSecretName(given: string, patterns: readonly string[]): boolean {
+  // Case does not matter: key files exported from Windows or macOS tools come as SERVER.PEM or .ENV.
+  const name = given.toLowerCase();
   return patterns.some((pattern) => {
     const star = pattern.indexOf("*");
     if (star < 0) return name === pattern;
@@ -241,6 +252,8 @@ export function sandboxPolicy(
     if (kind === undefined) return undefined;
     let real = path;
     if (kind === "link") {
+      // Found at a broad root (`/node_modules/x`), everything is "inside": no link there is followed.
+      if (broad.has(root)) return undefined;
       try {
         real = fs.realpath(path);
       } catch {
@@ -271,7 +284,8 @@ export function sandboxPolicy(
       for (let at = dir; ; at = dirname(at)) {
         addFound(join(at, "package.json"), at, false);
         const modules = addFound(join(at, "node_modules"), at, false);
-        if (modules !== undefined) for (const linked of linkedPackages(join(at, "node_modules"), fs)) addFound(linked, at, false);
+        // A linked package (a workspace) is a directory of the user's, not an installed one: walked for secrets.
+        if (modules !== undefined) for (const linked of linkedPackages(join(at, "node_modules"), fs)) addFound(linked, at, true);
         if (dirname(at) === at) break;
       }
     }
@@ -289,7 +303,18 @@ export function sandboxPolicy(
   const shown = [...binds.values()]
     .filter((b) => !shadowed(b))
     .sort((a, b) => depth(a.target) - depth(b.target) || a.target.localeCompare(b.target));
-  const masks = options.showSecrets === true ? [] : secretsIn([...walked], named, fs, cache);
+  const found = options.showSecrets === true ? [] : secretsIn([...walked], named, fs, cache);
+  // A directory bound where it was given (through a link) as well as at its real path shows its secrets
+  // at both places: each mask goes wherever a bind shows it.
+  const masks = new Map(found.map((mask) => [mask.path, mask]));
+  for (const b of shown) {
+    if (b.target === b.source) continue;
+    for (const mask of found) {
+      if (!within(b.source, mask.path) || mask.path === b.source) continue;
+      const path = b.target + mask.path.slice(b.source.length);
+      masks.set(path, { ...mask, path });
+    }
+  }
   const realExecutable = fs.realpath(executable);
   return {
     executable,
@@ -297,7 +322,7 @@ export function sandboxPolicy(
     args: [...launch.args],
     cwd: resolve(launch.cwd),
     binds: shown,
-    masks,
+    masks: [...masks.values()].sort((a, b) => a.path.localeCompare(b.path)),
     network: options.network ?? false,
     env: sandboxEnv(executable, resolve(launch.cwd), launch.env, options.env ?? []),
   };
@@ -331,9 +356,10 @@ function broadPaths(places: HostPlaces, fs: FileSystemView): Set<string> {
  * not masked. With a {@link MaskCache}, a root whose directories did not change is not walked again.
  */
 function secretsIn(roots: readonly string[], named: ReadonlySet<string>, fs: FileSystemView, cache?: MaskCache): Mask[] {
-  // A root inside another is walked with it (to the same depth from the outer root, as the guest sees it).
-  const outermost = roots.filter((root) => !roots.some((other) => other !== root && within(other, root)));
-  const masks = outermost.flatMap((root) => cache?.reuse(root, fs) ?? walkForSecrets(root, fs, cache));
+  // Each root is walked from itself, a root inside another too: its depth counts from where it is shown.
+  const masks = [
+    ...new Map(roots.flatMap((root) => cache?.reuse(root, fs) ?? walkForSecrets(root, fs, cache)).map((m) => [m.path, m])).values(),
+  ];
   // A named path is shown: neither it nor a directory holding it is masked.
   const shown = [...named];
   return masks.filter((mask) => !shown.some((path) => within(mask.path, path))).sort((a, b) => a.path.localeCompare(b.path));
@@ -346,7 +372,7 @@ function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | und
   const startedAt = Date.now();
   let read = 0;
   const visit = (dir: string, level: number) => {
-    dirs.set(dir, fs.modifiedMs(dir));
+    dirs.set(dir, fs.changedMs(dir));
     for (const { name, kind } of fs.list(dir)) {
       if (++read > MASK_BUDGET) {
         throw new SandboxPathError(
@@ -355,7 +381,10 @@ function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | und
         );
       }
       const path = join(dir, name);
-      if (isSecretName(name, patterns) && (kind === "file" || kind === "directory")) masks.push({ path, kind });
+      // A socket or FIFO is a way to a host process (a unix socket is a network the namespace does not cut):
+      // masked as a file, whatever its name.
+      if (kind === "other") masks.push({ path, kind: "file" });
+      else if (isSecretName(name, patterns) && (kind === "file" || kind === "directory")) masks.push({ path, kind });
       else if (kind === "directory" && level < MASK_DEPTH && name !== UNWALKED) visit(path, level + 1);
     }
   };
@@ -365,9 +394,10 @@ function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | und
 }
 
 /**
- * Remembers what the mask walk found under each root, with the modification time of every directory it
- * read: adding, removing or renaming an entry changes its directory's time, so a record whose
- * directories all kept theirs is still true. As git does for its index, a directory changed less than
+ * Remembers what the mask walk found under each root, with the change time (ctime) of every directory it
+ * read: adding, removing or renaming an entry changes its directory's ctime, so a record whose
+ * directories all kept theirs is still true. Not the modification time: a guest that may write a
+ * directory can set that back (`touch -r`); nobody but the kernel sets a ctime. As git does for its index, a directory changed less than
  * {@link RACY_MS} before the walk is never trusted (a change in the same clock tick would not show).
  */
 export class MaskCache {
@@ -378,7 +408,7 @@ export class MaskCache {
     const record = this.records.get(root);
     if (record === undefined) return undefined;
     for (const [dir, modified] of record.dirs) {
-      if (modified === undefined || modified > record.startedAt - RACY_MS || fs.modifiedMs(dir) !== modified) {
+      if (modified === undefined || modified > record.startedAt - RACY_MS || fs.changedMs(dir) !== modified) {
         this.records.delete(root);
         return undefined;
       }

@@ -43,7 +43,7 @@ export class FakeFileSystem implements FileSystemView {
     return this;
   }
 
-  modifiedMs(path: string): number | undefined {
+  changedMs(path: string): number | undefined {
     const entry = this.entries.get(normalize(path));
     return entry === undefined ? undefined : (this.modified.get(normalize(path)) ?? 0);
   }

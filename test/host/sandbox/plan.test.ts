@@ -202,7 +202,7 @@ describe.runIf(process.platform !== "win32")("the host's file system as the poli
     expect(nodeFileSystem.executable(join(base, "tool"))).toBe(true);
     expect(nodeFileSystem.executable(join(base, "file"))).toBe(false);
     expect(nodeFileSystem.executable(join(base, "dir"))).toBe(false);
-    expect(nodeFileSystem.modifiedMs(base)).toBeTypeOf("number");
-    expect(nodeFileSystem.modifiedMs(join(base, "none"))).toBeUndefined();
+    expect(nodeFileSystem.changedMs(base)).toBeTypeOf("number");
+    expect(nodeFileSystem.changedMs(join(base, "none"))).toBeUndefined();
   });
 });

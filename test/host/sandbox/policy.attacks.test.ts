@@ -40,7 +40,7 @@ function unmasked(p: SandboxPolicy, secrets: string[]): string[] {
 }
 
 describe("secrets the policy leaves unmasked", () => {
-  // Was a hole (found by this suite, fixed): a working directory given through a link is bound twice (real path and given path,
+  // Was a hole (fixed): a working directory given through a link is bound twice (real path and given path,
   // policy.ts:258 `bind(cwd, resolve(launch.cwd))`), but the masks are computed on real paths only
   // (secretsIn walks `walked`, real paths): the given path, the guest's own cwd, shows .env.
   it("a working directory given through a link: .env is masked where the guest sees it", () => {
@@ -49,14 +49,14 @@ describe("secrets the policy leaves unmasked", () => {
     expect(unmasked(p, ["/data/app/.env"])).toEqual([]);
   });
 
-  // Was a hole (found by this suite, fixed): the same for a readable path named through a link (policy.ts addNamed, `bind(real, given, …)`).
+  // Was a hole (fixed): the same for a readable path named through a link (policy.ts addNamed, `bind(real, given, …)`).
   it("a readable path given through a link: .env is masked at the given path too", () => {
     const fs = base().add("/data/shared/.env", "KEY=1").add("/srv/shared", "->/data/shared");
     const p = policy(fs, launch("/work/proj"), { readable: ["/srv/shared"] });
     expect(unmasked(p, ["/data/shared/.env"])).toEqual([]);
   });
 
-  // Was a hole (found by this suite, fixed): linked packages are added with walk=false (policy.ts:274 `addFound(linked, at, false)`), so a
+  // Was a hole (fixed): linked packages are added with walk=false (policy.ts:274 `addFound(linked, at, false)`), so a
   // workspace package's .env, .npmrc, .git are shown unmasked to any guest run from a sibling package.
   it("a workspace package linked from an ancestor's node_modules has its secrets masked", () => {
     const fs = base()
@@ -70,7 +70,7 @@ describe("secrets the policy leaves unmasked", () => {
     expect(unmasked(p, ["/repo/packages/lib/.env", "/repo/packages/lib/.git"])).toEqual([]);
   });
 
-  // Was a hole (found by this suite, fixed): "shown only when no link on the way leads out of the directory it was found in" is checked
+  // Was a hole (fixed): "shown only when no link on the way leads out of the directory it was found in" is checked
   // with `within(root, real)` (policy.ts addFound), and every path is within "/": a link in /node_modules
   // (a container image whose WORKDIR was /) shows whatever it points at, /etc included.
   it("a link in /node_modules (found at the root) leads anywhere: /node_modules/x -> /etc", () => {
@@ -79,7 +79,7 @@ describe("secrets the policy leaves unmasked", () => {
     expect(p.binds.map((b) => b.source)).not.toContain("/etc");
   });
 
-  // Was a hole (found by this suite, fixed): roots inside another are walked only from the outermost one (policy.ts secretsIn, `outermost`), to
+  // Was a hole (fixed): roots inside another are walked only from the outermost one (policy.ts secretsIn, `outermost`), to
   // MASK_DEPTH levels from there: naming a parent (readable or writable) un-masks secrets in the working
   // directory that were masked without it. Asking for more access must not show the cwd's secrets.
   it("naming a parent directory readable un-masks a secret two levels down in the working directory", () => {
@@ -88,7 +88,7 @@ describe("secrets the policy leaves unmasked", () => {
     expect(unmasked(policy(fs, launch("/work/proj"), { readable: ["/work"] }), ["/work/proj/a/b/.env"])).toEqual([]);
   });
 
-  // Was a hole (found by this suite, fixed): isSecretName (policy.ts) compares case-sensitively: key files exported from Windows or macOS tools
+  // Was a hole (fixed): isSecretName (policy.ts) compares case-sensitively: key files exported from Windows or macOS tools
   // (SERVER.PEM, tls.KEY, cert.PFX, ID_RSA) and an `.ENV` are shown in full.
   it("secret names in another case (.ENV, SERVER.PEM, tls.KEY, cert.PFX, ID_RSA) are masked", () => {
     const names = [".ENV", "SERVER.PEM", "tls.KEY", "cert.PFX", "ID_RSA"];
@@ -103,7 +103,7 @@ describe("secrets the policy leaves unmasked", () => {
     ).toEqual([]);
   });
 
-  // Was a hole (found by this suite, fixed): files that hold credentials in ordinary projects are not on
+  // Was a hole (fixed): files that hold credentials in ordinary projects are not on
   // the list: Terraform state, Streamlit and Wrangler secrets, Java keystores, a Vault token, a
   // `.env-production`, a Google service-account `credentials.json`.
   it("common project secret files beyond the list (terraform.tfstate, .dev.vars, *.jks, .vault-token, …) are masked", () => {

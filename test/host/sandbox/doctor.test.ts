@@ -37,6 +37,65 @@ describe("ears doctor's findings", () => {
       ["host user", true],
     ]);
     expect(checks[1]!.detail).toContain("bubblewrap 0.8.0");
+    // The whole text a person reads, pinned: each line is part of the answer.
+    expect(doctorText(confined, checks)).toBe(
+      [
+        "ok  platform         linux x64",
+        "ok  bubblewrap       /usr/bin/bwrap (bubblewrap 0.8.0)",
+        "ok  user namespaces  allowed (max 1000)",
+        "ok  sandbox starts   a throw-away sandbox with every namespace started",
+        "ok  seccomp          filter for x64: setuid/setgid bits, user namespaces and kernel-facing calls refused",
+        "ok  host user        not root: the guest has this user's rights on what it is shown, no more",
+        "",
+        'Runs here are confined (sandbox: "auto" and true start guests under bubblewrap).',
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("pins each missing piece's finding and fix, word for word", async () => {
+    const find = async (view: MachineView, name: string) => (await diagnoseSandbox(view)).checks.find((c) => c.name === name);
+    expect(await find(machine({ bwrap: undefined }), "bubblewrap")).toEqual({
+      name: "bubblewrap",
+      ok: false,
+      detail: "not installed (no bwrap on PATH)",
+      fix: "apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora, RHEL)",
+    });
+    expect(await find(machine({ bwrapVersion: () => undefined }), "bubblewrap")).toMatchObject({
+      detail: "/usr/bin/bwrap (version unknown)",
+    });
+    expect(await find(machine({}, { "/proc/sys/user/max_user_namespaces": "0" }), "user namespaces")).toEqual({
+      name: "user namespaces",
+      ok: false,
+      detail: "user.max_user_namespaces is 0",
+      fix: "sysctl -w user.max_user_namespaces=15000",
+    });
+    expect(await find(machine({ startProblem: failing("bwrap: oops") }), "sandbox starts")).toEqual({
+      name: "sandbox starts",
+      ok: false,
+      detail: "bwrap: oops",
+      fix: "see the bubblewrap error above",
+    });
+    expect(await find(machine({}, { "/proc/self/status": "Name:\tnode\n" }), "seccomp")).toEqual({
+      name: "seccomp",
+      ok: false,
+      detail: "the kernel has no seccomp",
+      fix: "use a kernel built with CONFIG_SECCOMP_FILTER",
+    });
+    expect(await find(machine({ arch: "s390x" }), "seccomp")).toMatchObject({ detail: "no filter for s390x (only x64 and arm64)" });
+    const darwin = await diagnoseSandbox(machine({ platform: "darwin" }));
+    expect(darwin.checks).toEqual([
+      {
+        name: "platform",
+        ok: false,
+        detail: "darwin: no OS sandbox is supported here yet (only Linux, with bubblewrap)",
+        fix: "run guests on Linux, or accept unconfined runs (sandbox: false / --no-sandbox)",
+      },
+    ]);
+    expect(await find(machine({}, { "/proc/sys/user/max_user_namespaces": "" }), "user namespaces")).toMatchObject({
+      ok: true,
+      detail: "allowed (max )",
+    });
   });
 
   const broken: [string, MachineView, RegExp][] = [

@@ -49,8 +49,24 @@ describe("the sandbox option", () => {
   });
 
   it("knows where nothing can be had: no bubblewrap on PATH", () => {
-    expect(sandboxMissing("/nonexistent")).toMatch(/bubblewrap \(bwrap\) is not installed; install the OS package bubblewrap/);
+    expect(sandboxMissing("/nonexistent")).toBe("bubblewrap (bwrap) is not installed; install the OS package bubblewrap");
   });
+
+  it.runIf(process.platform === "linux")(
+    "without bubblewrap: auto runs unconfined with the reason, required is refused with it",
+    async () => {
+      const path = process.env.PATH;
+      process.env.PATH = "/nonexistent";
+      try {
+        const launch = { command: "/bin/sh", args: [], cwd: tmpdir(), env: {} };
+        const reason = "bubblewrap (bwrap) is not installed; install the OS package bubblewrap";
+        expect(await planSandbox({ mode: "auto", options: {} }, launch)).toEqual({ kind: "unconfined", fallback: reason });
+        expect(await planSandbox({ mode: "required", options: {} }, launch)).toEqual({ kind: "unavailable", reason });
+      } finally {
+        process.env.PATH = path;
+      }
+    },
+  );
 
   it("lists the homes and temporary roots as too broad to show", () => {
     const places = hostPlaces({ HOME: "/home/x" });
@@ -84,7 +100,10 @@ describe.runIf(hasBwrap)("planning a run with bubblewrap", () => {
 
   it("refuses a policy it cannot build (missing or broad path), and a command it cannot find is a spawn failure", async () => {
     const missing = await planSandbox({ mode: "required", options: { readable: ["nope"] } }, launch(base));
-    expect(missing).toMatchObject({ kind: "unavailable", reason: expect.stringContaining('sandbox.readable path "nope"') });
+    expect(missing).toMatchObject({
+      kind: "unavailable",
+      reason: expect.stringMatching(/^sandbox\.readable path "nope" cannot be made visible/),
+    });
     const broad = await planSandbox({ mode: "auto", options: {} }, launch("/"));
     expect(broad).toMatchObject({ kind: "unavailable", reason: expect.stringContaining("too broad") });
     const notFound = await planSandbox({ mode: "auto", options: {} }, launch(base, "no-such-command-here"));
@@ -108,6 +127,18 @@ describe.runIf(hasBwrap)("planning a run with bubblewrap", () => {
     // Remembered: a second call answers without starting anything, even with a timeout no start could meet.
     expect(await sandboxStartProblem(real, 0)).toBeUndefined();
     expect(await sandboxStartProblem(fake)).toMatch(/cannot create a sandbox/);
+    const silent = join(base, "silent-bwrap");
+    writeFileSync(silent, "#!/bin/sh\nexit 3\n", { mode: 0o755 });
+    expect(await sandboxStartProblem(silent)).toBe(
+      "bubblewrap is installed but cannot create a sandbox here (exit code 3); run `ears doctor` for the fix",
+    );
+    const killed = join(base, "killed-bwrap");
+    writeFileSync(killed, "#!/bin/sh\nkill -TERM $$\n", { mode: 0o755 });
+    expect(await sandboxStartProblem(killed)).toMatch(/\(signal SIGTERM\)/);
+    const chatty = join(base, "chatty-bwrap");
+    writeFileSync(chatty, `#!/bin/sh\nprintf '%05000d\\n' 0 >&2\necho second >&2\nexit 1\n`, { mode: 0o755 });
+    const long = await sandboxStartProblem(chatty);
+    expect(long).not.toContain("second");
     const gone = join(base, "not-there");
     expect(await sandboxStartProblem(gone)).toMatch(/^bubblewrap could not be started: spawn .*ENOENT/);
   });
@@ -132,6 +163,51 @@ describe.runIf(hasBwrap)("planning a run with bubblewrap", () => {
     expect(three ?? " 3 -> /proc/").toMatch(/ 3 -> \/proc\//);
     expect(out).toMatch(/ 0 -> /);
     expect(out).toContain("Operation not permitted");
+  });
+
+  it("starts a plan without a filter (an architecture the filter does not know) with stdio alone", async () => {
+    const plan = (await planSandbox(
+      { mode: "required", options: {} },
+      { command: "/bin/sh", args: ["-c", "echo ran"], cwd: base, env: { PATH: process.env.PATH } },
+    )) as ConfinedPlan;
+    const bare: ConfinedPlan = {
+      ...plan,
+      seccomp: undefined,
+      args: plan.args.filter((arg, i, all) => arg !== "--seccomp" && all[i - 1] !== "--seccomp"),
+    };
+    const child = spawnConfined(bare, { cwd: base, detached: false });
+    expect(child.stdio.length).toBe(3);
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (out += text));
+    child.stdin.end();
+    await new Promise((resolve) => child.on("close", resolve));
+    expect(out).toBe("ran\n");
+    expect(spawnConfined(plan, { cwd: base, detached: false }).stdio.length).toBe(4);
+  });
+
+  it("cannot tell (undefined) once a check would read more descriptors than its budget", async () => {
+    const plan = (await planSandbox(
+      { mode: "required", options: {} },
+      {
+        command: "/bin/bash",
+        args: ["-c", 'for i in $(seq 3 2300); do eval "exec $i</dev/null"; done; echo up; exec 1>&-; sleep 5'],
+        cwd: base,
+        env: { PATH: process.env.PATH },
+      },
+    )) as ConfinedPlan;
+    const child = spawnConfined(plan, { cwd: base, detached: false });
+    try {
+      await new Promise((resolve) => child.stdout.once("data", resolve));
+      // Until bash has closed fd 1 the answer may be true; then it can only be "cannot tell", never false.
+      let answer: boolean | undefined = true;
+      for (let i = 0; i < 40 && (answer = guestHoldsOutput(child.pid!)) !== undefined; i++) {
+        expect(answer).toBe(true);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(answer).toBeUndefined();
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 
   it("tells whether a process inside the sandbox still holds what bubblewrap was given as stdout", async () => {

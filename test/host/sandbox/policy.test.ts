@@ -6,7 +6,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  checkSandboxOptions,
   CommandNotFoundError,
+  envEntryProblem,
   isSecretName,
   MASK_BUDGET,
   MaskCache,
@@ -389,5 +391,75 @@ describe("the guest's environment and program", () => {
     expect(policy(base(), launch("/work/proj", ["a", "-b"])).network).toBe(false);
     expect(policy(base(), launch("/work/proj", ["a", "-b"]), { network: true }).network).toBe(true);
     expect(policy(base(), launch("/work/proj", ["a", "-b"])).args).toEqual(["a", "-b"]);
+  });
+});
+
+describe("the policy's smaller rules, one by one", () => {
+  it("within: a path is within itself and below, not beside; everything is within /", () => {
+    expect(within("/a", "/a")).toBe(true);
+    expect(within("/a", "/a/b")).toBe(true);
+    expect(within("/a", "/ab")).toBe(false);
+    expect(within("/a/b", "/a")).toBe(false);
+    expect(within("/", "/x/y")).toBe(true);
+  });
+
+  it("takes no link that leads to a directory, and no directory, as the script", () => {
+    const fs = base().add("/work/proj/dirlink", "->lib").add("/work/proj/lib/x.mjs", "");
+    expect(scriptOf(["dirlink"], "/work/proj", fs)).toBeUndefined();
+    expect(scriptOf(["lib"], "/work/proj", fs)).toBeUndefined();
+    expect(scriptOf(["missing.mjs"], "/work/proj", fs)).toBeUndefined();
+    expect(scriptOf(["--flag", "lib/x.mjs"], "/work/proj", fs)).toBe("/work/proj/lib/x.mjs");
+  });
+
+  it("shows Node's lookups above the script's directory too, when the script lies elsewhere", () => {
+    const fs = base().add("/opt/tool/node_modules/", "").add("/opt/tool/bin/guest.mjs", "");
+    expect(targets(policy(fs, launch("/work/proj", ["/opt/tool/bin/guest.mjs"])))).toContain("/opt/tool/node_modules");
+  });
+
+  it("finds linked packages one level deep, and one more only under an @scope directory", () => {
+    const fs = base().add("/work/proj/shared/a/", "").add("/work/proj/shared/b/", "").add("/work/proj/shared/c/", "");
+    fs.add("/work/proj/node_modules/a", "->../shared/a").add("/work/proj/node_modules/@s/b", "->../../shared/b");
+    fs.add("/work/proj/node_modules/pkg/c", "->../../shared/c");
+    const shownAt = shown(policy(fs, launch("/work/proj")));
+    expect(shownAt).toEqual(
+      expect.arrayContaining(["/work/proj/shared/a -> /work/proj/shared/a", "/work/proj/shared/b -> /work/proj/shared/b"]),
+    );
+    expect(shownAt).not.toContain("/work/proj/shared/c -> /work/proj/shared/c");
+  });
+
+  it("passes TZ when the host has it, and only then", () => {
+    expect(policy(base(), launch("/work/proj", [], { env: { PATH: "/usr/bin", TZ: "UTC" } })).env.TZ).toBe("UTC");
+    expect(policy(base(), launch("/work/proj", [], { env: { PATH: "/usr/bin" } })).env).not.toHaveProperty("TZ");
+  });
+
+  it("walks exactly MASK_BUDGET entries, and refuses one more", () => {
+    const fs = base();
+    for (let i = 1; i < MASK_BUDGET; i++) fs.add(`/work/proj/f${i}`, "");
+    fs.add("/work/proj/.env", "x");
+    expect(policy(fs, launch("/work/proj")).masks.map((m) => m.path)).toEqual(["/work/proj/.env"]);
+    fs.add("/work/proj/one-more", "");
+    expect(() => policy(fs, launch("/work/proj"))).toThrow(SandboxPathError);
+  });
+
+  it("says 'its real path' only for a path that went through a link", () => {
+    const fs = base();
+    expect(() => policy(fs, launch("/work/proj"), { readable: ["/tmp"] })).toThrow(
+      'sandbox.readable path "/tmp" would show /tmp, which is too broad ' +
+        "(the root, a home directory, the temporary directory or an ancestor of one); " +
+        "name a directory of its own, or pass sandbox.allowBroadPaths: true",
+    );
+  });
+
+  it("names every problem of an options object, and takes a good one", () => {
+    expect(() => checkSandboxOptions({ readable: ["ok", ""] }, "f")).toThrow(
+      "f: options.sandbox.readable must be an array of non-empty strings",
+    );
+    expect(() => checkSandboxOptions({ env: ["GOOD", "1BAD=x"] }, "f")).toThrow(
+      'f: options.sandbox.env entry "1BAD=x" is not NAME or NAME=value',
+    );
+    expect(() => checkSandboxOptions({ env: ["A", "B=c", "_D="], readable: ["x"], showSecrets: true }, "f")).not.toThrow();
+    expect(envEntryProblem("NAME=a=b")).toBeUndefined();
+    expect(envEntryProblem("A-B=c")).toMatch(/is not NAME or NAME=value/);
+    expect(envEntryProblem("AB\n")).toMatch(/is not NAME/);
   });
 });

@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// The OS packages the tests use for real: bubblewrap (the sandbox) and Debian's chromium (the timeline page in
+// a browser). Installed with apt-get when missing and this process may (root, on a Debian-like system), so the
+// README's test command sets up a fresh machine by itself; .ci/run calls this too. Elsewhere it says what is
+// missing and how to install it: the sandbox tests then skip, and the browser test fails with the same advice.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { delimiter, join } from "node:path";
+
+const onPath = (name) => (process.env.PATH ?? "").split(delimiter).some((dir) => dir !== "" && existsSync(join(dir, name)));
+const wanted = [
+  { command: "bwrap", pkg: "bubblewrap", why: "the sandbox tests run guests under bubblewrap" },
+  { command: "chromium", pkg: "chromium", why: "the timeline test opens its page in headless Chromium" },
+].filter(({ command }) => !onPath(command));
+if (wanted.length === 0) process.exit(0);
+
+const canInstall = process.platform === "linux" && process.getuid?.() === 0 && onPath("apt-get");
+if (!canInstall) {
+  for (const { pkg, why } of wanted) console.error(`system-packages: ${pkg} is not installed (${why}): apt-get install ${pkg}`);
+  process.exit(0);
+}
+const apt = (args) =>
+  spawnSync("apt-get", args, { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } })
+    .status === 0;
+const pkgs = wanted.map(({ pkg }) => pkg);
+console.error(`system-packages: installing ${pkgs.join(", ")} with apt-get`);
+if (!apt(["install", "-y", ...pkgs]) && !(apt(["update"]) && apt(["install", "-y", ...pkgs]))) {
+  console.error(`system-packages: could not install ${pkgs.join(", ")}; the tests that need them will skip or fail saying so`);
+}

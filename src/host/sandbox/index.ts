@@ -92,9 +92,16 @@ export function sandboxRequest(setting: unknown, caller: string): SandboxRequest
 
 /** Why there is no sandbox to have here at all (so "auto" may run unconfined), or undefined. */
 export function sandboxMissing(path = process.env.PATH): string | undefined {
-  if (process.platform !== "linux") return `no OS sandbox is supported on ${process.platform} yet (only Linux, with bubblewrap)`;
-  if (findBwrap(nodeFileSystem, path) === undefined) return "bubblewrap (bwrap) is not installed; install the OS package bubblewrap";
-  return undefined;
+  const found = locateSandbox(path);
+  return "missing" in found ? found.missing : undefined;
+}
+
+/** The bwrap this run would use, or why there is none to have (one look along PATH). */
+function locateSandbox(path = process.env.PATH): { bwrap: string } | { missing: string } {
+  if (process.platform !== "linux")
+    return { missing: `no OS sandbox is supported on ${process.platform} yet (only Linux, with bubblewrap)` };
+  const bwrap = findBwrap(nodeFileSystem, path);
+  return bwrap === undefined ? { missing: "bubblewrap (bwrap) is not installed; install the OS package bubblewrap" } : { bwrap };
 }
 
 /** How long one start of the sandbox may take before it counts as failing (for this run only). */
@@ -151,10 +158,11 @@ export function hostPlaces(env: NodeJS.ProcessEnv = process.env): HostPlaces {
 /** Decides how to start the guest. Never rejects: a policy that cannot be built is "unavailable" with the reason. */
 export async function planSandbox(request: SandboxRequest, launch: Launch, wiring: { tmpBytes?: number } = {}): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
-  const missing = sandboxMissing();
-  if (missing !== undefined)
-    return request.mode === "auto" ? { kind: "unconfined", fallback: missing } : { kind: "unavailable", reason: missing };
-  const bwrap = findBwrap(nodeFileSystem)!;
+  const found = locateSandbox();
+  if ("missing" in found) {
+    return request.mode === "auto" ? { kind: "unconfined", fallback: found.missing } : { kind: "unavailable", reason: found.missing };
+  }
+  const { bwrap } = found;
   const problem = await sandboxStartProblem(bwrap);
   if (problem !== undefined) return { kind: "unavailable", reason: problem };
   try {

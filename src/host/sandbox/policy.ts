@@ -272,14 +272,14 @@ export function sandboxPolicy(
   walked.add(cwd);
   const discover = launch.discover !== false;
   const script = discover ? scriptOf(launch.args, launch.cwd, fs) : undefined;
+  let scriptDir: string | undefined;
   if (script !== undefined) {
-    const dir = resolveNamed(dirname(script), "the script's directory");
-    refuseBroad(dir, dirname(script), "the script's directory");
-    bind(dir, dirname(script), false);
-    walked.add(dir);
+    scriptDir = resolveNamed(dirname(script), "the script's directory");
+    refuseBroad(scriptDir, dirname(script), "the script's directory");
+    bind(scriptDir, dirname(script), false);
+    walked.add(scriptDir);
   }
   if (discover) {
-    const scriptDir = script === undefined ? undefined : fs.realpath(dirname(script));
     for (const dir of new Set([cwd, ...(scriptDir === undefined ? [] : [scriptDir])])) {
       for (let at = dir; ; at = dirname(at)) {
         addFound(join(at, "package.json"), at, false);

@@ -26,18 +26,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCode, runGuest } from "../../../src/host/index.js";
 import { MASK_BUDGET } from "../../../src/host/sandbox/policy.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 
 failOnUnhandledRejections();
 
-const hasBwrap = (() => {
-  try {
-    execFileSync("bwrap", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasBwrap = bwrapPath !== undefined;
 const has = (path: string) => {
   try {
     return statSync(path).isFile();

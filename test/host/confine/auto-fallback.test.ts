@@ -2,21 +2,16 @@
  * "auto" never turns confinement off for a transient failure (a fake bwrap slow only on its first
  * start): that run fails, the next one is confined.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
-const realBwrap = (() => {
-  try {
-    return execFileSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-})();
+const realBwrap = bwrapPath;
 
 describe.runIf(process.platform === "linux" && realBwrap !== undefined)('sandbox "auto" and a bubblewrap that starts slowly once', () => {
   it("fails that run with SandboxUnavailable, never runs it unconfined, and confines the next run of the same host", async () => {

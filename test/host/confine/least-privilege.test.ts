@@ -3,27 +3,21 @@
  * what a model-written program could do on its own, and the sandbox refuses it, while the same attack
  * unconfined succeeds where that shows the test can fail. docs/host.md "Threat model" names each test.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCode, runGuest } from "../../../src/host/index.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 
 failOnUnhandledRejections();
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const probe = `${root}fixtures/hostile/probe.mjs`;
-const hasBwrap = (() => {
-  try {
-    execFileSync("bwrap", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasBwrap = bwrapPath !== undefined;
 const isRoot = process.getuid?.() === 0;
 
 describe.runIf(process.platform === "linux" && hasBwrap)("least privilege in the sandbox", () => {

@@ -15,7 +15,7 @@ import { launcherCommand, machineShells } from "../../../src/host/limits/launche
 import { hostCgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { RunLimits } from "../../../src/host/limits/limits.js";
 import { DEFAULT_HOST_LIMITS } from "../../../src/host/settings.js";
-import { bwrapPath } from "../sandbox/has-bwrap.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 import { goneWithin, killAllWith, uniqueMarker } from "../../helpers/processes.js";
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { doctorCommand, doctorText } from "../../../src/cli/doctor-command.js";
 import { diagnoseSandbox, type MachineView } from "../../../src/host/sandbox/doctor.js";
-import { bwrapPath } from "./has-bwrap.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const realBwrap = bwrapPath;

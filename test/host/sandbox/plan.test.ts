@@ -21,7 +21,7 @@ import {
   type ConfinedPlan,
 } from "../../../src/host/sandbox/index.js";
 import { guestHoldsOutput } from "../../../src/host/sandbox/output-watch.js";
-import { bwrapPath } from "./has-bwrap.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
 
 const hasBwrap = bwrapPath !== undefined;
 

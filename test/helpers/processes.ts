@@ -49,3 +49,37 @@ export function killAllWith(marker: string): void {
     }
   }
 }
+
+/**
+ * Live processes whose environment holds `entry` ("NAME=value") or whose command line has it as two
+ * words (bubblewrap's `--setenv NAME value`): a run pool's runners and their sandboxes, found by a marker
+ * the pool's `env` (or `sandbox.env`) gives them.
+ */
+export function liveWithEnvironment(entry: string): number[] {
+  const [name, value] = [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)];
+  const found: number[] = [];
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const environment = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      const words = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      const set = words.findIndex((word, at) => word === name && words[at + 1] === value && words[at - 1] === "--setenv");
+      if (!environment.includes(entry) && set < 0) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") found.push(Number(pid));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+/** Polls until `count()` is at least `atLeast`, at most `withinMs`; resolves with the last count. */
+export async function countReaches(count: () => number, atLeast: number, withinMs: number): Promise<number> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const now = count();
+    if (now >= atLeast || Date.now() >= deadline) return now;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -15,7 +15,7 @@ import { looseDeclarations } from "../../contract/declarations.js";
 import { isContract, type Contract, type StandardSchemaV1 } from "../../contract/contract.js";
 import { describeError } from "../../protocol/errors.js";
 import { MissingPeerError, placeInBody } from "./compile.js";
-import { CODE_FILENAME } from "./wrapper.js";
+import { CODE_FILENAME } from "../../protocol/code-body.js";
 import { ProcessGroup } from "../process-group.js";
 
 /** Wraps the body for tsc on its own first line, so tsc's positions are the body's (line 1 less the prefix). */

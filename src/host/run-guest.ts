@@ -192,7 +192,7 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   return new StartedGuest(child, guest, wire, limits, confined ? plan.report : null, fallback, confined ? plan.command : command);
 }
 
-/** What {@link StartedGuest.serve} needs of the run. */
+/** @internal What {@link StartedGuest.serve} needs of the run. */
 export interface ServeOptions {
   /** The run's settings: capabilities, input, deadlines, callbacks, signal. */
   settings: HostSettings;

@@ -33,7 +33,12 @@ describe("a run pool", () => {
   it("runs a body with a capability call on a warm runner: the report of a cold run, plus pooled: true", async () => {
     const { pool } = markedPool(1);
     const code = 'const r = await ears.call("add", { a: 1, b: 2 });\nif (r.status === "failure") return r;\nreturn r.structured.sum * 2;';
-    const capabilities = { add: ({ a, b }: { a: number; b: number }) => ({ sum: a + b }) };
+    const capabilities = {
+      add: (args: unknown) => {
+        const { a, b } = args as { a: number; b: number };
+        return { sum: a + b };
+      },
+    };
     const pooled = await runCode({ code, capabilities, pool, sandbox: false });
     const cold = await runCode({ code, capabilities, sandbox: false });
     expect(pooled).toMatchObject({ ok: true, pooled: true, outcome: { structured: 6 }, exit: { code: 0, signal: null } });

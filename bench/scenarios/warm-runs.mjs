@@ -92,7 +92,11 @@ export async function warmRuns({ quick }) {
         const { samples: rates } = await alternate(flows, rounds, (c) => c.run());
         rows.push(
           { contender: `cold runCode, ${inFlight} in flight: throughput`, unit: "bodies/s", summary: summarize(rates.cold) },
-          { contender: `pooled runCode (pool of ${inFlight}), ${inFlight} in flight: throughput`, unit: "bodies/s", summary: summarize(rates.pooled) },
+          {
+            contender: `pooled runCode (pool of ${inFlight}), ${inFlight} in flight: throughput`,
+            unit: "bodies/s",
+            summary: summarize(rates.pooled),
+          },
         );
       } finally {
         await inFlightPool.close();
@@ -104,7 +108,12 @@ export async function warmRuns({ quick }) {
       setup: { repetitions, pauseMs: PAUSE_MS, body: BODY, throughput: { bodies, rounds } },
       rows,
       targets: [
-        { target: "pooled / cold runCode, call to report", measured: rows[1].summary.median / rows[0].summary.median, op: "<=", required: 0.3 },
+        {
+          target: "pooled / cold runCode, call to report",
+          measured: rows[1].summary.median / rows[0].summary.median,
+          op: "<=",
+          required: 0.3,
+        },
       ],
       context: {
         "pooled runCode, call to report: median ms (aim <= 5)": rows[1].summary.median,

@@ -45,7 +45,10 @@ export function codeNotCompiled(problem: string): HostFailure {
 }
 
 export function workDirNotMade(error: unknown): HostFailure {
-  return { code: HostFailureCode.SpawnFailed, message: `could not make the code runner's private working directory: ${describeError(error)}` };
+  return {
+    code: HostFailureCode.SpawnFailed,
+    message: `could not make the code runner's private working directory: ${describeError(error)}`,
+  };
 }
 
 // A run pool's (runCode with `pool`).
@@ -54,14 +57,17 @@ export function workDirNotMade(error: unknown): HostFailure {
 export function poolRunnerNotStarted(failure: HostFailure): HostFailure {
   return {
     code: failure.code,
-    message: `the run pool's runner did not start, so nothing ran (the pool tries again, waiting longer after each failure): ${failure.message}`,
+    message:
+      "the run pool's runner did not start, so nothing ran (the pool tries again, waiting longer after each failure): " + failure.message,
   };
 }
 
 export function poolRunnerNotReady(ms: number): HostFailure {
   return {
     code: HostFailureCode.HelloTimeout,
-    message: `no runner of the run pool was ready within ${ms} ms (limits.helloTimeoutMs); every runner was busy or starting, and nothing ran`,
+    message:
+      `no runner of the run pool was ready within ${ms} ms (limits.helloTimeoutMs); ` +
+      "every runner was busy or starting, and nothing ran",
   };
 }
 

@@ -230,30 +230,27 @@ export class StartedGuest {
     const passOnAbort = () => stop.abort(settings.signal?.reason);
     settings.signal?.addEventListener("abort", passOnAbort, { once: true });
     const sessionSettings = { ...settings, signal: stop.signal };
-    const report = await this.finish(
-      async (guest) => {
-        const spawnError = await guest.started;
-        if (spawnError !== undefined) return { failure: failures.spawnFailed(this.spawned, spawnError) };
-        // A write that fails is the session's to report: its invoke, sent right after, fails the same way.
-        if (preamble !== undefined) wire.send(preamble).catch(() => {});
-        const session = await hostSession(wire, sessionSettings, {
-          startedAt,
-          closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
-          observer,
-          firstLine,
-          resultReceived: () => guest.stop("result"),
-          release: (failure) => {
-            void wire.close().catch(() => {});
-            if (failure !== undefined) {
-              child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
-              guest.stop("failure");
-            }
-          },
-        });
-        return { session };
-      },
-      startedAt,
-    );
+    const report = await this.finish(async (guest) => {
+      const spawnError = await guest.started;
+      if (spawnError !== undefined) return { failure: failures.spawnFailed(this.spawned, spawnError) };
+      // A write that fails is the session's to report: its invoke, sent right after, fails the same way.
+      if (preamble !== undefined) wire.send(preamble).catch(() => {});
+      const session = await hostSession(wire, sessionSettings, {
+        startedAt,
+        closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
+        observer,
+        firstLine,
+        resultReceived: () => guest.stop("result"),
+        release: (failure) => {
+          void wire.close().catch(() => {});
+          if (failure !== undefined) {
+            child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
+            guest.stop("failure");
+          }
+        },
+      });
+      return { session };
+    }, startedAt);
     settings.signal?.removeEventListener("abort", passOnAbort);
     return report;
   }

@@ -44,7 +44,9 @@ export function decodeBodyFrame(line: string): { javascript: string } | { proble
   }
   const { type, javascript } = (typeof frame === "object" && frame !== null ? frame : {}) as { type?: unknown; javascript?: unknown };
   if (type !== BODY_FRAME_TYPE || typeof javascript !== "string") {
-    return { problem: `the first frame from the host is not a body frame ({"type":"body","javascript":"..."}); the code runner runs nothing else` };
+    return {
+      problem: `the first frame from the host is not a body frame ({"type":"body","javascript":"..."}); the code runner runs nothing else`,
+    };
   }
   return { javascript };
 }

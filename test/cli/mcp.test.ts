@@ -137,7 +137,9 @@ describe.runIf(process.platform === "linux")("ears mcp's run pool", () => {
   const runnersOf = (pid: number) =>
     childrenOf(pid).filter((child) => {
       try {
-        return readFileSync(`/proc/${child}/cmdline`, "utf8").split("\0").some((word) => word.endsWith("code-runner.js"));
+        return readFileSync(`/proc/${child}/cmdline`, "utf8")
+          .split("\0")
+          .some((word) => word.endsWith("code-runner.js"));
       } catch {
         return false;
       }

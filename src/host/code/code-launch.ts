@@ -29,7 +29,10 @@ export function codeRunner(): string {
  */
 export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, caller: "runCode" | "createRunPool"): CheckedLaunch {
   const script = codeRunner();
-  return checkLaunch({ ...options, command: process.execPath, args: [script] }, caller, { readable: [dirname(dirname(script))], discover: false });
+  return checkLaunch({ ...options, command: process.execPath, args: [script] }, caller, {
+    readable: [dirname(dirname(script))],
+    discover: false,
+  });
 }
 
 /**

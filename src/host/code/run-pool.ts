@@ -86,7 +86,8 @@ export function createRunPool(options: RunPoolOptions = {}): RunPool {
   const unknown = Object.keys(rest);
   if (unknown.length > 0) {
     throw new TypeError(
-      `createRunPool: unknown option ${JSON.stringify(unknown[0])}; a pool takes size, sandbox, limits, cwd and env (the rest is each runCode's)`,
+      `createRunPool: unknown option ${JSON.stringify(unknown[0])}; ` +
+        "a pool takes size, sandbox, limits, cwd and env (the rest is each runCode's)",
     );
   }
   if (!(Number.isSafeInteger(size) && size >= 1 && size <= MAX_POOL_SIZE)) {
@@ -238,7 +239,6 @@ class WarmPool implements RunPool {
     if (this.startFailure !== undefined) return Promise.resolve(this.startFailure);
     this.fill();
     return new Promise((settle) => {
-      let timer: ReturnType<typeof setTimeout> | ReturnType<typeof setInterval> | undefined;
       const onAbort = () => waiter.settle(notRun(failures.abortedBeforeStart(signal?.reason)));
       const waiter: Waiter = {
         settle: (taken) => {
@@ -249,14 +249,14 @@ class WarmPool implements RunPool {
           settle(taken);
         },
       };
-      this.waiters.push(waiter);
-      signal?.addEventListener("abort", onAbort, { once: true });
       // The timer also keeps the host alive while the run waits (the runners starting do not).
       const { helloTimeoutMs } = limits;
-      timer =
+      const timer =
         helloTimeoutMs === Infinity
           ? setInterval(() => {}, MAX_TIMER_MS)
           : setTimeout(() => waiter.settle(notRun(failures.poolRunnerNotReady(helloTimeoutMs))), helloTimeoutMs);
+      this.waiters.push(waiter);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 
@@ -341,7 +341,8 @@ class WarmPool implements RunPool {
       timer.unref();
     });
     const read = guest.wire.receive().then(
-      (line) => (line === undefined ? { failure: failures.outputEnded(false, undefined), endOfStream: true } : helloProblem(line) ?? line),
+      (line) =>
+        line === undefined ? { failure: failures.outputEnded(false, undefined), endOfStream: true } : (helloProblem(line) ?? line),
       (error: unknown) => ({ failure: failures.readFailed(false, describeError(error)), endOfStream: true }),
     );
     try {

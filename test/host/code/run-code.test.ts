@@ -195,7 +195,8 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
       const report = await runCode({
         code:
           'const fs = process.getBuiltinModule("node:fs");\nconst cwd = process.cwd();\nconst entries = fs.readdirSync(cwd);\n' +
-          'fs.writeFileSync("note.txt", "mine");\nreturn { cwd, entries, args: process.argv.slice(2), wrote: fs.readFileSync("note.txt", "utf8") };',
+          'fs.writeFileSync("note.txt", "mine");\n' +
+          'return { cwd, entries, args: process.argv.slice(2), wrote: fs.readFileSync("note.txt", "utf8") };',
       });
       const { cwd, entries, args, wrote } = report.outcome?.structured as { cwd: string; entries: string[]; args: string[]; wrote: string };
       expect({ entries, args, wrote }).toEqual({ entries: [], args: [], wrote: "mine" });

@@ -79,8 +79,16 @@ try { fs.writeFileSync("/tmp/big", Buffer.alloc(8 * 1024 * 1024)); return "wrote
       expect(pooled).toMatchObject({ ok: true, pooled: true, outcome: { structured: "ENOSPC" } });
       expect(cold.outcome?.structured).toBe("ENOSPC");
       expect(pooled.limits).toEqual(cold.limits);
-      expect(pooled.limits?.memoryBytes).toMatchObject({ value: limits.memoryBytes, requested: true, enforcedBy: expect.stringMatching(/^cgroup/) });
-      expect({ ...pooled.sandbox, readable: undefined, writable: undefined }).toEqual({ ...cold.sandbox, readable: undefined, writable: undefined });
+      expect(pooled.limits?.memoryBytes).toMatchObject({
+        value: limits.memoryBytes,
+        requested: true,
+        enforcedBy: expect.stringMatching(/^cgroup/),
+      });
+      expect({ ...pooled.sandbox, readable: undefined, writable: undefined }).toEqual({
+        ...cold.sandbox,
+        readable: undefined,
+        writable: undefined,
+      });
     },
   );
 });

@@ -171,7 +171,9 @@ describe("a run pool", () => {
       expect(() => runCode({ code: "", pool, cwd: tmpdir() })).toThrow(/options\.cwd differs/);
       expect(() => runCode({ code: "", pool, env: { ...env, EXTRA: "1" } })).toThrow(/options\.env differs/);
       for (const limit of ["memoryBytes", "processes", "cpuTimeMs", "tmpBytes", "maxFrameBytes", "maxStderrBytes"] as const) {
-        expect(() => runCode({ code: "", pool, limits: { [limit]: 12345 } }), limit).toThrow(new RegExp(`options\\.limits\\.${limit} differs`));
+        expect(() => runCode({ code: "", pool, limits: { [limit]: 12345 } }), limit).toThrow(
+          new RegExp(`options\\.limits\\.${limit} differs`),
+        );
       }
       expect(() => runCode({ code: "", pool: {} as RunPool })).toThrow(/must be a pool made by createRunPool/);
     });

@@ -58,6 +58,8 @@ export interface RunPool {
   readonly size: number;
   /** True once {@link RunPool.close} was called: runCode with this pool then throws. */
   readonly closed: boolean;
+  /** How many runners are started and waiting for a body right now (0 to `size`). */
+  readonly ready: number;
   /**
    * Stops the pool: no runner is started any more, runs waiting for a runner end with `Aborted`, the idle
    * runners are stopped, and runs already under way finish as they would. Resolves once every process the
@@ -189,6 +191,10 @@ class WarmPool implements RunPool {
       });
     }
     this.fill();
+  }
+
+  get ready(): number {
+    return this.idle.length;
   }
 
   /** @internal Runs one body on a runner of the pool (runCode with `pool`): the report has `pooled: true`. */

@@ -40,6 +40,9 @@ await serve({
     }
   },
 });
+// One body, then out: the runner exits once its result is written (serve settles when it is flushed), so
+// timers or handles the body left do not keep it alive until the host stops it; the exit status is serve's.
+process.exit();
 
 /** The body as a function; one V8 refuses (the host checked it, so this is rare) throws its error when called. */
 function compile(javascript: string): Body {

@@ -233,6 +233,12 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     expect(results.filter((result) => fs.existsSync(join(result.file, "..")))).toEqual([]);
   });
 
+  it("ends its runner with the result: a timer the body left running does not keep it alive until it is stopped", async () => {
+    const report = await runCode({ code: "setInterval(() => {}, 1000);\nreturn 'left a timer';", sandbox: false, killGraceMs: 200 });
+    expect(report).toMatchObject({ ok: true, outcome: { structured: "left a timer" }, exit: { code: 0, signal: null } });
+    expect(report.forcedStop).toBeUndefined();
+  });
+
   it("uses Outcome.isError from scope to narrow", async () => {
     const report = await runCode({
       code: 'const r = await ears.call("nope", {});\nif (Outcome.isError(r)) return r.code;\nreturn "no";',

@@ -53,12 +53,16 @@ export function workDirNotMade(error: unknown): HostFailure {
 
 // A run pool's (runCode with `pool`).
 
-/** The last runner the pool started did not get as far as its hello; `failure` says how (a report's own failure). */
-export function poolRunnerNotStarted(failure: HostFailure): HostFailure {
+/**
+ * The last runner the pool started did not get as far as its hello; `failure` says how (a report's own
+ * failure), `inARow` how many starts failed in a row, `nextTryMs` when the pool tries again.
+ */
+export function poolRunnerNotStarted(failure: HostFailure, inARow: number, nextTryMs: number): HostFailure {
   return {
     code: failure.code,
     message:
-      "the run pool's runner did not start, so nothing ran (the pool tries again, waiting longer after each failure): " + failure.message,
+      `the run pool's runner did not start, so nothing ran (${inARow} failed starts in a row; ` +
+      `the pool tries again in ${nextTryMs} ms, waiting twice as long after each failure): ${failure.message}`,
   };
 }
 

@@ -365,12 +365,16 @@ class WarmPool implements RunPool {
   private startFailed(report: RunReport): void {
     if (this.closed) return;
     this.failuresInARow += 1;
+    const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (this.failuresInARow - 1));
     if (this.failuresInARow >= FAILURES_REPORTED) {
       const failure = report.failure ?? failures.hostFailed(new Error("the runner ended before its hello"));
-      this.startFailure = runReport({ ...report, failure: failures.poolRunnerNotStarted(failure), pooled: true });
+      this.startFailure = runReport({
+        ...report,
+        failure: failures.poolRunnerNotStarted(failure, this.failuresInARow, delay),
+        pooled: true,
+      });
       for (const waiter of this.waiters.splice(0)) waiter.settle(this.startFailure);
     }
-    const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (this.failuresInARow - 1));
     clearTimeout(this.backoff);
     this.backoff = setTimeout(() => {
       this.backoff = undefined;

@@ -151,6 +151,12 @@ describe("a run pool", () => {
       expect(first).toMatchObject({ ok: false, pooled: true, failure: { code: HostFailureCode.SpawnFailed } });
       expect(first.failure?.message).toContain("the run pool's runner did not start");
       expect(first.failure?.message).toContain("ENOENT");
+      // Backing off, not spinning: a second later, a handful of starts were tried, not hundreds.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const later = await runCode({ code: "return 1;", pool });
+      const tries = Number(/\((\d+) failed starts in a row; the pool tries again in (\d+) ms/.exec(later.failure?.message ?? "")?.[1]);
+      expect(tries).toBeGreaterThanOrEqual(2);
+      expect(tries).toBeLessThanOrEqual(6);
       mkdirSync(cwd);
       // The pool tries again after its back-off (100 ms, then 200, 400, ...): a run soon gets a runner.
       let report = await runCode({ code: "return process.cwd();", pool });

@@ -289,9 +289,10 @@ function guestLaunch(
     args: target.args,
     closeFds: leakedDescriptors(),
     keepFds,
-    cgroupProcs: limits.cgroup?.procsFiles ?? [],
+    cgroupJoins: limits.cgroup?.joins ?? [],
     rlimits: limits.plan.cpuRlimitSeconds === undefined ? {} : { cpuSeconds: limits.plan.cpuRlimitSeconds },
-    env: childEnv,
+    // bubblewrap sets the guest's environment itself (--clearenv, --setenv).
+    env: confined ? null : childEnv,
     shells: machineShells(),
   };
   const direct = launcherCommand(steps);

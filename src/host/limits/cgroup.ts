@@ -6,6 +6,7 @@
  */
 import { accessSync, constants, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { CgroupJoin } from "./launcher.js";
 
 /** The controllers a run uses: memory (memoryBytes), pids (processes), CPU accounting (cpuTimeMs, usage). */
 export type Controller = "memory" | "pids" | "cpu";
@@ -194,9 +195,11 @@ export class RunCgroup {
     return [...new Set(Object.values(this.dirs))];
   }
 
-  /** The `cgroup.procs` files the launcher writes its pid into. */
-  get procsFiles(): string[] {
-    return this.directories.map((dir) => join(dir, "cgroup.procs"));
+  /** What the launcher writes itself into: each v1 hierarchy's `tasks` (by thread, see {@link CgroupJoin}), v2's `cgroup.procs`. */
+  get joins(): CgroupJoin[] {
+    return this.directories.map((dir) =>
+      this.version === "v1" ? { file: join(dir, "tasks"), as: "thread" } : { file: join(dir, "cgroup.procs"), as: "process" },
+    );
   }
 
   /** Which controllers this cgroup has. */

@@ -41,7 +41,7 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
   /** The schema of `input`, for `typecheck: true`; without it `input` is any JSON. */
   inputSchema?: StandardSchemaV1;
   /**
-   * Added: a run pool ({@link createRunPool}) whose runner, started ahead and already sandboxed, runs the
+   * Added: a run pool (`createRunPool`) whose runner, started ahead and already sandboxed, runs the
    * body; the report then has `pooled: true`. The options that decide the sandbox and the limits (`sandbox`,
    * `cwd`, `env`, `limits.memoryBytes`, `processes`, `cpuTimeMs`, `tmpBytes`, `maxFrameBytes`,
    * `maxStderrBytes`) are the pool's: left out they are taken from it, given they must equal it, else
@@ -59,7 +59,7 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
  * ("auto"); the sandbox shows it only this package's runner and its working directory: a private,
  * empty, writable directory removed when the run ends, unless `cwd` names one (then shown read-only, its
  * secrets masked, as runGuest shows a working directory). The body reaches the runner in a frame on its
- * stdin, never in a file. With `pool`, a runner started ahead runs it (see {@link createRunPool}).
+ * stdin, never in a file. With `pool`, a runner started ahead runs it (see `createRunPool`).
  * Invalid options throw synchronously, as runGuest's do, and so does a missing `amaro` package (an
  * optional peer dependency: `npm install amaro`).
  *

@@ -79,7 +79,7 @@ function spawnChecker(typescript: string): CheckerProcess {
     child,
     group,
     stderr: "",
-    exited: new Promise((resolve) => child.once("close", () => resolve())),
+    exited: new Promise((resolve) => child.once("exit", () => resolve())),
   };
   child.stderr!.on("data", (chunk: Buffer) => {
     checker.stderr = (checker.stderr + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
@@ -241,6 +241,8 @@ export class WarmChecker {
     const checker = this.checker;
     if (checker === undefined) return;
     this.checker = undefined;
+    // Whoever waits for the exit keeps the host alive until it comes (an idle checker holds nothing).
+    checker.child.ref();
     checker.group.signal("SIGKILL");
     checker.group.release();
     checker.child.stdin!.destroy();

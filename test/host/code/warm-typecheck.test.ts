@@ -212,13 +212,17 @@ describe.runIf(process.platform === "linux")("the warm type checker and its host
     );
   });
 
-  it("never keeps the host alive: a host that ran a type-checked body exits by itself", async () => {
+  it("never keeps the host alive, and keeps it alive while it checks or closes: a host's awaits all settle, then it exits", async () => {
     const script =
-      'import { runCode } from "@posoco/ears/host";\n' +
+      'import { closeTypeChecker, runCode } from "@posoco/ears/host";\n' +
       'const report = await runCode({ code: "const n: number = 1;\\nreturn n;", typecheck: true, sandbox: false });\n' +
-      "console.log(report.outcome.structured);";
+      "console.log(report.outcome.structured);\n" +
+      'const again = await runCode({ code: "return 2;", typecheck: true, sandbox: false });\n' +
+      "console.log(again.outcome.structured);\n" +
+      "await closeTypeChecker();\n" +
+      'console.log("closed");';
     const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], { cwd: root, timeout: 20_000 });
-    expect(stdout.trim()).toBe("1");
+    expect(stdout.trim().split("\n")).toEqual(["1", "2", "closed"]);
   });
 
   it("dies with a host that is SIGKILLed, with everything it started", async () => {

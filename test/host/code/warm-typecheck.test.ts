@@ -1,12 +1,10 @@
 /**
  * runCode's warm type checker (issue 20): one checker process per host, reused across checks, with the
  * same results as `tsc -p` run cold, replaced when it dies or hangs, safe under concurrent checks, and
- * gone with the host. Each behaviour is checked with TypeScript 7 (the project's) and 5.9 (typescript5).
+ * gone with the host. Each behaviour is checked with TypeScript 7 (the project's) and 5.9 (tools/typescript5).
  */
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import fc from "fast-check";
@@ -18,6 +16,7 @@ import { checkDeclarations, typecheckBody } from "../../../src/host/code/typeche
 import { installedTypeScript, useCheckerSettingsForTests, warmChecker } from "../../../src/host/code/warm-checker.js";
 import { coldTypecheck } from "../../helpers/cold-typecheck.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { typeScript5 } from "../../helpers/typescript5.js";
 import { childWith, pidsGoneWithin as goneWithin, treeOf } from "../../helpers/processes.js";
 
 failOnUnhandledRejections();
@@ -35,7 +34,7 @@ const declarationSets = [
 
 const typeScripts = [
   { name: "TypeScript 7 (the installed typescript)", directory: installedTypeScript()! },
-  { name: "TypeScript 5.9 (typescript5)", directory: dirname(createRequire(import.meta.url).resolve("typescript5/package.json")) },
+  { name: "TypeScript 5.9 (tools/typescript5)", directory: typeScript5() },
 ];
 
 for (const { name, directory } of typeScripts) {

@@ -14,7 +14,9 @@ const tools = fileURLToPath(new URL("../../tools/typescript5/", import.meta.url)
 /** The directory of the installed TypeScript 5.9 package (installing it first if needed). */
 export function typeScript5(): string {
   const stamp = `${tools}node_modules/.installed-from-lock`;
-  const wanted = createHash("sha256").update(readFileSync(`${tools}package-lock.json`)).digest("hex");
+  const wanted = createHash("sha256")
+    .update(readFileSync(`${tools}package-lock.json`))
+    .digest("hex");
   if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== wanted) {
     const { status, stderr } = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: tools, encoding: "utf8" });
     if (status !== 0) throw new Error(`could not install tools/typescript5 (npm ci exited with ${status}): ${stderr}`);

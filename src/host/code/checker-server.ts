@@ -214,6 +214,23 @@ function nativeParts(diagnostic: NativeDiagnostic): string[] {
   return [diagnostic.text, ...(diagnostic.messageChain ?? []).flatMap(nativeParts)];
 }
 
+/** An error as `tsc --pretty false` prints it: `file(line,column): error TSn: message`, its chain indented below. */
+function formatNative(diagnostic: NativeDiagnostic, files: ReadonlyMap<string, string>): string {
+  const chain = (link: NativeDiagnostic, depth: number): string[] => [
+    `${"  ".repeat(depth)}${link.text}`,
+    ...(link.messageChain ?? []).flatMap((next) => chain(next, depth + 1)),
+  ];
+  let place = "";
+  if (diagnostic.fileName !== undefined) {
+    const text = files.get(diagnostic.fileName);
+    const name = diagnostic.fileName.startsWith(`${ROOT}/`) ? diagnostic.fileName.slice(ROOT.length + 1) : diagnostic.fileName;
+    const at = text === undefined ? undefined : lineAndColumn(lineStarts(text), diagnostic.pos);
+    place = at === undefined ? `${name}: ` : `${name}(${at.line},${at.column}): `;
+  }
+  const [first, ...rest] = chain(diagnostic, 0);
+  return [`${place}error TS${diagnostic.code}: ${first}`, ...rest].join("\n");
+}
+
 /** DiagnosticCategory.Error, the same in 5.x and 7. */
 const ERROR = 1;
 
@@ -266,7 +283,7 @@ function nativeChecker(Api: NativeApiClass): Checker {
         if (seen.has(key)) continue;
         seen.add(key);
         if (diagnostic.fileName === CODE) errors.push({ ...lineAndColumn(starts, diagnostic.pos), code: diagnostic.code, parts });
-        else other.push(`${diagnostic.fileName ?? "tsc"}: error TS${diagnostic.code}: ${parts.join(" ")}`);
+        else other.push(formatNative(diagnostic, files));
       }
       return { errors, other };
     } finally {

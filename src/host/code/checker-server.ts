@@ -325,7 +325,11 @@ async function serveChecks(directory: string): Promise<void> {
       try {
         answer({ id: request.id, ...(await (await checker)(request.declarations, request.code)) });
       } catch (error) {
-        answer({ id: request.id, failed: error instanceof Error ? error.message : String(error) });
+        // A compiler that threw (or an API server that died) may be left in any state: the answer, then a
+        // clean exit, so the host's next check starts a fresh checker.
+        const failed = `${JSON.stringify({ id: request.id, failed: error instanceof Error ? error.message : String(error) })}\n`;
+        await new Promise<void>((resolve) => process.stdout.write(failed, () => resolve()));
+        process.exit(1);
       }
     });
   });

@@ -215,8 +215,15 @@ describe.runIf(process.platform === "linux")("the warm type checker and its host
     });
   });
 
-  it("reports a TypeScript 7 without the API server the checker needs", async () => {
+  it("reports a TypeScript 7 without the API server the checker needs, each time, in a new checker", async () => {
     await useCheckerSettingsForTests({ typescript: `${root}fixtures/typescript-fakes/no-api` });
+    const checking = typecheckBody("return 1;", declarationSets[0]!, undefined);
+    const first = warmChecker().pid!;
+    expect(await checking).toBe(
+      "typecheck: tsc failed: the checker failed: " +
+        "typescript 7.9.0 offers no API server (typescript/unstable/async), which the warm checker uses",
+    );
+    expect(await goneWithin([first], 5000), "a checker that failed a check exits").toEqual([]);
     expect(await typecheckBody("return 1;", declarationSets[0]!, undefined)).toBe(
       "typecheck: tsc failed: the checker failed: " +
         "typescript 7.9.0 offers no API server (typescript/unstable/async), which the warm checker uses",

@@ -159,6 +159,7 @@ export class WarmChecker {
       for (const resolve of this.drained.splice(0)) resolve();
       if (this.checker !== undefined) {
         holdLoop(this.checker.child, false);
+        clearTimeout(this.idleTimer);
         this.idleTimer = setTimeout(() => void this.stop(), this.idleMs);
         this.idleTimer.unref();
       }

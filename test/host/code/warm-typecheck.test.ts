@@ -112,6 +112,32 @@ for (const { name, directory } of typeScripts) {
       expect(results).toEqual(bodies.map((_, i) => `type errors: code.ts:${i + 1}:${i + 8}: Cannot find name 'missing${i}'. (TS2304)`));
     });
 
+    it("answers concurrent checks as it answers the same checks one by one (fast-check)", async () => {
+      const line = fc.constantFrom(
+        'let a: number = "x";',
+        "return missing;",
+        "const s: string = 1;",
+        "return 1;",
+        "const e = '😀'; let q: boolean = e;",
+      );
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.tuple(fc.array(line, { minLength: 1, maxLength: 4 }), fc.nat(declarationSets.length - 1)), {
+            minLength: 2,
+            maxLength: 8,
+          }),
+          async (checks) => {
+            const asked = checks.map(([lines, which]) => [lines.join("\n"), declarationSets[which]!] as const);
+            const together = await Promise.all(asked.map(([body, declarations]) => typecheckBody(body, declarations, undefined)));
+            const oneByOne = [];
+            for (const [body, declarations] of asked) oneByOne.push(await typecheckBody(body, declarations, undefined));
+            expect(together).toEqual(oneByOne);
+          },
+        ),
+        { seed: 21, numRuns: 15 },
+      );
+    });
+
     it("replaces a checker that was killed: the next check works in a new process", async () => {
       await typecheckBody("return 1;", declarationSets[0]!, undefined);
       const first = warmChecker().pid!;

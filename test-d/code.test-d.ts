@@ -2,7 +2,7 @@
 import { expectTypeOf } from "vitest";
 import { z } from "zod";
 import type { DeclarationOptions } from "@posoco/ears";
-import { runCode, type CodeOptions, type RunReport } from "@posoco/ears/host";
+import { closeTypeChecker, runCode, type CodeOptions, type RunReport } from "@posoco/ears/host";
 import { tools } from "./sample/contract.js";
 
 expectTypeOf(tools.declarations()).toEqualTypeOf<string>();
@@ -27,3 +27,6 @@ void runCode({ code: "", command: "node" } satisfies CodeOptions);
 void runCode({ typecheck: true });
 // @ts-expect-error: code is a string
 void runCode({ code: 1 });
+
+// The warm type checker's close takes nothing and resolves with nothing (issue 20).
+expectTypeOf(closeTypeChecker).toEqualTypeOf<() => Promise<void>>();

@@ -30,6 +30,7 @@ export type {
 export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
+export { closeTypeChecker } from "./code/warm-checker.js";
 export {
   connectMcpServers,
   mcpConfig,

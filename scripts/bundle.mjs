@@ -18,6 +18,8 @@ const entries = {
   "cli/main": "cli/main.js",
   // runCode's guest program: started as a script, so it is an entry of its own (dist/guest/code-runner.js).
   "guest/code-runner": "guest/code-runner.js",
+  // runCode's warm type checker: a program the host starts, loading the user's typescript.
+  "host/typecheck-server": "host/code/checker-server.js",
 };
 
 const bundle = await rolldown({

@@ -50,6 +50,51 @@ export function killAllWith(marker: string): void {
   }
 }
 
+/** Live (not zombie) processes: pid, parent and command line (its words joined by spaces). */
+export function processTable(): { pid: number; parent: number; command: string }[] {
+  const table = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, parent] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state === "Z") continue;
+      table.push({
+        pid: Number(entry),
+        parent: Number(parent),
+        command: readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " "),
+      });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return table;
+}
+
+/** `pid` and every live process below it (empty when `pid` is gone). */
+export function treeOf(pid: number): number[] {
+  const table = processTable();
+  const tree = table.some((entry) => entry.pid === pid) ? [pid] : [];
+  for (let i = 0; i < tree.length; i++) tree.push(...table.filter((entry) => entry.parent === tree[i]).map((entry) => entry.pid));
+  return tree;
+}
+
+/** The live child of `parent` whose command line contains `marker`, if there is one. */
+export function childWith(parent: number, marker: string): number | undefined {
+  return processTable().find((entry) => entry.parent === parent && entry.command.includes(marker))?.pid;
+}
+
+/** Polls until none of `pids` is alive, at most `withinMs`; resolves with those still alive (empty: all gone). */
+export async function pidsGoneWithin(pids: readonly number[], withinMs: number): Promise<number[]> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const live = new Set(processTable().map((entry) => entry.pid));
+    const alive = pids.filter((pid) => live.has(pid));
+    if (alive.length === 0 || Date.now() >= deadline) return alive;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /**
  * Live processes whose environment holds `entry` ("NAME=value") or whose command line has it as two
  * words (bubblewrap's `--setenv NAME value`): a run pool's runners and their sandboxes, found by a marker

@@ -199,6 +199,24 @@ describe("a run pool", () => {
       expect(report).toMatchObject({ ok: true, pooled: true, outcome: { structured: { x: 1 } }, logs: [{ content: "hi" }] });
     });
 
+    it("gives the run's onStderr the runner's stderr, and checks types before taking a runner (a CompileError uses none)", async () => {
+      const { pool } = markedPool(1);
+      expect(await countReaches(() => pool.ready, 1, 10_000)).toBe(1);
+      const refused = await runCode({ code: "const n: number = 'text';\nreturn n;", typecheck: true, pool });
+      expect(refused).toMatchObject({ ok: false, failure: { code: HostFailureCode.CompileError } });
+      expect(refused.pooled).toBeUndefined();
+      expect(pool.ready).toBe(1);
+      const chunks: string[] = [];
+      const report = await runCode({
+        code: 'process.stderr.write("to the run\'s stderr\\n");\nreturn 1;',
+        pool,
+        onStderr: (chunk) => chunks.push(chunk),
+      });
+      expect(report).toMatchObject({ ok: true, pooled: true });
+      expect(chunks.join("")).toContain("to the run's stderr\n");
+      expect(report.stderr).toContain("to the run's stderr\n");
+    });
+
     it("refuses bad pool options: size, a per-run limit, an unknown option, a bad sandbox", () => {
       expect(() => createRunPool({ size: 0 })).toThrow(RangeError);
       expect(() => createRunPool({ size: 1.5 })).toThrow(/size must be an integer from 1 to 64/);

@@ -169,6 +169,10 @@ class WarmPool implements RunPool {
   /** Every runner's process not gone yet, whatever its state, with its directory's removal; for the exit hook. */
   private readonly live = new Set<{ guest: StartedGuest; remove: () => void }>();
   private readonly ends = new Set<Promise<unknown>>();
+  /** The runners spawned that have not said hello yet. */
+  private readonly warming = new Set<StartedGuest>();
+  /** Aborted by close(): a runner whose sandbox is still being planned is then never spawned. */
+  private readonly closeSignal = new AbortController();
   private starting = 0;
   private failuresInARow = 0;
   /** The report of the last start that failed (twice in a row), until a start succeeds; a run without a runner gets it. */
@@ -222,11 +226,14 @@ class WarmPool implements RunPool {
   private async shutDown(): Promise<void> {
     this.closed = true;
     openPools.delete(this);
+    this.closeSignal.abort(new Error("the run pool was closed"));
     clearTimeout(this.backoff);
     for (const waiter of this.waiters.splice(0)) waiter.settle(notStartedReport(failures.poolClosed(), 0));
     for (const runner of this.idle.splice(0)) this.discard(runner, failures.poolClosed());
-    // A host awaiting close() stays up until the runners still starting are gone too.
+    // A host awaiting close() stays up until the runners still starting are gone too; those are stopped now
+    // rather than waited for (up to their start-up deadline).
     for (const { guest } of this.live) guest.process.holdHost(true);
+    for (const guest of this.warming) guest.process.stop("failure");
     // Runners still starting are discarded as they finish; runs under way end as they would.
     while (this.ends.size > 0) await Promise.allSettled([...this.ends]);
   }
@@ -270,29 +277,39 @@ class WarmPool implements RunPool {
   private fill(): void {
     while (!this.closed && this.backoff === undefined && this.starting + this.idle.length < this.size) {
       this.starting += 1;
-      const end = this.startRunner().finally(() => {
-        this.ends.delete(end);
-      });
+      let counted = true;
+      const uncount = () => {
+        if (counted) this.starting -= 1;
+        counted = false;
+      };
+      const end = this.startRunner(uncount)
+        .catch((error: unknown) => {
+          // Not reached by design (every step is guarded); a bug must not become an unhandled rejection or a stuck count.
+          uncount();
+          this.startFailed(notStartedReport(failures.hostFailed(error), 0));
+        })
+        .finally(() => this.ends.delete(end));
       this.ends.add(end);
     }
   }
 
-  /** Starts one runner; resolves when it is gone again (after its run, or discarded). Never rejects. */
-  private async startRunner(): Promise<void> {
+  /** Starts one runner (`uncount()` once it no longer counts as starting); resolves when it is gone again. */
+  private async startRunner(uncount: () => void): Promise<void> {
     const startedAt = performance.now();
     const own = withWorkDir(this.launch);
     let started: StartedGuest | RunReport;
     if ("failure" in own) started = notStartedReport(own.failure, 0);
     else {
       try {
-        started = await startGuest(own.launch, startedAt);
+        const launch = { ...own.launch, settings: { ...own.launch.settings, signal: this.closeSignal.signal } };
+        started = await startGuest(launch, startedAt);
       } catch (error) {
         started = notStartedReport(failures.hostFailed(error), performance.now() - startedAt);
       }
     }
     if (!(started instanceof StartedGuest)) {
       if (!("failure" in own)) own.remove();
-      this.starting -= 1;
+      uncount();
       return this.startFailed(started);
     }
     const guest = started;
@@ -300,8 +317,11 @@ class WarmPool implements RunPool {
     const entry = { guest, remove };
     this.live.add(entry);
     if (!this.closed) guest.process.holdHost(false);
+    this.warming.add(guest);
+    if (this.closed) guest.process.stop("failure");
     const hello = await this.readHello(guest);
-    this.starting -= 1;
+    this.warming.delete(guest);
+    uncount();
     if (typeof hello !== "string" || this.closed) {
       const failure = typeof hello === "string" ? failures.poolClosed() : hello.failure;
       const report = await guest.discard(failure, typeof hello !== "string" && hello.endOfStream, startedAt);

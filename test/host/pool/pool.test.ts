@@ -4,7 +4,7 @@
  * and options that differ from the pool's. Real processes; the runners are found through /proc by a
  * marker the pool's environment gives them.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -98,6 +98,22 @@ describe("a run pool", () => {
     expect(pool.closed).toBe(true);
     expect(liveWithEnvironment(entry)).toEqual([]);
     await pool.close(); // again: the same, settled
+  });
+
+  it.runIf(linux)("close() while its runners are still starting leaves no process and no directory of theirs", async () => {
+    const scratch = mkdtempSync(join(tmpdir(), "ears-pool-close-"));
+    const previous = process.env.TMPDIR;
+    process.env.TMPDIR = scratch;
+    try {
+      const { pool, entry } = markedPool(3);
+      await pool.close();
+      expect(liveWithEnvironment(entry)).toEqual([]);
+      expect(readdirSync(scratch)).toEqual([]);
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = previous;
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 
   it("lets a run under way finish on close(), ends a run waiting for a runner with Aborted, and refuses runs after", async () => {

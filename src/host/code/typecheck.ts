@@ -6,7 +6,6 @@
  * out of it.
  */
 import { clip } from "../../protocol/text.js";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -16,7 +15,7 @@ import { isContract, type Contract, type StandardSchemaV1 } from "../../contract
 import { describeError } from "../../protocol/errors.js";
 import { MissingPeerError, placeInBody } from "./compile.js";
 import { CODE_FILENAME } from "./wrapper.js";
-import { ProcessGroup } from "../process-group.js";
+import { runBounded } from "../bounded-child.js";
 
 /** Wraps the body for tsc on its own first line, so tsc's positions are the body's (line 1 less the prefix). */
 const CHECK_PREFIX = "async function __earsBody() {";
@@ -27,7 +26,9 @@ const MAX_SHOWN = 10;
 const MAX_ERROR_CHARS = 600;
 /** tsc gets this long; a checker that hangs must not hold the run forever. */
 const TSC_TIMEOUT_MS = 60_000;
-const MAX_OUTPUT_CHARS = 16 * 1024 * 1024;
+/** tsc ends at once on SIGTERM; SIGKILL follows after this for one that does not. */
+const TSC_KILL_GRACE_MS = 1000;
+const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /** tsc's binary script, or undefined when the `typescript` package is not installed. */
 function tscPath(): string | undefined {
@@ -130,41 +131,23 @@ export async function typecheckBody(body: string, declarations: string, signal: 
  * is a Node script that starts the native compiler as its child, so a deadline or an abort stops the whole
  * group: nothing of the check outlives it. Output past 16 MiB is dropped (the errors come first).
  */
-function runTsc(tsc: string, dir: string, signal: AbortSignal | undefined): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [tsc, "-p", join(dir, "tsconfig.json"), "--pretty", "false"], {
-      cwd: dir,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: process.platform !== "win32",
-      windowsHide: true,
-    });
-    // The watchdog ends tsc and removes its directory (the model's code) should the host die first.
-    const group = new ProcessGroup(child, false, dir);
-    let output = "";
-    const collect = (chunk: Buffer) => {
-      if (output.length < MAX_OUTPUT_CHARS) output += chunk.toString("utf8");
-    };
-    child.stdout.on("data", collect);
-    child.stderr.on("data", collect);
-    let stopped: string | undefined;
-    const stop = (why: string) => {
-      stopped ??= why;
-      try {
-        if (child.pid !== undefined) process.kill(process.platform === "win32" ? child.pid : -child.pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    };
-    const timer = setTimeout(() => stop(`tsc did not finish within ${TSC_TIMEOUT_MS / 1000} s`), TSC_TIMEOUT_MS);
-    const onAbort = () => stop("the run was aborted");
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const done = (code: number, extra: string) => {
-      clearTimeout(timer);
-      group.release();
-      signal?.removeEventListener("abort", onAbort);
-      resolve({ code, output: stopped === undefined ? `${output}${extra}` : `${output}${stopped}` });
-    };
-    child.once("error", (error) => done(1, describeError(error)));
-    child.once("close", (code) => done(stopped === undefined ? (code ?? 1) : 1, ""));
-  });
+async function runTsc(tsc: string, dir: string, signal: AbortSignal | undefined): Promise<{ code: number; output: string }> {
+  const end = await runBounded(
+    process.execPath,
+    [tsc, "-p", join(dir, "tsconfig.json"), "--pretty", "false"],
+    { cwd: dir, stdio: ["ignore", "pipe", "pipe"] },
+    {
+      killGraceMs: TSC_KILL_GRACE_MS,
+      timeoutMs: TSC_TIMEOUT_MS,
+      timeoutReason: `tsc did not finish within ${TSC_TIMEOUT_MS / 1000} s`,
+      signal,
+      abortReason: "the run was aborted",
+      output: { streams: ["stdout", "stderr"], maxBytes: MAX_OUTPUT_BYTES, keep: "first" },
+      // The watchdog ends tsc and removes its directory (the model's code) should the host die first.
+      group: { scratch: dir },
+    },
+  );
+  if (end.spawnError !== undefined) return { code: 1, output: describeError(end.spawnError) };
+  if (end.stopped !== undefined) return { code: 1, output: `${end.output}${end.stopped}` };
+  return { code: end.exit?.code ?? 1, output: end.output };
 }

@@ -4,7 +4,7 @@
 //   --quick        fewer repetitions and smaller sizes (under a minute); a check before changing the
 //                  framing or the serve loop, not a measurement to quote
 //   --only=a,b     run only these scenarios (ids: decode, long-frames, round-trip, concurrency,
-//                  cold-start, large-payload, code-body)
+//                  cold-start, large-payload, code-body, typecheck, warm-runs)
 //   --out=FILE     write the JSON elsewhere
 import { writeFileSync, existsSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem, platform, release } from "node:os";
@@ -16,6 +16,8 @@ import { concurrency } from "./scenarios/concurrency.mjs";
 import { coldStart } from "./scenarios/cold-start.mjs";
 import { largePayload } from "./scenarios/large-payload.mjs";
 import { codeBody } from "./scenarios/code-body.mjs";
+import { typecheck } from "./scenarios/typecheck.mjs";
+import { warmRuns } from "./scenarios/warm-runs.mjs";
 import { fmt, fmtSpread, table } from "./lib/stats.mjs";
 
 const SCENARIOS = [
@@ -26,6 +28,8 @@ const SCENARIOS = [
   ["cold-start", coldStart],
   ["large-payload", largePayload],
   ["code-body", codeBody],
+  ["typecheck", typecheck],
+  ["warm-runs", warmRuns],
 ];
 
 const args = process.argv.slice(2);

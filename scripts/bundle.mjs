@@ -16,8 +16,10 @@ const entries = {
   "openseek/index": "openseek/index.js",
   schemas: "schemas.js",
   "cli/main": "cli/main.js",
-  // runCode's guest program: started as a script, so it is an entry of its own in dist/host/.
-  "host/code-runner": "host/code/runner.js",
+  // runCode's guest program: started as a script, so it is an entry of its own (dist/guest/code-runner.js).
+  "guest/code-runner": "guest/code-runner.js",
+  // runCode's warm type checker: a program the host starts, loading the user's typescript.
+  "host/typecheck-server": "host/code/checker-server.js",
 };
 
 const bundle = await rolldown({
@@ -40,7 +42,9 @@ await bundle.write({
       {
         name: "core",
         test: (id) =>
-          id.startsWith(dist) && !/^(host|testing|transcripts|openseek|cli)\/|^(protocol\/)?schemas\.js$/.test(id.slice(dist.length)),
+          id.startsWith(dist) &&
+          // The code runner is a program (it serves on import): never in the chunk every guest loads.
+          !/^(host|testing|transcripts|openseek|cli)\/|^(protocol\/)?schemas\.js$|^guest\/code-runner\.js$/.test(id.slice(dist.length)),
       },
     ],
   },

@@ -1,4 +1,5 @@
-// The layers of src/ (CONTRIBUTING.md, "Layout"): protocol ← wires ← guest ← host, transcripts, testing, openseek ← cli.
+// The layers of src/ (CONTRIBUTING.md, "Layout"): protocol ← wires ← guest ← transcripts, testing, openseek ← cli, and
+// protocol ← wires ← host (which starts guest programs by path, never imports them).
 // Every import of every src file is parsed and checked against the layers its folder may use, in the spirit
 // of the MCP SDK's layering test: a lower layer importing a higher one fails here, naming the file and line.
 import { readdirSync, readFileSync } from "node:fs";
@@ -13,7 +14,8 @@ const allowed: Record<string, readonly string[]> = {
   wires: ["protocol"],
   contract: ["protocol"],
   guest: ["protocol", "wires", "contract"],
-  host: ["protocol", "wires", "contract", "guest"],
+  // Not guest: the host starts guest programs (the code runner) by path, and never runs guest code itself.
+  host: ["protocol", "wires", "contract"],
   transcripts: ["protocol", "wires", "contract", "guest", "host"],
   openseek: ["protocol"],
   testing: ["protocol", "wires", "contract", "guest", "host", "transcripts", "openseek"],
@@ -117,6 +119,11 @@ describe("layering of src/", () => {
     files.set(json, `${files.get(json)}\nimport type { RunReport } from "../host/types.js";\n`);
     const line = files.get(json)!.split("\n").length - 1;
     expect(layerViolations(files)).toEqual([`${json}:${line}: protocol imports host (../host/types.js)`]);
+  });
+
+  it("fails when the host imports the guest runtime (the host starts guest programs by path only)", () => {
+    const files = new Map([[join("host", "code", "run-code.ts"), 'import { serve } from "../../guest/serve.js";']]);
+    expect(layerViolations(files)).toEqual([`${join("host", "code", "run-code.ts")}:1: host imports guest (../../guest/serve.js)`]);
   });
 
   it("fails when the CLI imports the test kit, or a file sits in a folder with no layer", () => {

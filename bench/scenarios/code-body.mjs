@@ -1,7 +1,7 @@
 // Scenario 7 (issue 12): runCode of a small TypeScript body next to runGuest of the same program written
 // as a file, from the call to the guest's result frame, both in the default sandbox. runCode's extra work
-// (strip types, V8 syntax check, write the body to a private file, compile it in the child under
-// vm.Script) must cost at most 1.3x. The transpiler's one-time load is in the warm-up, as in a host
+// (strip types, V8 syntax check, send the body in a frame, compile it in the child under vm.Script)
+// must cost at most 1.3x. The transpiler's one-time load is in the warm-up, as in a host
 // that runs many bodies; the first body's cost is measured separately below.
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";

@@ -1,4 +1,5 @@
 /** The help texts of `ears`: complete enough to use the CLI without the docs. */
+import { DEFAULT_POOL_SIZE } from "../host/code/run-pool.js";
 
 const EXIT_STATUS = `Exit status:
   0   the guest's result is a success (replay: the guest did what the recording says)
@@ -285,8 +286,9 @@ Serves MCP over stdin and stdout (stdio transport) with one tool, run_code: its 
 {"code": "<body>", "input"?: <JSON>}, its description carries the declarations of what the body may
 call, and its result is the body's outcome as text (and structuredContent), with isError for a
 failure. A body that does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
-Bodies run sandboxed (as ears exec: bubblewrap when it can start), one process each; the MCP
-servers of --mcp-config are started once and stay connected until the client closes stdin.
+Bodies run sandboxed (as ears exec: bubblewrap when it can start), one process each, on runners
+started ahead (a run pool) so a body does not wait for a process to start; the MCP servers of
+--mcp-config are started once and stay connected until the client closes stdin.
 Logs, the bodies' stderr and the servers' stderr go to stderr; stdout carries only MCP.
 
 Options:
@@ -297,6 +299,8 @@ ${CONNECTOR_HELP}
                             directory of its own, as ears exec without --cwd.
   --typecheck               Check each body's types against the declarations before running it
                             (needs the typescript package).
+  --pool <n>                Runners kept started ahead, each sandboxed and waiting for one body
+                            (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead).
   -h, --help                Show this help.
 
 In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, Cursor's mcp.json):

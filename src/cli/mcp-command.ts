@@ -4,7 +4,8 @@
  * built-ins). Any MCP client (Claude Desktop, Cursor, an agent framework) then has a code tool whose
  * description carries the TypeScript declarations of what a body may call.
  */
-import { runCode, type RunReport } from "../host/index.js";
+import { createRunPool, runCode, type HostLimits, type RunPool, type RunReport } from "../host/index.js";
+import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, POOL_LIMITS } from "../host/code/run-pool.js";
 import type { Json } from "../protocol/json.js";
 import { isMissingMcpSdk, missingMcpSdk } from "../host/connectors/mcp.js";
 import { SDK } from "../protocol/version.js";
@@ -14,7 +15,7 @@ import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-
 import { subcommand, UsageError } from "./usage.js";
 
 const { input: _input, record: _record, json: _json, ...SHARED } = RUN_OPTIONS;
-const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" } } as const;
+const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" }, pool: { type: "string" } } as const;
 
 /** The name of the one tool `ears mcp` serves. */
 export const RUN_CODE_TOOL = "run_code";
@@ -61,6 +62,15 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   const { contract, closeConnectors, recorder: _recorder, ...host } = await hostOptionsOf(values, io);
   const typecheck = values.typecheck ?? false;
   const declarations = (contract ?? contractOf(host.allowed ?? [], {})).declarations();
+  // Bodies run on warm runners (a run pool) unless --pool 0: the sandbox and limits every body gets, started ahead.
+  const size = poolSizeOf(values.pool);
+  let pool: RunPool | undefined;
+  try {
+    pool = size === 0 ? undefined : createRunPool({ size, sandbox: host.sandbox, limits: poolLimitsOf(host.limits) });
+  } catch (error) {
+    await closeConnectors();
+    throw error;
+  }
   const stop = new AbortController();
   const server = new sdk.Server({ name: "ears", version: SDK.slice(SDK.lastIndexOf("@") + 1) }, { capabilities: { tools: {} } });
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({
@@ -103,6 +113,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
         input: (args.input ?? null) as Json,
         typecheck,
         ...(contract === undefined ? {} : { contract }),
+        ...(pool === undefined ? {} : { pool }),
       });
     } catch (error) {
       // A missing optional peer (amaro, typescript): the client's model cannot fix that, its user can.
@@ -128,10 +139,26 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   } finally {
     process.stdin.off("end", end);
     io.signal?.removeEventListener("abort", end);
+    await pool?.close();
     await closeConnectors();
   }
   return ExitStatus.Success;
 });
+
+/** `--pool <n>`: runners kept started ahead, default {@link DEFAULT_POOL_SIZE}; 0 starts one per body instead. */
+export function poolSizeOf(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_POOL_SIZE;
+  const size = /^\s*\d+\s*$/.test(text) ? Number(text) : NaN;
+  if (!(Number.isSafeInteger(size) && size <= MAX_POOL_SIZE)) {
+    throw new UsageError(`--pool takes a whole number from 0 (no pool) to ${MAX_POOL_SIZE}, got ${JSON.stringify(text)}`);
+  }
+  return size;
+}
+
+/** The limits a pool's runners are started with, from the limits every body gets. */
+function poolLimitsOf(limits: HostLimits | undefined): HostLimits {
+  return Object.fromEntries(POOL_LIMITS.filter((name) => limits?.[name] !== undefined).map((name) => [name, limits![name]]));
+}
 
 /**
  * A run's report as a tool result: the outcome as text (content, then structured as JSON, then the logs)

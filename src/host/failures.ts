@@ -44,8 +44,39 @@ export function codeNotCompiled(problem: string): HostFailure {
   return { code: HostFailureCode.CompileError, message: `the code was not run: ${problem}` };
 }
 
-export function compiledCodeNotWritten(error: unknown): HostFailure {
-  return { code: HostFailureCode.SpawnFailed, message: `could not write the compiled code for the runner: ${describeError(error)}` };
+export function workDirNotMade(error: unknown): HostFailure {
+  return {
+    code: HostFailureCode.SpawnFailed,
+    message: `could not make the code runner's private working directory: ${describeError(error)}`,
+  };
+}
+
+// A run pool's (runCode with `pool`).
+
+/**
+ * The last runner the pool started did not get as far as its hello; `failure` says how (a report's own
+ * failure), `inARow` how many starts failed in a row, `nextTryMs` when the pool tries again.
+ */
+export function poolRunnerNotStarted(failure: HostFailure, inARow: number, nextTryMs: number): HostFailure {
+  return {
+    code: failure.code,
+    message:
+      `the run pool's runner did not start, so nothing ran (${inARow} failed starts in a row; ` +
+      `the pool tries again in ${nextTryMs} ms, waiting twice as long after each failure): ${failure.message}`,
+  };
+}
+
+export function poolRunnerNotReady(ms: number): HostFailure {
+  return {
+    code: HostFailureCode.HelloTimeout,
+    message:
+      `no runner of the run pool was ready within ${ms} ms (limits.helloTimeoutMs); ` +
+      "every runner was busy or starting, and nothing ran",
+  };
+}
+
+export function poolClosed(): HostFailure {
+  return { code: HostFailureCode.Aborted, message: "the run pool was closed before a runner was free for this run; nothing ran" };
 }
 
 // The host's own side: its signal, its deadlines, its own faults.

@@ -30,6 +30,8 @@ export type {
 export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
+export { createRunPool, DEFAULT_POOL_SIZE, type RunPool, type RunPoolOptions } from "./code/run-pool.js";
+export { closeTypeChecker } from "./code/warm-checker.js";
 export {
   connectMcpServers,
   mcpConfig,

@@ -10,32 +10,103 @@ import { readdirSync, readFileSync } from "node:fs";
 export const GROUPS_SUPPORTED = process.platform !== "win32";
 
 /**
- * The watchdog: a shell that blocks reading a pipe only the host holds. When the host dies, however it
- * dies, the kernel closes the pipe, `read` returns, and the shell SIGKILLs the guest's group, removes
- * the run's scratch directory if it has one (runCode's compiled body), then SIGKILLs whatever is left in
- * each of the run's cgroups (also what left the group, e.g. with setsid) and removes them, retrying for
- * up to 5 s while the kernel still counts dying processes. At the end of a normal run the host SIGKILLs
- * the watchdog first, so it never fires then.
+ * The watchdog: one shell per host, started with the first run that needs it, blocking on a pipe only
+ * the host holds. The host tells it each run as it starts ("+ id group scratch cgroup…") and as it ends
+ * ("- id"). When the host dies, however it dies, the kernel closes the pipe, the loop ends, and for each
+ * run still told of the shell SIGKILLs the guest's group, removes the run's scratch directory if it has
+ * one (runCode's compiled body), then SIGKILLs whatever is left in each of the run's cgroups (also what
+ * left the group, e.g. with setsid) and removes them, retrying for up to 5 s while the kernel still counts
+ * dying processes. One shell for the host, not one per run: a spawn costs the host about a millisecond
+ * of blocked event loop (Node forks the whole host), a line on a pipe almost nothing.
+ *
+ * Paths travel as words of `[A-Za-z0-9/._-]` and `\0NNN` octal escapes (see {@link watchdogWord}),
+ * decoded by printf's %b; ids are the host's own integers, so `eval` only ever sees `run_<digits>`.
  */
 const WATCHDOG_SCRIPT = [
-  'read _; kill -KILL "-$1" 2>/dev/null; if [ -n "$2" ]; then rm -rf -- "$2"; fi; shift 2',
-  'for dir in "$@"; do n=0; while [ -d "$dir" ] && [ $n -lt 50 ]; do',
-  '  while read pid; do kill -KILL "$pid"; done < "$dir/cgroup.procs" 2>/dev/null',
-  '  rmdir "$dir" 2>/dev/null || sleep 0.1; n=$((n + 1))',
-  "done; done",
+  "set -f; ids=",
+  "while read -r op id rest; do case $op in",
+  '  +) eval "run_$id=\\$rest"; ids="$ids $id" ;;',
+  '  -) eval "unset run_$id"; kept=; for i in $ids; do [ "$i" = "$id" ] || kept="$kept $i"; done; ids=$kept ;;',
+  "esac; done",
+  'decode() { decoded=$(printf "%bx" "$1"); decoded=${decoded%x}; }',
+  'for id in $ids; do eval "set -- \\$run_$id"',
+  '  kill -KILL "-$1" 2>/dev/null; if [ "$2" != - ]; then decode "$2"; rm -rf -- "$decoded"; fi; shift 2',
+  '  for word in "$@"; do decode "$word"; n=0; while [ -d "$decoded" ] && [ $n -lt 50 ]; do',
+  '    while read pid; do kill -KILL "$pid"; done < "$decoded/cgroup.procs" 2>/dev/null',
+  '    rmdir "$decoded" 2>/dev/null || sleep 0.1; n=$((n + 1))',
+  "  done; done",
+  "done",
 ].join("\n");
+
+/** A path as one word the watchdog's printf %b turns back into the same bytes; "-" for none (paths are absolute). */
+export function watchdogWord(path: string | undefined): string {
+  if (path === undefined || path === "") return "-";
+  let word = "";
+  for (const byte of Buffer.from(path)) {
+    const char = String.fromCharCode(byte);
+    word += /^[A-Za-z0-9/._-]$/.test(char) ? char : `\\0${byte.toString(8).padStart(3, "0")}`;
+  }
+  return word;
+}
+
+/** The host's watchdog shell and the runs it covers. */
+class Watchdog {
+  private shell: ChildProcess | undefined;
+  private lastId = 0;
+
+  /** Tells the watchdog of a run; the id to {@link forget} it by, or undefined when there is no watchdog (no /bin/sh). */
+  cover(group: number, scratch: string | undefined, cgroups: readonly string[]): number | undefined {
+    const shell = this.running();
+    if (shell === undefined) return undefined;
+    this.lastId += 1;
+    shell.stdin?.write(`+ ${this.lastId} ${group} ${watchdogWord(scratch)} ${cgroups.map(watchdogWord).join(" ")}\n`);
+    return this.lastId;
+  }
+
+  /** The run ended and its host cleared it: nothing for the watchdog to do should the host die now. */
+  forget(id: number): void {
+    this.shell?.stdin?.write(`- ${id}\n`);
+  }
+
+  private running(): ChildProcess | undefined {
+    if (this.shell !== undefined) return this.shell;
+    try {
+      const shell = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "ears-watchdog"], {
+        stdio: ["pipe", "ignore", "ignore"],
+        detached: true, // its own group: a terminal's Ctrl-C for the host's group must not end it early
+      });
+      shell.on("error", () => {});
+      shell.stdin?.on("error", () => {});
+      // Killed from outside: the runs it covered lose their cover; the next run starts a new one.
+      shell.on("exit", () => {
+        if (this.shell === shell) this.shell = undefined;
+      });
+      // Guests keep the host alive while they run; the watchdog must never do so by itself.
+      shell.unref();
+      (shell.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+      this.shell = shell;
+      return shell;
+    } catch {
+      // No /bin/sh: runs go on; only the host-killed case loses its cover (documented).
+      return undefined;
+    }
+  }
+}
+
+const watchdog = new Watchdog();
+
 /** Where guests go when their group is gone within this poll while it is cleared. */
 const POLL_MS = 25;
 
-/** Signals and clears one guest's process group; owns its watchdog. */
+/** Signals and clears one guest's process group, covered by the host's watchdog. */
 export class ProcessGroup {
-  private watchdog: ChildProcess | undefined;
+  private covered: number | undefined;
 
   /**
    * `child` must have been spawned with `detached: true` (POSIX: its own group and session). An
-   * unconfined child gets a watchdog; a `sandboxed` one (bubblewrap) is covered by --die-with-parent, and
-   * gets one only to remove what the host made for this run should the host die: `scratch`, a
-   * directory, and `cgroups`, the run's cgroup directories.
+   * unconfined child is told to the watchdog; a `sandboxed` one (bubblewrap) is covered by
+   * --die-with-parent, and is told only to remove what the host made for this run should the host die:
+   * `scratch`, a directory, and `cgroups`, the run's cgroup directories.
    */
   constructor(
     private readonly child: ChildProcess,
@@ -44,20 +115,7 @@ export class ProcessGroup {
     cgroups: readonly string[] = [],
   ) {
     if (!GROUPS_SUPPORTED || child.pid === undefined || (sandboxed && scratch === undefined && cgroups.length === 0)) return;
-    try {
-      const watchdog = spawn("/bin/sh", ["-c", WATCHDOG_SCRIPT, "ears-watchdog", String(child.pid), scratch ?? "", ...cgroups], {
-        stdio: ["pipe", "ignore", "ignore"],
-        detached: true, // its own group: a terminal's Ctrl-C for the host's group must not end it early
-      });
-      watchdog.on("error", () => {});
-      watchdog.stdin?.on("error", () => {});
-      // The guest keeps the host alive while it runs; the watchdog must never do so by itself.
-      watchdog.unref();
-      (watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-      this.watchdog = watchdog;
-    } catch {
-      // No /bin/sh: the run goes on; only the host-killed case loses its cover (documented).
-    }
+    this.covered = watchdog.cover(child.pid, scratch, cgroups);
   }
 
   /**
@@ -120,13 +178,11 @@ export class ProcessGroup {
     return "SIGKILL";
   }
 
-  /** Stops the watchdog (SIGKILL before its pipe closes, so it cannot fire). */
+  /** Takes the run off the watchdog: it is cleared, and its group id may be reused. */
   release(): void {
-    const watchdog = this.watchdog;
-    this.watchdog = undefined;
-    if (watchdog === undefined) return;
-    watchdog.kill("SIGKILL");
-    watchdog.stdin?.destroy();
+    const covered = this.covered;
+    this.covered = undefined;
+    if (covered !== undefined) watchdog.forget(covered);
   }
 }
 

@@ -42,6 +42,7 @@ export function runReport(facts: RunFacts): RunReport {
   if (facts.sandboxFallback !== undefined) report.sandboxFallback = facts.sandboxFallback;
   if (facts.limits !== undefined) report.limits = facts.limits;
   if (facts.usage !== undefined) report.usage = facts.usage;
+  if (facts.pooled !== undefined) report.pooled = facts.pooled;
   return report as RunReport;
 }
 

@@ -1,28 +1,28 @@
 /**
  * Runs a guest as a child process over its stdio, with the host engine on a StreamWire over the
- * child's stdout and stdin. The child is always gone (its exit observed) when the promise settles.
+ * child's stdout and stdin. The child is always gone (its exit observed) when the promise settles. A
+ * launch has two steps, so a run pool can take the first ahead of time: {@link startGuest} (sandbox
+ * plan, limits, launcher, spawn, watchdog) and {@link StartedGuest.serve} (the session and the report).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { StreamWire } from "../wires/stdio.js";
-import { BoundedChild } from "./bounded-child.js";
 import * as failures from "./failures.js";
-import { hostSession, type SessionResult } from "./session.js";
+import { GuestProcess } from "./guest-process.js";
+import { hostSession } from "./session.js";
 import { graceMs, hostSettings, RESOURCE_LIMITS, type HostSettings } from "./settings.js";
 import type { RunObserver } from "./observer.js";
 import { traced } from "./tracing.js";
-import { GROUPS_SUPPORTED } from "./process-group.js";
-import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport } from "./sandbox/index.js";
+import { GROUPS_SUPPORTED, ProcessGroup } from "./process-group.js";
+import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport, type SandboxRequest } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report.js";
 import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
-import type { GuestCommand, HostFailure, RunReport } from "./types.js";
-import { UserCallbacks } from "./user-callbacks.js";
-import { guestHoldsOutput, OUTPUT_WATCH_MS } from "./sandbox/output-watch.js";
+import type { GuestCommand, HostFailure, ResourceLimitName, RunReport } from "./types.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -47,7 +47,8 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
  * if (!report.ok) console.error(report.failure?.message ?? report.outcome?.content, report.stderr);
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
-  return launchGuest(options, "runGuest", {});
+  const launch = checkLaunch(options, "runGuest", {});
+  return traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) => runLaunch(launch, observer));
 }
 
 /** @internal What runCode adds to a launch. */
@@ -60,16 +61,30 @@ export interface LaunchExtras {
   scratch?: string;
   /** Whether the sandbox looks for the script's directory and Node's lookups (default true). */
   discover?: boolean;
-  /** Set when the caller traces the run (runCode) and passes its observer; otherwise the run is traced here. */
-  observed?: { observer: RunObserver | undefined };
+}
+
+/** @internal A launch's options, checked once (runGuest, runCode and run pools use them as they are). */
+export interface CheckedLaunch extends LaunchExtras {
+  command: string;
+  args: readonly string[];
+  /** The working directory as given (undefined: this process's, when the guest starts). */
+  cwd: string | undefined;
+  env: NodeJS.ProcessEnv | undefined;
+  onStderr: ((chunk: string) => void) | undefined;
+  settings: HostSettings;
+  killGraceMs: number;
+  /** The sandbox asked for, with the extras' paths added. */
+  sandbox: SandboxRequest;
+  /** The resource limits the options name (a report says which were asked for). */
+  requestedLimits: ReadonlySet<ResourceLimitName>;
 }
 
 /**
- * @internal runGuest, with `readable` paths added to whatever sandbox the options choose (the mode is
- * kept: "auto" stays "auto"), and a `scratch` directory the watchdog removes if the host dies before it
- * can. `runCode` uses both for the guest's compiled body. `caller` names the public function in option errors.
+ * @internal Checks a launch's options (runGuest's, or runCode's with its runner as the command): throws
+ * TypeError or RangeError naming the bad option, as runGuest documents. `caller` names the public
+ * function in the messages. `readable`/`writable` are added to whatever sandbox the options choose.
  */
-export function launchGuest(options: GuestCommand, caller: "runGuest" | "runCode", extras: LaunchExtras): Promise<RunReport> {
+export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode" | "createRunPool", extras: LaunchExtras): CheckedLaunch {
   if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object with a command`);
   const { readable = [], writable = [] } = extras;
   const { command, args = [], onStderr } = options;
@@ -79,118 +94,180 @@ export function launchGuest(options: GuestCommand, caller: "runGuest" | "runCode
   }
   if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError(`${caller}: options.onStderr must be a function`);
   const settings = hostSettings(options, caller);
-  const killGrace = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
-  const requested = sandboxRequest(options.sandbox, caller);
-  const sandbox =
-    readable.length === 0 && writable.length === 0
-      ? requested
-      : {
-          ...requested,
-          options: {
-            ...requested.options,
-            readable: [...(requested.options.readable ?? []), ...readable],
-            writable: [...(requested.options.writable ?? []), ...writable],
-          },
-        };
-  if (extras.observed !== undefined) return launchValid(options, settings, killGrace, sandbox, extras, extras.observed.observer);
-  return traced(settings.trace, { api: caller, input: settings.input }, (observer) =>
-    launchValid(options, settings, killGrace, sandbox, extras, observer),
-  );
+  const killGraceMs = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
+  const sandbox = withPaths(sandboxRequest(options.sandbox, caller), readable, writable);
+  return {
+    ...extras,
+    command,
+    args,
+    cwd: options.cwd,
+    env: options.env,
+    onStderr,
+    settings,
+    killGraceMs,
+    sandbox,
+    requestedLimits: new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined)),
+  };
 }
 
-/** launchGuest once its options are checked. */
-function launchValid(
-  options: GuestCommand,
-  settings: HostSettings,
-  killGrace: number,
-  sandbox: ReturnType<typeof sandboxRequest>,
-  { scratch, discover = true }: LaunchExtras,
-  observer: RunObserver | undefined,
-): Promise<RunReport> {
-  const { command, args = [], env, onStderr } = options;
-  const requestedLimits = new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined));
-  const resourceLimits = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, settings.limits[name]])) as ResourceLimits;
-  const cwd = options.cwd ?? process.cwd();
+/** @internal `request` with `readable` and `writable` paths added (the mode is kept: "auto" stays "auto"). */
+export function withPaths(request: SandboxRequest, readable: readonly string[], writable: readonly string[]): SandboxRequest {
+  if (readable.length === 0 && writable.length === 0) return request;
+  return {
+    ...request,
+    options: {
+      ...request.options,
+      readable: [...(request.options.readable ?? []), ...readable],
+      writable: [...(request.options.writable ?? []), ...writable],
+    },
+  };
+}
+
+/**
+ * @internal Starts a checked launch and serves its session: runGuest's run. `preamble` is a line written to
+ * the child before the session's first frame (runCode's body frame).
+ */
+export async function runLaunch(launch: CheckedLaunch, observer: RunObserver | undefined, preamble?: string): Promise<RunReport> {
   const startedAt = performance.now();
-  const elapsed = () => performance.now() - startedAt;
-  const blank = (failure: HostFailure, fallback?: string): RunReport => notStartedReport(failure, elapsed(), fallback);
+  const started = await startGuest(launch, startedAt);
+  if (!(started instanceof StartedGuest)) return started;
+  return started.serve({ settings: launch.settings, observer, startedAt, preamble });
+}
+
+/**
+ * @internal Plans the sandbox and the limits, and spawns the guest (through the launcher when it has
+ * something to do) with its watchdog. Resolves with the started guest, or with the report of a guest
+ * that was never started (aborted first, no sandbox, a limit that cannot be had, spawn failed). Never rejects.
+ */
+export async function startGuest(launch: CheckedLaunch, startedAt: number): Promise<StartedGuest | RunReport> {
+  const { command, args, env, settings, sandbox, scratch, discover = true } = launch;
+  const resourceLimits = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, settings.limits[name]])) as ResourceLimits;
+  const cwd = launch.cwd ?? process.cwd();
+  const blank = (failure: HostFailure, fallback?: string): RunReport => notStartedReport(failure, performance.now() - startedAt, fallback);
   const aborted = () => blank(failures.abortedBeforeStart(settings.signal?.reason));
 
-  if (settings.signal?.aborted) return Promise.resolve(aborted());
+  if (settings.signal?.aborted) return aborted();
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
-  return planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }, { tmpBytes }).then(async (plan) => {
-    if (settings.signal?.aborted) return aborted();
-    if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
-    if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
-    const confined = plan.kind === "confined";
-    const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
-    const limits = RunLimits.prepare(resourceLimits, requestedLimits, confined);
-    if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
-    // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
-    const childEnv = confined ? {} : (env ?? process.env);
-    // The seccomp program's pipe is the one descriptor above 2 the child is given on purpose.
-    const keepFds = confined && plan.seccomp !== undefined ? [SECCOMP_FD] : [];
-    const launch = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
-    if ("problem" in launch || "error" in launch) {
-      await limits.cgroup?.remove();
-      return "error" in launch
-        ? blank(failures.spawnFailed(command, launch.error), fallback)
-        : blank(failures.limitUnavailable(launch.problem), fallback);
-    }
-    // The session ends early when a limit is passed; the user's signal still ends it as before.
-    const stop = new AbortController();
-    const passOnAbort = () => stop.abort(settings.signal?.reason);
-    settings.signal?.addEventListener("abort", passOnAbort, { once: true });
-    const sessionSettings = { ...settings, signal: stop.signal };
-    let child: ChildProcessWithoutNullStreams;
-    try {
-      // detached: the guest leads its own process group (and session), so stopping it reaches its descendants.
-      const spawnOptions = {
+  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }, { tmpBytes });
+  if (settings.signal?.aborted) return aborted();
+  if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
+  if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
+  const confined = plan.kind === "confined";
+  const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
+  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined);
+  if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
+  // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
+  const childEnv = confined ? {} : (env ?? process.env);
+  // The seccomp program's pipe is the one descriptor above 2 the child is given on purpose.
+  const keepFds = confined && plan.seccomp !== undefined ? [SECCOMP_FD] : [];
+  const start = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
+  if ("problem" in start || "error" in start) {
+    await limits.cgroup?.remove();
+    return "error" in start
+      ? blank(failures.spawnFailed(command, start.error), fallback)
+      : blank(failures.limitUnavailable(start.problem), fallback);
+  }
+  let child: ChildProcessWithoutNullStreams;
+  try {
+    // detached: the guest leads its own process group (and session), so stopping it reaches its descendants.
+    if (confined) child = spawnConfined({ ...plan, command: start.command, args: start.args }, { cwd, detached: GROUPS_SUPPORTED });
+    else {
+      child = spawn(start.command, start.args, {
         cwd,
-        stdio: ["pipe", "pipe", "pipe"] as ["pipe", "pipe", "pipe"],
+        stdio: ["pipe", "pipe", "pipe"],
         shell: false,
         windowsHide: true,
         detached: GROUPS_SUPPORTED,
-      };
-      if (confined) child = spawnConfined({ ...plan, command: launch.command, args: launch.args }, { cwd, detached: GROUPS_SUPPORTED });
-      else child = spawn(launch.command, launch.args, { ...spawnOptions, env: childEnv });
-    } catch (error) {
-      settings.signal?.removeEventListener("abort", passOnAbort);
-      await limits.cgroup?.remove();
-      return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
+        env: childEnv,
+      });
     }
-    limits.watch((failure) => stop.abort(failure));
-    const group = { sandboxed: confined, scratch, cgroups: limits.cgroup?.directories };
-    const guestProcess = new GuestProcess(child, group, killGrace, settings.limits.maxStderrBytes, onStderr);
-    if (confined) guestProcess.watchOutput();
-    const report = await guestProcess.run(
-      async (guest) => {
-        const spawnError = await guest.started;
-        if (spawnError !== undefined) return { failure: failures.spawnFailed(confined ? plan.command : command, spawnError) };
-        const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
-        const session = await hostSession(wire, sessionSettings, {
-          startedAt,
-          closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
-          observer,
-          resultReceived: () => guest.stop("result"),
-          release: (failure) => {
-            void wire.close().catch(() => {});
-            if (failure !== undefined) {
-              child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
-              guest.stop("failure");
-            }
-          },
-        });
-        return { session };
-      },
-      elapsed,
-      confined ? plan.report : null,
-      fallback,
-    );
+  } catch (error) {
+    await limits.cgroup?.remove();
+    return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
+  }
+  const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
+  const guest = new GuestProcess(child, group, launch.killGraceMs, settings.limits.maxStderrBytes, launch.onStderr);
+  if (confined) guest.watchOutput();
+  const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
+  return new StartedGuest(child, guest, wire, limits, confined ? plan.report : null, fallback, confined ? plan.command : command);
+}
+
+/** @internal What {@link StartedGuest.serve} needs of the run. */
+export interface ServeOptions {
+  /** The run's settings: capabilities, input, deadlines, callbacks, signal. */
+  settings: HostSettings;
+  observer: RunObserver | undefined;
+  /** `performance.now()` when the run began: its deadlines, timestamps and `durationMs` count from it. */
+  startedAt: number;
+  /** A line written to the child before the session's first frame (runCode's body frame). */
+  preamble?: string | undefined;
+  /** The first line the child wrote, when it was read before the session (a warm runner's hello). */
+  firstLine?: string | undefined;
+}
+
+/** @internal A guest that is spawned and not yet served (or, in a run pool, waiting for its run). */
+export class StartedGuest {
+  /** Aborted when a resource limit is passed (and, once served, when the run's signal fires). */
+  readonly stop = new AbortController();
+
+  constructor(
+    readonly child: ChildProcessWithoutNullStreams,
+    readonly process: GuestProcess,
+    readonly wire: StreamWire,
+    private readonly limits: RunLimits,
+    readonly sandbox: SandboxReport | null,
+    readonly sandboxFallback: string | undefined,
+    /** The program named in a SpawnFailed message (bubblewrap, when confined). */
+    readonly spawned: string,
+  ) {
+    // The session ends early when a limit is passed; the run's own signal still ends it as before.
+    limits.watch((failure) => this.stop.abort(failure));
+  }
+
+  /** Hosts the session, then ends the child, its group and its cgroup; the report says how it went. Never rejects. */
+  async serve({ settings, observer, startedAt, preamble, firstLine }: ServeOptions): Promise<RunReport> {
+    const { stop, child, wire } = this;
+    const passOnAbort = () => stop.abort(settings.signal?.reason);
+    settings.signal?.addEventListener("abort", passOnAbort, { once: true });
+    const sessionSettings = { ...settings, signal: stop.signal };
+    const report = await this.finish(async (guest) => {
+      const spawnError = await guest.started;
+      if (spawnError !== undefined) return { failure: failures.spawnFailed(this.spawned, spawnError) };
+      // A write that fails is the session's to report: its invoke, sent right after, fails the same way.
+      if (preamble !== undefined) wire.send(preamble).catch(() => {});
+      const session = await hostSession(wire, sessionSettings, {
+        startedAt,
+        closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
+        observer,
+        firstLine,
+        resultReceived: () => guest.stop("result"),
+        release: (failure) => {
+          void wire.close().catch(() => {});
+          if (failure !== undefined) {
+            child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
+            guest.stop("failure");
+          }
+        },
+      });
+      return { session };
+    }, startedAt);
     settings.signal?.removeEventListener("abort", passOnAbort);
-    const end = await limits.finish(report);
+    return report;
+  }
+
+  /**
+   * Ends a guest that will not be served (a run pool's runner that did not start right, died while it
+   * waited, or was closed): stops it, and reports `failure` (refined by its exit when its output ended).
+   */
+  discard(failure: HostFailure, endOfStream: boolean, startedAt: number): Promise<RunReport> {
+    return this.finish(async () => ({ failure, endOfStream }), startedAt);
+  }
+
+  private async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
+    const report = await this.process.run(body, () => performance.now() - startedAt, this.sandbox, this.sandboxFallback);
+    const end = await this.limits.finish(report);
     return runReport({ ...report, failure: end.failure ?? report.failure, limits: end.limits, usage: end.usage });
-  });
+  }
 }
 
 /**
@@ -212,9 +289,10 @@ function guestLaunch(
     args: target.args,
     closeFds: leakedDescriptors(),
     keepFds,
-    cgroupProcs: limits.cgroup?.procsFiles ?? [],
+    cgroupJoins: limits.cgroup?.joins ?? [],
     rlimits: limits.plan.cpuRlimitSeconds === undefined ? {} : { cpuSeconds: limits.plan.cpuRlimitSeconds },
-    env: childEnv,
+    // bubblewrap sets the guest's environment itself (--clearenv, --setenv).
+    env: confined ? null : childEnv,
     shells: machineShells(),
   };
   const direct = launcherCommand(steps);
@@ -227,104 +305,5 @@ function guestLaunch(
       return { error: Object.assign(new Error(`spawn ${target.command} EACCES`), { code: "EACCES" }) };
     }
     return { error: error as Error };
-  }
-}
-
-/** The child (on the bounded-child helper: its exit, its stderr tail and live callback, the shutdown sequence) and its report. */
-class GuestProcess {
-  /** Resolves with the spawn error, or undefined once the child is running. */
-  readonly started: Promise<Error | undefined>;
-  private readonly bounded: BoundedChild;
-  private readonly intervals = new Set<ReturnType<typeof setInterval>>();
-  private readonly callbacks = new UserCallbacks();
-
-  constructor(
-    private readonly child: ChildProcessWithoutNullStreams,
-    group: { sandboxed: boolean; scratch: string | undefined; cgroups: readonly string[] | undefined },
-    killGraceMs: number,
-    maxStderrBytes: number,
-    onStderr: ((chunk: string) => void) | undefined,
-  ) {
-    // stderr is always read (its tail kept), so a chatty child never blocks on a full pipe.
-    const onText = onStderr === undefined ? undefined : (text: string) => this.callbacks.run("onStderr", () => onStderr(text));
-    this.bounded = new BoundedChild(child, {
-      killGraceMs,
-      output: { streams: ["stderr"], maxBytes: maxStderrBytes, keep: "last", ...(onText && { onText }) },
-      group,
-    });
-    this.started = this.bounded.started;
-  }
-
-  /**
-   * Runs the session, then makes sure the child is gone and its stderr read, and builds the report.
-   * `body` resolves with the session, or with a failure when there was none (spawn failed).
-   */
-  async run(
-    body: (guest: GuestProcess) => Promise<{ session?: SessionResult; failure?: HostFailure }>,
-    elapsed: () => number,
-    sandbox: SandboxReport | null,
-    sandboxFallback: string | undefined,
-  ): Promise<RunReport> {
-    let outcome: { session?: SessionResult; failure?: HostFailure };
-    try {
-      outcome = await body(this);
-    } catch (error) {
-      outcome = { failure: failures.hostFailed(error) };
-    }
-    this.stop("end");
-    const end = await this.bounded.end();
-    for (const interval of this.intervals) clearInterval(interval);
-    const session = outcome.session?.report;
-    let failure = session === undefined ? outcome.failure : session.failure;
-    if (outcome.session?.endOfStream && failure !== undefined) failure = this.refine(failure, end.output, session?.hello !== undefined);
-    return runReport({
-      ...session,
-      failure,
-      durationMs: elapsed(),
-      exit: end.exit,
-      pid: this.child.pid,
-      stderr: end.output,
-      droppedStderrBytes: end.droppedBytes,
-      forcedStop: end.forced,
-      sandbox,
-      sandboxFallback,
-    });
-  }
-
-  /**
-   * Confined: ends the output when no process of the guest's holds it any more (see output-watch.ts),
-   * so a guest that closed stdout and lives on ends as it would unconfined. Twice in a row, with nothing
-   * left unread in the stream, so no frame the guest wrote before closing is lost.
-   */
-  watchOutput(): void {
-    const { stdout } = this.child;
-    let closedOnce = false;
-    const timer = setInterval(() => {
-      if (this.bounded.exit !== undefined || stdout.destroyed) return clearInterval(timer);
-      const drained = stdout.readableLength === 0 && !stdout.isPaused() && stdout.listenerCount("data") > 0;
-      const closed = drained && this.child.pid !== undefined && guestHoldsOutput(this.child.pid) === false;
-      if (closed && closedOnce) {
-        clearInterval(timer);
-        stdout.destroy();
-      }
-      closedOnce = closed;
-    }, OUTPUT_WATCH_MS);
-    timer.unref();
-    this.intervals.add(timer);
-  }
-
-  /**
-   * Starts the shutdown sequence once (see BoundedChild.stop); a later call joins it. After a result the
-   * child may still be reading, so its stdin is ended (queued replies flush); otherwise it is destroyed.
-   */
-  stop(why: "result" | "failure" | "end"): void {
-    this.bounded.stop(why, why === "result" ? "end" : "destroy");
-  }
-
-  /** The output ended early: when the child then exited on its own, its exit tells the real story. */
-  private refine(failure: HostFailure, stderr: string, saidHello: boolean): HostFailure {
-    const { exit, forced } = this.bounded;
-    if (exit === undefined || forced !== undefined) return failure;
-    return failures.endedEarly(failure, exit, stderr, saidHello);
   }
 }

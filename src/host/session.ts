@@ -31,6 +31,8 @@ export interface SessionHooks {
   release(failure: HostFailure | undefined): void;
   /** Told about the run's frames (tracing); its traceparent goes into the invoke frame. */
   observer?: RunObserver | undefined;
+  /** The guest's first line when the caller read it before the session (a run pool's warm runner's hello). */
+  firstLine?: string | undefined;
 }
 
 /** @internal A session's report plus what runGuest needs to tell a crash from a clean exit. */
@@ -62,6 +64,7 @@ class HostSession implements CallSession {
   private runTimer: ReturnType<typeof setTimeout> | undefined;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly callbacks = new UserCallbacks();
+  private unreadFirstLine: string | undefined;
   readonly observer: RunObserver | undefined;
   private readonly onAbort = () => {
     if (this.phase === "draining") this.finish(undefined);
@@ -79,6 +82,7 @@ class HostSession implements CallSession {
     this.outbox = new Outbox(wire, settings.limits.maxUnreadChars, tap);
     this.calls = new CallAdmission(this, settings, this.outbox);
     this.observer = hooks.observer;
+    this.unreadFirstLine = hooks.firstLine;
   }
 
   run(): Promise<SessionResult> {
@@ -125,9 +129,10 @@ class HostSession implements CallSession {
         await this.outbox.readerWait();
         continue;
       }
-      let line: string | undefined;
+      let line = this.unreadFirstLine;
+      this.unreadFirstLine = undefined;
       try {
-        line = await this.wire.receive();
+        line ??= await this.wire.receive();
       } catch (error) {
         this.readFailed(error);
         return;

@@ -305,8 +305,18 @@ export interface RunDetails {
   sandboxFallback?: string;
   /** Added, runGuest only: each resource limit, its value, whether it was asked for and what enforced it. */
   limits?: Record<ResourceLimitName, LimitState>;
-  /** Added, runGuest only: what the run cost (absent when the guest was never started). */
+  /**
+   * Added, runGuest only: what the run cost (absent when the guest was never started). For a pooled run
+   * (`pooled`), CPU time and peaks count from the runner's start, its warm-up included; `wallMs` from the
+   * moment the run took the runner.
+   */
   usage?: ResourceUsage;
+  /**
+   * Added, runCode with a `pool` only: true when the run was given to (or waited for) a runner of a run
+   * pool (`createRunPool`) instead of starting one of its own. `durationMs` then counts from the moment
+   * the run took the runner.
+   */
+  pooled?: true;
 }
 
 /** A run whose result frame arrived, whose outcome is a success, and after which nothing went wrong. */

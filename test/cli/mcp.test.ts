@@ -132,6 +132,59 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
   });
 });
 
+describe.runIf(process.platform === "linux")("ears mcp's run pool", () => {
+  /** The code runners among `pid`'s children (bubblewrap, or node itself unconfined, started with code-runner.js). */
+  const runnersOf = (pid: number) =>
+    childrenOf(pid).filter((child) => {
+      try {
+        return readFileSync(`/proc/${child}/cmdline`, "utf8")
+          .split("\0")
+          .some((word) => word.endsWith("code-runner.js"));
+      } catch {
+        return false;
+      }
+    });
+  const connect = async (args: string[]) => {
+    const transport = new StdioClientTransport({ command: process.execPath, args: [EARS, "mcp", ...args], stderr: "pipe" });
+    const client = new Client({ name: "test", version: "1" });
+    await client.connect(transport);
+    return { client, pid: transport.pid! };
+  };
+
+  it("keeps 2 runners waiting by default, serves bodies on them, and leaves none when the client closes", async () => {
+    const { client, pid } = await connect([]);
+    try {
+      for (let i = 0; i < 200 && runnersOf(pid).length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const waiting = runnersOf(pid);
+      expect(waiting).toHaveLength(2);
+      for (const input of [1, 2, 3]) {
+        const result = await client.callTool({ name: "run_code", arguments: { code: "return input * 2;", input } });
+        expect(result.structuredContent).toEqual({ status: "success", content: "", structured: input * 2 });
+      }
+      // The runners that served the bodies are gone; their replacements wait in their place.
+      expect(runnersOf(pid).filter((runner) => waiting.includes(runner))).toEqual([]);
+    } finally {
+      await client.close();
+    }
+    for (let i = 0; i < 100 && isRunning(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(isRunning(pid)).toBe(false);
+  });
+
+  it("--pool 0 starts a runner per body and keeps none waiting; --pool takes 0 to 64", async () => {
+    const { client, pid } = await connect(["--pool", "0"]);
+    try {
+      const result = await client.callTool({ name: "run_code", arguments: { code: "return 'cold';" } });
+      expect(result.structuredContent).toEqual({ status: "success", content: "", structured: "cold" });
+      expect(runnersOf(pid)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+    const bad = await ears(["mcp", "--pool", "65"]);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toBe('ears: --pool takes a whole number from 0 (no pool) to 64, got "65"\n');
+  });
+});
+
 describe("ears declarations", () => {
   let dir: string;
   beforeAll(() => {

@@ -49,3 +49,82 @@ export function killAllWith(marker: string): void {
     }
   }
 }
+
+/** Live (not zombie) processes: pid, parent and command line (its words joined by spaces). */
+export function processTable(): { pid: number; parent: number; command: string }[] {
+  const table = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, parent] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state === "Z") continue;
+      table.push({
+        pid: Number(entry),
+        parent: Number(parent),
+        command: readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " "),
+      });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return table;
+}
+
+/** `pid` and every live process below it (empty when `pid` is gone). */
+export function treeOf(pid: number): number[] {
+  const table = processTable();
+  const tree = table.some((entry) => entry.pid === pid) ? [pid] : [];
+  for (let i = 0; i < tree.length; i++) tree.push(...table.filter((entry) => entry.parent === tree[i]).map((entry) => entry.pid));
+  return tree;
+}
+
+/** The live child of `parent` whose command line contains `marker`, if there is one. */
+export function childWith(parent: number, marker: string): number | undefined {
+  return processTable().find((entry) => entry.parent === parent && entry.command.includes(marker))?.pid;
+}
+
+/** Polls until none of `pids` is alive, at most `withinMs`; resolves with those still alive (empty: all gone). */
+export async function pidsGoneWithin(pids: readonly number[], withinMs: number): Promise<number[]> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const live = new Set(processTable().map((entry) => entry.pid));
+    const alive = pids.filter((pid) => live.has(pid));
+    if (alive.length === 0 || Date.now() >= deadline) return alive;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Live processes whose environment holds `entry` ("NAME=value") or whose command line has it as two
+ * words (bubblewrap's `--setenv NAME value`): a run pool's runners and their sandboxes, found by a marker
+ * the pool's `env` (or `sandbox.env`) gives them.
+ */
+export function liveWithEnvironment(entry: string): number[] {
+  const [name, value] = [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)];
+  const found: number[] = [];
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const environment = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      const words = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      const set = words.findIndex((word, at) => word === name && words[at + 1] === value && words[at - 1] === "--setenv");
+      if (!environment.includes(entry) && set < 0) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") found.push(Number(pid));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+/** Polls until `count()` is at least `atLeast`, at most `withinMs`; resolves with the last count. */
+export async function countReaches(count: () => number, atLeast: number, withinMs: number): Promise<number> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const now = count();
+    if (now >= atLeast || Date.now() >= deadline) return now;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -140,6 +140,22 @@ describe("npm pack", () => {
     }
   });
 
+  it("type-checks code bodies with the consumer's TypeScript 5.9 from the installed package (its warm checker is in dist/)", () => {
+    // After typescript@5.9.3 was installed in the consumer above.
+    const script = `
+      import { runCode } from "@posoco/ears/host";
+      const bad = await runCode({ code: "const s: string = 1;", typecheck: true, sandbox: false });
+      const good = await runCode({ code: "const n: number = 2;\\nreturn n;", typecheck: true, sandbox: false });
+      console.log(JSON.stringify([bad.failure, good.outcome]));`;
+    expect(JSON.parse(run(process.execPath, ["--input-type=module", "-e", script], folder))).toEqual([
+      {
+        code: "CompileError",
+        message: "the code was not run: type errors: code.ts:1:7: Type 'number' is not assignable to type 'string'. (TS2322)",
+      },
+      { status: "success", content: "", structured: 2 },
+    ]);
+  });
+
   it("runs a guest under the packaged ears CLI", () => {
     writeFileSync(
       join(folder, "guest.mjs"),

@@ -6,7 +6,7 @@
  */
 import { createRequire } from "node:module";
 import { Script } from "node:vm";
-import { CODE_FILENAME, CODE_PREFIX, CODE_SUFFIX, NO_MODULES_HINT, wrapBody } from "./wrapper.js";
+import { CODE_FILENAME, CODE_PREFIX, CODE_SUFFIX, NO_MODULES_HINT, wrapBody } from "../../protocol/code-body.js";
 
 /** The verdict on a body: JavaScript with the body's own positions, or why it does not compile. */
 export type Compiled = { ok: true; javascript: string } | { ok: false; message: string };

@@ -6,6 +6,7 @@
  */
 import { accessSync, constants, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { CgroupJoin } from "./launcher.js";
 
 /** The controllers a run uses: memory (memoryBytes), pids (processes), CPU accounting (cpuTimeMs, usage). */
 export type Controller = "memory" | "pids" | "cpu";
@@ -194,9 +195,11 @@ export class RunCgroup {
     return [...new Set(Object.values(this.dirs))];
   }
 
-  /** The `cgroup.procs` files the launcher writes its pid into. */
-  get procsFiles(): string[] {
-    return this.directories.map((dir) => join(dir, "cgroup.procs"));
+  /** What the launcher writes itself into: each v1 hierarchy's `tasks` (by thread, see {@link CgroupJoin}), v2's `cgroup.procs`. */
+  get joins(): CgroupJoin[] {
+    return this.directories.map((dir) =>
+      this.version === "v1" ? { file: join(dir, "tasks"), as: "thread" } : { file: join(dir, "cgroup.procs"), as: "process" },
+    );
   }
 
   /** Which controllers this cgroup has. */
@@ -299,11 +302,13 @@ export class RunCgroup {
   async remove(withinMs = 5000): Promise<boolean> {
     const deadline = Date.now() + withinMs;
     let left = this.directories;
-    for (;;) {
+    // The kernel usually lets go of the tree's last processes within a few milliseconds of the exit the host
+    // saw: ask again soon at first (a run's report waits for this), then every 20 ms.
+    for (let tries = 0; ; tries += 1) {
       this.killAll();
       left = left.filter((dir) => !tryRmdir(dir));
       if (left.length === 0 || Date.now() >= deadline) return left.length === 0;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(20, 2 ** tries)));
     }
   }
 }

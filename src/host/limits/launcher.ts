@@ -20,17 +20,31 @@ export interface LaunchSteps {
   closeFds: readonly number[];
   /** Descriptors the child is given on purpose (extra stdio entries, e.g. bubblewrap's seccomp program on 3); never closed. */
   keepFds: readonly number[];
-  /** `cgroup.procs` files the launcher writes its own pid into, in order. */
-  cgroupProcs: readonly string[];
+  /** The cgroup files the launcher writes itself into, in order, before it execs anything. */
+  cgroupJoins: readonly CgroupJoin[];
   /** Per-process rlimits: `cpuSeconds` is RLIMIT_CPU (soft and hard, whole seconds). */
   rlimits: { cpuSeconds?: number };
   /**
    * The environment the guest is given. The shells set PWD (both) and SHLVL (bash, at every exec): the
-   * launcher puts both back as they were here, so the guest's environment is exactly this one.
+   * launcher puts both back as they were here, so the guest's environment is exactly this one. `null`:
+   * the command sets the guest's environment itself (bubblewrap's --clearenv), so the launcher need not,
+   * and bash saves an exec of env.
    */
-  env: Readonly<Record<string, string | undefined>>;
+  env: Readonly<Record<string, string | undefined>> | null;
   /** The shells this machine has: a POSIX sh (dash takes single-digit descriptors only) and bash (any), and `env`. */
   shells: Shells;
+}
+
+/**
+ * One cgroup to join. `"thread"`: a cgroup v1 `tasks` file, given `0` (the writing thread). The launcher
+ * is a single-threaded shell, so moving its one thread moves the process; and the kernel moves the
+ * current thread without taking the global threadgroup lock, whose first writer waits for an RCU grace
+ * period (10-16 ms measured here, per run). `"process"`: a `cgroup.procs` file, given the shell's pid (v2
+ * has no `tasks` file; see BENCHMARKS.md for what that costs).
+ */
+export interface CgroupJoin {
+  file: string;
+  as: "thread" | "process";
 }
 
 /** The programs the launcher may use. */
@@ -56,7 +70,7 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
     .filter((fd) => Number.isSafeInteger(fd) && fd >= 3 && !steps.keepFds.includes(fd))
     .sort((a, b) => a - b);
   const { cpuSeconds } = steps.rlimits;
-  if (close.length === 0 && steps.cgroupProcs.length === 0 && cpuSeconds === undefined) {
+  if (close.length === 0 && steps.cgroupJoins.length === 0 && cpuSeconds === undefined) {
     return { command: steps.command, args: [...steps.args], wrapped: false };
   }
   // dash's redirections take one digit; bash takes any descriptor.
@@ -68,16 +82,21 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
     };
   }
   const bash = shell === steps.shells.bash;
-  if (bash && steps.shells.env === undefined)
+  const exact = steps.env !== null;
+  if (bash && exact && steps.shells.env === undefined)
     return { problem: "the launcher needs env (to start the guest from bash unchanged), which this machine lacks" };
   // env would take a command with "=" in its name for a variable.
-  if (bash && steps.command.includes("="))
+  if (bash && exact && steps.command.includes("="))
     return { problem: `the launcher cannot start ${JSON.stringify(steps.command)} through env (its path has "=")` };
   const lines: string[] = [];
   const restore: string[] = [];
-  // Each cgroup.procs file is a positional parameter, so no path is ever parsed by the shell.
-  for (let index = 0; index < steps.cgroupProcs.length; index += 1) {
-    lines.push(`echo $$ > "$1" || { echo "${LAUNCHER_MARK} could not join the run's cgroup ($1)" >&2; exit ${LAUNCHER_FAILED}; }; shift`);
+  // Each file is a positional parameter, so no path is ever parsed by the shell. echo is the shell's own:
+  // the write comes from the shell's thread, which "0" names.
+  for (const entry of steps.cgroupJoins) {
+    const who = entry.as === "thread" ? "0" : "$$";
+    lines.push(
+      `echo ${who} > "$1" || { echo "${LAUNCHER_MARK} could not join the run's cgroup ($1)" >&2; exit ${LAUNCHER_FAILED}; }; shift`,
+    );
   }
   if (close.length > 0) lines.push(`exec ${close.map((fd) => `${fd}<&-`).join(" ")}`);
   if (cpuSeconds !== undefined) {
@@ -88,13 +107,15 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
         `{ echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`,
     );
   }
-  const { PWD: pwd, SHLVL: shlvl } = steps.env;
-  if (pwd === undefined) lines.push("unset PWD");
+  const { PWD: pwd, SHLVL: shlvl } = steps.env ?? {};
+  if (!exact) {
+    // The command replaces the environment: nothing to put back.
+  } else if (pwd === undefined) lines.push("unset PWD");
   else {
     lines.push('export PWD="$1"; shift');
     restore.push(pwd);
   }
-  if (!bash) lines.push('exec "$@"');
+  if (!bash || !exact) lines.push('exec "$@"');
   else if (shlvl === undefined) lines.push(`exec ${steps.shells.env} -u SHLVL "$@"`);
   else {
     lines.push(`exec ${steps.shells.env} "SHLVL=$1" "\${@:2}"`);
@@ -105,7 +126,7 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
   const options = bash ? ["--norc", "--posix", "-c"] : ["-c"];
   return {
     command: shell,
-    args: [...options, lines.join("\n"), ARGV0, ...steps.cgroupProcs, ...restore, steps.command, ...steps.args],
+    args: [...options, lines.join("\n"), ARGV0, ...steps.cgroupJoins.map((entry) => entry.file), ...restore, steps.command, ...steps.args],
     wrapped: true,
   };
 }

@@ -191,24 +191,24 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
       expect(open.outcome?.structured).toEqual({ read: "s3cret" });
     });
 
-    it("sees its compiled body read-only, works in a private empty directory, and both are gone after the run", async () => {
+    it("gets its body in a frame, not a file, works in a private empty writable directory, and it is gone after the run", async () => {
       const report = await runCode({
         code:
-          'const fs = process.getBuiltinModule("node:fs");\nconst file = process.argv[2]!;\n' +
-          'try { fs.writeFileSync(file, "changed"); return "wrote"; } ' +
-          "catch (e) { return { file, error: (e as NodeJS.ErrnoException).code }; }",
+          'const fs = process.getBuiltinModule("node:fs");\nconst cwd = process.cwd();\nconst entries = fs.readdirSync(cwd);\n' +
+          'fs.writeFileSync("note.txt", "mine");\n' +
+          'return { cwd, entries, args: process.argv.slice(2), wrote: fs.readFileSync("note.txt", "utf8") };',
       });
-      const { file, error } = report.outcome?.structured as { file: string; error: string };
-      expect(error).toBe("EROFS");
-      expect(report.sandbox?.readable).toContain(file);
-      expect(report.sandbox?.readable).not.toContain(join(file, ".."));
+      const { cwd, entries, args, wrote } = report.outcome?.structured as { cwd: string; entries: string[]; args: string[]; wrote: string };
+      expect({ entries, args, wrote }).toEqual({ entries: [], args: [], wrote: "mine" });
+      expect(report.sandbox?.writable).toContain(cwd);
+      expect(report.sandbox?.readable.some((path) => path.includes("ears-code-"))).toBe(false);
       const fs = await import("node:fs");
-      expect(fs.existsSync(join(file, ".."))).toBe(false);
+      expect(fs.existsSync(join(cwd, ".."))).toBe(false);
     });
   });
 
   it("removes the temporary directory after an unconfined run too, whatever the body did", async () => {
-    const report = await runCode({ code: "return process.argv[2];", sandbox: false });
+    const report = await runCode({ code: "return process.cwd();", sandbox: false });
     const fs = await import("node:fs");
     expect(typeof report.outcome?.structured).toBe("string");
     expect(fs.existsSync(report.outcome?.structured as string)).toBe(false);
@@ -220,17 +220,23 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     expect(report.outcome?.structured).toBe(1024 * 1024);
   });
 
-  it("runs bodies side by side, each with its own file, input and result, and leaves no directory behind", async () => {
+  it("runs bodies side by side, each with its own directory, input and result, and leaves no directory behind", async () => {
     const fs = await import("node:fs");
     const reports = await Promise.all(
       Array.from({ length: 6 }, (_, n) =>
-        runCode({ code: "await new Promise((r) => setTimeout(r, 20));\nreturn { n: input, file: process.argv[2] };", input: n }),
+        runCode({ code: "await new Promise((r) => setTimeout(r, 20));\nreturn { n: input, file: process.cwd() };", input: n }),
       ),
     );
     const results = reports.map((report) => report.outcome?.structured as { n: number; file: string });
     expect(results.map((result) => result.n)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(new Set(results.map((result) => result.file)).size).toBe(6);
     expect(results.filter((result) => fs.existsSync(join(result.file, "..")))).toEqual([]);
+  });
+
+  it("ends its runner with the result: a timer the body left running does not keep it alive until it is stopped", async () => {
+    const report = await runCode({ code: "setInterval(() => {}, 1000);\nreturn 'left a timer';", sandbox: false, killGraceMs: 200 });
+    expect(report).toMatchObject({ ok: true, outcome: { structured: "left a timer" }, exit: { code: 0, signal: null } });
+    expect(report.forcedStop).toBeUndefined();
   });
 
   it("uses Outcome.isError from scope to narrow", async () => {
@@ -309,8 +315,10 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
 
     it("an abort while tsc runs stops it and reports Aborted, not a type error; nothing is started", async () => {
       const controller = new AbortController();
-      setTimeout(() => controller.abort(new Error("user stop")), 50);
-      const report = await runCode({ code: "return 1;", typecheck: true, signal: controller.signal });
+      // The checker is warm by now and answers within milliseconds: abort as soon as the check is asked for.
+      const running = runCode({ code: "return 1;", typecheck: true, signal: controller.signal });
+      controller.abort(new Error("user stop"));
+      const report = await running;
       expect(report.failure?.code).toBe("Aborted");
       expect(report.pid).toBeUndefined();
     });

@@ -20,7 +20,7 @@ const base: LaunchSteps = {
   args: ["a b", "$HOME", "'"],
   closeFds: [],
   keepFds: [],
-  cgroupProcs: [],
+  cgroupJoins: [],
   rlimits: {},
   env: {},
   shells,
@@ -50,22 +50,27 @@ describe("the launcher's command line", () => {
         fc.uniqueArray(fdArb, { maxLength: 8 }),
         fc.uniqueArray(fdArb, { maxLength: 3 }),
         fc.array(
-          fc.string({ minLength: 1 }).map((s) => `/sys/fs/cgroup/x/${s}/cgroup.procs`),
+          fc.record({
+            file: fc.string({ minLength: 1 }).map((s) => `/sys/fs/cgroup/x/${s}/tasks`),
+            as: fc.constantFrom("thread" as const, "process" as const),
+          }),
           { maxLength: 3 },
         ),
         fc.option(fc.integer({ min: 1, max: 100 }), { nil: undefined }),
-        (closeFds, keepFds, cgroupProcs, cpuSeconds) => {
-          const steps = { ...base, closeFds, keepFds, cgroupProcs, rlimits: cpuSeconds === undefined ? {} : { cpuSeconds } };
+        (closeFds, keepFds, cgroupJoins, cpuSeconds) => {
+          const steps = { ...base, closeFds, keepFds, cgroupJoins, rlimits: cpuSeconds === undefined ? {} : { cpuSeconds } };
           const toClose = closeFds.filter((fd) => !keepFds.includes(fd));
-          if (toClose.length === 0 && cgroupProcs.length === 0 && cpuSeconds === undefined) {
+          if (toClose.length === 0 && cgroupJoins.length === 0 && cpuSeconds === undefined) {
             expect(launcherCommand(steps)).toMatchObject({ wrapped: false });
             return;
           }
           const { shell, script, rest } = wrapped(steps);
           expect(shell).toBe(toClose.some((fd) => fd >= 10) ? shells.bash : shells.sh);
           // Paths and the command are positional parameters: never part of the script.
-          expect(rest).toEqual(["ears-launcher", ...cgroupProcs, base.command, ...base.args]);
-          expect(script.match(/echo \$\$ > "\$1"/g)?.length ?? 0).toBe(cgroupProcs.length);
+          expect(rest).toEqual(["ears-launcher", ...cgroupJoins.map((entry) => entry.file), base.command, ...base.args]);
+          // Each join in order: the thread ("0") or the process ($$), as asked.
+          const written = [...script.matchAll(/echo (0|\$\$) > "\$1"/g)].map((match) => (match[1] === "0" ? "thread" : "process"));
+          expect(written).toEqual(cgroupJoins.map((entry) => entry.as));
           const closed = [...script.matchAll(/(\d+)<&-/g)].map((match) => Number(match[1]));
           expect(closed.sort((a, b) => a - b)).toEqual([...toClose].sort((a, b) => a - b));
           for (const fd of keepFds) expect(closed).not.toContain(fd);
@@ -82,7 +87,7 @@ describe("the launcher's command line", () => {
     expect(launcherCommand({ ...base, closeFds: [40], shells: { sh: "/bin/sh" } })).toEqual({
       problem: "the launcher needs bash (to close descriptor 40), which this machine lacks",
     });
-    expect(launcherCommand({ ...base, cgroupProcs: ["/x/cgroup.procs"], shells: {} })).toMatchObject({
+    expect(launcherCommand({ ...base, cgroupJoins: [{ file: "/x/cgroup.procs", as: "process" }], shells: {} })).toMatchObject({
       problem: expect.stringContaining("/bin/sh"),
     });
     // Below 10, bash does when sh is missing.
@@ -109,11 +114,18 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
     return spawnSync(command.command, command.args, { stdio, encoding: "utf8", env: { ...steps.env } as NodeJS.ProcessEnv });
   }
 
-  it("writes its own pid (the guest's, after exec) into each cgroup.procs before the guest runs", () => {
-    const files = [join(dir, "a.procs"), join(dir, "b.procs")];
-    const result = run({ command: "/bin/sh", args: ["-c", "echo $$"], cgroupProcs: files });
+  it("writes its own pid (the guest's, after exec) into each cgroup.procs, and 0 into each tasks file, before the guest runs", () => {
+    const procs = [join(dir, "a.procs"), join(dir, "b.procs")];
+    const tasks = join(dir, "tasks");
+    const cgroupJoins = [
+      { file: procs[0]!, as: "process" as const },
+      { file: tasks, as: "thread" as const },
+      { file: procs[1]!, as: "process" as const },
+    ];
+    const result = run({ command: "/bin/sh", args: ["-c", "echo $$"], cgroupJoins });
     expect(result.status).toBe(0);
-    for (const file of files) expect(readFileSync(file, "utf8").trim()).toBe(result.stdout.trim());
+    for (const file of procs) expect(readFileSync(file, "utf8").trim()).toBe(result.stdout.trim());
+    expect(readFileSync(tasks, "utf8")).toBe("0\n");
   });
 
   it("closes the leaked descriptors, below 10 and above, and keeps the kept one", () => {
@@ -124,13 +136,20 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
     expect(fds).not.toContain(5);
     expect(fds).not.toContain(40);
     // Without the launcher they would all be there: the test sees what it claims to.
-    const bare = run({ command: "/bin/ls", args: ["/proc/self/fd"], cgroupProcs: [join(dir, "c.procs")] }, [5, 7, 40]);
+    const bare = run(
+      { command: "/bin/ls", args: ["/proc/self/fd"], cgroupJoins: [{ file: join(dir, "c.procs"), as: "process" }] },
+      [5, 7, 40],
+    );
     expect(bare.stdout.split(/\s+/).map(Number)).toEqual(expect.arrayContaining([5, 7, 40]));
   });
 
   it("never runs the guest when a cgroup cannot be joined: a status and a marked line of its own", () => {
     const proof = join(dir, "ran");
-    const result = run({ command: "/bin/touch", args: [proof], cgroupProcs: [join(dir, "missing", "cgroup.procs")] });
+    const result = run({
+      command: "/bin/touch",
+      args: [proof],
+      cgroupJoins: [{ file: join(dir, "missing", "cgroup.procs"), as: "process" }],
+    });
     expect(result.status).toBe(LAUNCHER_FAILED);
     expect(result.stderr).toContain(`${LAUNCHER_MARK} could not join the run's cgroup (${join(dir, "missing", "cgroup.procs")})`);
     expect(() => readFileSync(proof)).toThrow();
@@ -148,6 +167,16 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
         );
       }
     }
+  });
+
+  it("when the command sets the environment itself (env null: bubblewrap), bash execs it with no env program between", () => {
+    const noEnv = { ...machineShells(), env: join(dir, "no-such-env") };
+    const shown = run({ command: "/bin/echo", args: ["ran"], closeFds: [40], env: null, shells: noEnv }, [40]);
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(shown.stdout).toBe("ran\n");
+    // An exact environment through bash needs env: the same run fails without one, so the test sees what it claims.
+    const exact = run({ command: "/bin/echo", args: ["ran"], closeFds: [40], env: {}, shells: noEnv }, [40]);
+    expect(exact.status).not.toBe(0);
   });
 
   it("bash runs no startup file: not $BASH_ENV, which still reaches the guest", () => {

@@ -216,7 +216,7 @@ describe.runIf(process.platform === "linux")("without a cgroup", () => {
       args: ["-e", "for (;;) {}"],
       closeFds: [],
       keepFds: [],
-      cgroupProcs: [],
+      cgroupJoins: [],
       rlimits: { cpuSeconds: limits.plan.cpuRlimitSeconds! },
       env: {},
       shells: machineShells(),

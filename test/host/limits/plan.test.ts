@@ -216,7 +216,7 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
       );
       expect(readFileSync(join(parent, "cgroup.subtree_control"), "utf8")).toBe("+pids +cpu");
       const [dir] = cgroup.directories;
-      expect(cgroup.procsFiles).toEqual([join(dir!, "cgroup.procs")]);
+      expect(cgroup.joins).toEqual([{ file: join(dir!, "cgroup.procs"), as: "process" }]);
       expect(readFileSync(join(dir!, "memory.max"), "utf8")).toBe("4096");
       expect(readFileSync(join(dir!, "pids.max"), "utf8")).toBe("7");
       writeFileSync(join(dir!, "cpu.stat"), "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n");
@@ -226,6 +226,29 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
       expect(cgroup.read()).toEqual({ cpuMs: 2.5, peakMemoryBytes: 1048576, oomKills: 1, peakProcesses: 5 });
       // A real cgroup directory can be removed with its files in it; this one only once they are gone.
       for (const file of readdirSync(dir!)) unlinkSync(join(dir!, file));
+      expect(await cgroup.remove(1000)).toBe(true);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it("cgroup v1: a directory per hierarchy, joined by the launcher's thread through each one's tasks file", async () => {
+    const { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
+    const parents = { memory: join(parent, "memory"), pids: join(parent, "pids"), cpu: join(parent, "cpuacct") };
+    for (const dir of Object.values(parents)) mkdirSync(dir);
+    try {
+      const cgroup = RunCgroup.create({ version: "v1", parents }, { memoryBytes: 4096, processes: 7 });
+      const dirs = cgroup.directories;
+      expect(dirs.map((dir) => dir.slice(0, dir.lastIndexOf("/")))).toEqual(Object.values(parents));
+      // "tasks", by thread: the write that skips the kernel's global threadgroup lock (BENCHMARKS.md).
+      expect(cgroup.joins).toEqual(dirs.map((dir) => ({ file: join(dir, "tasks"), as: "thread" })));
+      expect(readFileSync(join(cgroup.dirs.memory!, "memory.limit_in_bytes"), "utf8")).toBe("4096");
+      expect(readFileSync(join(cgroup.dirs.pids!, "pids.max"), "utf8")).toBe("7");
+      for (const dir of dirs) for (const file of readdirSync(dir)) unlinkSync(join(dir, file));
       expect(await cgroup.remove(1000)).toBe(true);
     } finally {
       rmSync(parent, { recursive: true, force: true });

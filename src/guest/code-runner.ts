@@ -1,0 +1,81 @@
+/**
+ * The guest program that runs a code body (runCode's runner, started as `node code-runner.js`): it says
+ * hello, takes one body frame carrying the JavaScript the host compiled (wire/PROTOCOL.md, "The code
+ * runner"), compiles it under the name `code.ts` with the body's own line and column numbers, serves it
+ * for the invoke that follows, and exits. Loads only the guest runtime and Node's built-ins. A warm
+ * runner of a run pool is this same program, started ahead and waiting for its body frame.
+ */
+import { Script } from "node:vm";
+import { decodeBodyFrame, CODE_FILENAME, CODE_PREFIX, NO_MODULES_HINT, wrapBody } from "../protocol/code-body.js";
+import { describeError, TransportError } from "../protocol/errors.js";
+import { FailureCode, Outcome } from "../protocol/outcome.js";
+import { stdio } from "../wires/stdio.js";
+import { serve } from "./serve.js";
+
+type Body = (ears: unknown, input: unknown, outcome: typeof Outcome) => Promise<unknown>;
+
+const wire = stdio();
+const receive = wire.receive.bind(wire);
+let body: Body | undefined;
+// The body frame comes between hello and invoke: serve's first receive (the invoke's) takes it first.
+wire.receive = async () => {
+  wire.receive = receive;
+  const line = await receive();
+  if (line === undefined) return undefined; // serve reports the host closing before the invoke
+  const decoded = decodeBodyFrame(line);
+  if ("problem" in decoded) throw new TransportError(decoded.problem, { kind: "malformed" });
+  body = compile(decoded.javascript);
+  return receive();
+};
+
+await serve({
+  wire,
+  run: async (ears, input) => {
+    try {
+      return await body!(ears, input, Outcome);
+    } catch (error) {
+      // The stack goes to the log; the result names where in the body it was thrown.
+      if (error instanceof Error && error.stack) await ears.log(bodyStack(error.stack), "error");
+      return Outcome.failure(FailureCode.GuestFailed, `${describeError(error)}${placeIn(error)}${moduleAdvice(error)}`);
+    }
+  },
+});
+// One body, then out: the runner exits once its result is written (serve settles when it is flushed), so
+// timers or handles the body left do not keep it alive until the host stops it; the exit status is serve's.
+process.exit();
+
+/** The body as a function; one V8 refuses (the host checked it, so this is rare) throws its error when called. */
+function compile(javascript: string): Body {
+  try {
+    return new Script(wrapBody(javascript), {
+      filename: CODE_FILENAME,
+      // No importModuleDynamically: on Node 20 it needs --experimental-vm-modules, so a body has no import();
+      // it works through `ears` and Node's globals (docs/code.md).
+      columnOffset: -CODE_PREFIX.length,
+    }).runInThisContext() as Body;
+  } catch (error) {
+    return () => Promise.reject(error);
+  }
+}
+
+/** " (at code.ts:LINE:COLUMN)" for the innermost frame in the body, or "" when the body is not on the stack. */
+function placeIn(error: unknown): string {
+  const stack = error instanceof Error ? String(error.stack) : "";
+  const frame = /\bcode\.ts:(\d+):(\d+)/.exec(stack);
+  return frame === null ? "" : ` (at ${CODE_FILENAME}:${frame[1]}:${frame[2]})`;
+}
+
+/** The stack down to the body's outermost frame: the runner's and serve's frames below it say nothing about the body. */
+function bodyStack(stack: string): string {
+  const lines = stack.split("\n");
+  const last = lines.findLastIndex((line) => line.includes(`${CODE_FILENAME}:`));
+  return last < 0 ? stack : lines.slice(0, last + 1).join("\n");
+}
+
+/** The way in for a body that reached for `require` or `import()`, which a script compiled here does not have. */
+function moduleAdvice(error: unknown): string {
+  const { name, message, code } = (error ?? {}) as { name?: unknown; message?: unknown; code?: unknown };
+  const requireMissing = name === "ReferenceError" && message === "require is not defined";
+  const importMissing = typeof code === "string" && code.startsWith("ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING");
+  return requireMissing || importMissing ? `: ${NO_MODULES_HINT}` : "";
+}

@@ -1,0 +1,62 @@
+/**
+ * How runCode starts its runner, cold or in a run pool: the runner script, its launch (runGuest's checks,
+ * the sandbox showing it this package's dist/), and the private working directory each runner gets.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as failures from "../failures.js";
+import { checkLaunch, withPaths, type CheckedLaunch } from "../run-guest.js";
+import type { GuestCommand, HostFailure } from "../types.js";
+
+let runnerPath: string | undefined;
+
+/** The runner script in this package's dist/ (this module may be bundled into dist/host or dist/chunks). */
+export function codeRunner(): string {
+  if (runnerPath !== undefined) return runnerPath;
+  // dist/host/index.js, dist/chunks/*.js, or the sources run by vitest (src/host/code/): the built runner.
+  for (const candidate of ["../guest/code-runner.js", "../../../dist/guest/code-runner.js"]) {
+    const path = fileURLToPath(new URL(candidate, import.meta.url));
+    if (existsSync(path)) return (runnerPath = path);
+  }
+  throw new Error("runCode: the code runner (dist/guest/code-runner.js) is missing from this installation of @posoco/ears");
+}
+
+/**
+ * @internal The runner's launch for runCode's options (or a pool's): checked once, by runGuest's own
+ * checks. The sandbox shows the runner this package's dist/ and nothing the sandbox would look for.
+ */
+export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, caller: "runCode" | "createRunPool"): CheckedLaunch {
+  const script = codeRunner();
+  return checkLaunch({ ...options, command: process.execPath, args: [script] }, caller, {
+    readable: [dirname(dirname(script))],
+    discover: false,
+  });
+}
+
+/**
+ * @internal Gives a launch its private working directory (mode 0700, removed by `remove`, and by the
+ * watchdog if the host dies first), unless the options named a `cwd`.
+ */
+export function withWorkDir(launch: CheckedLaunch): { launch: CheckedLaunch; remove: () => void } | { failure: HostFailure } {
+  if (launch.cwd !== undefined) return { launch, remove: () => {} };
+  let dir: string | undefined;
+  const remove = () => {
+    try {
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Best effort: a directory that cannot be removed must not turn the report into a rejection.
+    }
+  };
+  try {
+    dir = mkdtempSync(join(tmpdir(), "ears-code-"));
+    const work = join(dir, "work");
+    mkdirSync(work, { mode: 0o700 });
+    return { launch: { ...launch, cwd: work, scratch: dir, sandbox: withPaths(launch.sandbox, [], [work]) }, remove };
+  } catch (error) {
+    remove();
+    // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
+    return { failure: failures.workDirNotMade(error) };
+  }
+}

@@ -1,0 +1,431 @@
+/**
+ * Run pools: code runners started ahead, each already inside its sandbox, with its limits, having said
+ * hello and waiting for its body, so a pooled runCode costs about a round trip instead of a process start.
+ * Each runner serves one body and exits; the pool starts a replacement in the background. See
+ * docs/code.md, "Warm runs".
+ */
+import { resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { isDeepStrictEqual } from "node:util";
+import { decodeLine, PROTOCOL } from "../../protocol/frames.js";
+import { describeError } from "../../protocol/errors.js";
+import { MAX_TIMER_MS } from "../../protocol/timers.js";
+import * as failures from "../failures.js";
+import type { RunObserver } from "../observer.js";
+import { notStartedReport, runReport } from "../report.js";
+import { StartedGuest, startGuest, type CheckedLaunch } from "../run-guest.js";
+import { sandboxRequest, type SandboxRequest } from "../sandbox/index.js";
+import type { SandboxSetting } from "../sandbox/types.js";
+import { DEFAULT_HOST_LIMITS, RESOURCE_LIMITS } from "../settings.js";
+import type { GuestCommand, HostFailure, HostLimits, RunReport } from "../types.js";
+import { codeLaunch, withWorkDir } from "./code-launch.js";
+
+/** The limits a pool's runners are started with: a pooled run may leave them out or repeat them, not change them. */
+export const POOL_LIMITS = [...RESOURCE_LIMITS, "maxFrameBytes", "maxStderrBytes"] as const satisfies readonly (keyof HostLimits)[];
+/** The limits {@link createRunPool} takes: the pool's own, and helloTimeoutMs, each runner's start-up deadline. */
+const POOL_OPTION_LIMITS: ReadonlySet<string> = new Set([...POOL_LIMITS, "helloTimeoutMs"]);
+/** The default number of runners kept ready. */
+export const DEFAULT_POOL_SIZE = 2;
+/** The most runners a pool may keep (each is a Node process, about 40 MB). */
+export const MAX_POOL_SIZE = 64;
+/** Back-off after a runner failed to start: this, doubled for each failure in a row, up to {@link MAX_BACKOFF_MS}. */
+const FIRST_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 10_000;
+/** Failed starts in a row before runs are given the failure instead of waiting for the next try (one may be bad luck). */
+const FAILURES_REPORTED = 2;
+
+/** Options for {@link createRunPool}: what every runner of the pool is started with. */
+export interface RunPoolOptions {
+  /** How many runners to keep started ahead, default 2 (1 to 64). Runs beyond them wait for the next one ready. */
+  size?: number;
+  /** The runners' sandbox, as runCode's `sandbox` (default "auto"). */
+  sandbox?: SandboxSetting;
+  /**
+   * The runners' limits: `memoryBytes`, `processes`, `cpuTimeMs`, `tmpBytes`, `maxFrameBytes` and
+   * `maxStderrBytes` (as runCode's), and `helloTimeoutMs`, how long a runner may take to start (default
+   * 10 s). Per-run limits (`runTimeoutMs`, `callTimeoutMs`, ...) belong to each runCode; giving one here is a TypeError.
+   */
+  limits?: HostLimits;
+  /** The runners' working directory, as runCode's `cwd`; default a private, empty, writable directory per runner. */
+  cwd?: string;
+  /** The runners' environment (unconfined), or where `sandbox.env` names are looked up, as runCode's `env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A pool of warm code runners, made by {@link createRunPool}; pass it to runCode as `pool`. */
+export interface RunPool {
+  /** How many runners the pool keeps started ahead. */
+  readonly size: number;
+  /** True once {@link RunPool.close} was called: runCode with this pool then throws. */
+  readonly closed: boolean;
+  /** How many runners are started and waiting for a body right now (0 to `size`). */
+  readonly ready: number;
+  /**
+   * Stops the pool: no runner is started any more, runs waiting for a runner end with `Aborted`, the idle
+   * runners are stopped, and runs already under way finish as they would. Resolves once every process the
+   * pool started is gone (their working directories and cgroups removed). Calling it again returns the same promise.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Makes a pool of warm code runners for runCode: `size` runners are started at once, each the code runner
+ * already inside its sandbox with the pool's sandbox, limits, working directory and environment, exactly
+ * as a cold runCode with those options would start it, and waiting for its body. `runCode({ code, pool })`
+ * takes one; the runner serves that one body and exits, and the pool starts a replacement in the background,
+ * so nothing of one run (globals, `/tmp`, processes, environment, working directory) reaches the next.
+ * Waiting runners never keep the host's event loop alive, and are killed when the host exits (or, killed
+ * itself, by their watchdogs). Invalid options throw (TypeError, RangeError); call {@link RunPool.close} when done.
+ *
+ * @example
+ * const pool = createRunPool({ size: 2, limits: { memoryBytes: 256 * 1024 * 1024 } });
+ * const report = await runCode({ code: "return 1 + 1;", pool });
+ * await pool.close();
+ */
+export function createRunPool(options: RunPoolOptions = {}): RunPool {
+  if (typeof options !== "object" || options === null) throw new TypeError("createRunPool: options must be an object");
+  const { size = DEFAULT_POOL_SIZE, sandbox, limits, cwd, env, ...rest } = options;
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `createRunPool: unknown option ${JSON.stringify(unknown[0])}; ` +
+        "a pool takes size, sandbox, limits, cwd and env (the rest is each runCode's)",
+    );
+  }
+  if (!(Number.isSafeInteger(size) && size >= 1 && size <= MAX_POOL_SIZE)) {
+    throw new RangeError(`createRunPool: size must be an integer from 1 to ${MAX_POOL_SIZE}, got ${String(size)}`);
+  }
+  if (limits !== undefined && typeof limits === "object" && limits !== null) {
+    for (const key of Object.keys(limits)) {
+      if (limits[key as keyof HostLimits] !== undefined && !POOL_OPTION_LIMITS.has(key) && key in DEFAULT_HOST_LIMITS) {
+        throw new TypeError(`createRunPool: limits.${key} is each run's, not the pool's; give it to runCode`);
+      }
+    }
+  }
+  // The same checks and launch as a cold runCode's: one way to start the runner.
+  const launch = codeLaunch({ sandbox, limits, cwd, env: env === undefined ? undefined : { ...env } }, "createRunPool");
+  return new WarmPool(size, launch, sandboxRequest(sandbox, "createRunPool"));
+}
+
+/**
+ * @internal runCode's options checked against the pool's: the run's launch, its per-run settings with the
+ * pool's sandbox, limits, working directory and environment. Throws TypeError when one of those differs.
+ */
+export function poolRun(pool: RunPool, options: Omit<GuestCommand, "command" | "args">): CheckedLaunch {
+  if (!(pool instanceof WarmPool)) throw new TypeError("runCode: options.pool must be a pool made by createRunPool");
+  if (pool.closed) {
+    throw new TypeError("runCode: options.pool is closed (pool.close() was called); make a new pool, or leave pool out to run cold");
+  }
+  const own = pool.launch;
+  const launch = codeLaunch(options, "runCode");
+  const differs = (what: string) =>
+    new TypeError(
+      `runCode: options.${what} differs from the pool's; a pooled run has the pool's sandbox, limits, working directory and ` +
+        "environment (leave it out, give the pool's, or run without pool)",
+    );
+  if (options.sandbox !== undefined && !isDeepStrictEqual(sandboxRequest(options.sandbox, "runCode"), pool.sandbox)) {
+    throw differs("sandbox");
+  }
+  if (options.cwd !== undefined && (own.cwd === undefined || resolve(options.cwd) !== resolve(own.cwd))) throw differs("cwd");
+  if (options.env !== undefined && !isDeepStrictEqual({ ...options.env }, own.env)) throw differs("env");
+  const limits = { ...launch.settings.limits };
+  for (const name of POOL_LIMITS) {
+    if (options.limits?.[name] !== undefined && launch.settings.limits[name] !== own.settings.limits[name]) throw differs(`limits.${name}`);
+    limits[name] = own.settings.limits[name];
+  }
+  return { ...own, settings: { ...launch.settings, limits }, killGraceMs: launch.killGraceMs, onStderr: launch.onStderr };
+}
+
+/** A runner of the pool: started, then idle with its hello read, then taken by one run (or discarded). */
+interface Runner {
+  guest: StartedGuest;
+  /** The hello line the runner wrote, read while it started. */
+  hello: string;
+  /** Removes the runner's private working directory. */
+  remove: () => void;
+  /** Hands the runner to its end: the run that took it, or its discard; settles when that is over. */
+  release: (end: Promise<unknown>) => void;
+}
+
+/** A run waiting for a runner. */
+interface Waiter {
+  settle(taken: Runner | RunReport): void;
+}
+
+/** Every pool not closed yet: their runners are killed when the host exits. */
+const openPools = new Set<WarmPool>();
+let exitHook = false;
+
+/** @internal Runs one body on a runner of `pool` (runCode with `pool`, its options checked by {@link poolRun}). */
+export function runPooled(pool: RunPool, launch: CheckedLaunch, observer: RunObserver | undefined, body: string): Promise<RunReport> {
+  return (pool as WarmPool).run(launch, observer, body);
+}
+
+/** The pool itself. */
+class WarmPool implements RunPool {
+  closed = false;
+  private readonly idle: Runner[] = [];
+  private readonly waiters: Waiter[] = [];
+  /** Every runner's process not gone yet, whatever its state, with its directory's removal; for the exit hook. */
+  private readonly live = new Set<{ guest: StartedGuest; remove: () => void }>();
+  private readonly ends = new Set<Promise<unknown>>();
+  /** The runners spawned that have not said hello yet. */
+  private readonly warming = new Set<StartedGuest>();
+  /** Aborted by close(): a runner whose sandbox is still being planned is then never spawned. */
+  private readonly closeSignal = new AbortController();
+  private starting = 0;
+  private failuresInARow = 0;
+  /** The report of the last start that failed (twice in a row), until a start succeeds; a run without a runner gets it. */
+  private startFailure: RunReport | undefined;
+  private backoff: ReturnType<typeof setTimeout> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    readonly size: number,
+    readonly launch: CheckedLaunch,
+    /** The sandbox the pool was asked for (before runCode's paths were added). */
+    readonly sandbox: SandboxRequest,
+  ) {
+    openPools.add(this);
+    if (!exitHook) {
+      exitHook = true;
+      // Synchronous, as 'exit' requires: SIGKILL each runner's group; the watchdogs remove what is left on disk.
+      process.once("exit", () => {
+        for (const pool of openPools) pool.killAll();
+      });
+    }
+    this.fill();
+  }
+
+  get ready(): number {
+    return this.idle.length;
+  }
+
+  /** @internal Runs one body on a runner of the pool (runCode with `pool`): the report has `pooled: true`. */
+  async run(launch: CheckedLaunch, observer: RunObserver | undefined, body: string): Promise<RunReport> {
+    const askedAt = performance.now();
+    const taken = await this.take(launch, askedAt);
+    if (!("guest" in taken)) return runReport({ ...taken, pooled: true });
+    const { guest, hello } = taken;
+    guest.process.adopt(launch.killGraceMs, launch.onStderr);
+    guest.process.holdHost(true);
+    const served = guest.serve({ settings: launch.settings, observer, startedAt: performance.now(), preamble: body, firstLine: hello });
+    taken.release(served);
+    const report = await served;
+    // Its replacement starts once the caller has the report: a start blocks the event loop for milliseconds
+    // (planning the sandbox, the spawn: Node forks the host), which belongs neither in the run (measured:
+    // starting one at the result made the run's own end slower) nor between its end and its report.
+    setImmediate(() => this.fill());
+    return runReport({ ...report, pooled: true });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    this.closed = true;
+    openPools.delete(this);
+    this.closeSignal.abort(new Error("the run pool was closed"));
+    clearTimeout(this.backoff);
+    for (const waiter of this.waiters.splice(0)) waiter.settle(notStartedReport(failures.poolClosed(), 0));
+    for (const runner of this.idle.splice(0)) this.discard(runner, failures.poolClosed());
+    // A host awaiting close() stays up until the runners still starting are gone too; those are stopped now
+    // rather than waited for (up to their start-up deadline).
+    for (const { guest } of this.live) guest.process.holdHost(true);
+    for (const guest of this.warming) guest.process.stop("failure");
+    // Runners still starting are discarded as they finish; runs under way end as they would.
+    while (this.ends.size > 0) await Promise.allSettled([...this.ends]);
+  }
+
+  /** A ready runner for a run, or the report of a run that gets none (aborted, waited too long, start failed, closed). */
+  private take(launch: CheckedLaunch, askedAt: number): Promise<Runner | RunReport> {
+    const { signal, limits } = launch.settings;
+    const notRun = (failure: HostFailure) => notStartedReport(failure, performance.now() - askedAt);
+    if (signal?.aborted) return Promise.resolve(notRun(failures.abortedBeforeStart(signal.reason)));
+    // Asked before close() and reaching here after it (runCode compiles first): as a run that waited.
+    if (this.closed) return Promise.resolve(notRun(failures.poolClosed()));
+    // The replacement of a runner taken starts once its run is over (see run()): spawning blocks the host's
+    // event loop for milliseconds, which would land in the middle of the run.
+    const ready = this.idle.shift();
+    if (ready !== undefined) return Promise.resolve(ready);
+    if (this.startFailure !== undefined) return Promise.resolve(this.startFailure);
+    this.fill();
+    return new Promise((settle) => {
+      const onAbort = () => waiter.settle(notRun(failures.abortedBeforeStart(signal?.reason)));
+      const waiter: Waiter = {
+        settle: (taken) => {
+          const at = this.waiters.indexOf(waiter);
+          if (at >= 0) this.waiters.splice(at, 1);
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          settle(taken);
+        },
+      };
+      // The timer also keeps the host alive while the run waits (the runners starting do not).
+      const { helloTimeoutMs } = limits;
+      const timer =
+        helloTimeoutMs === Infinity
+          ? setInterval(() => {}, MAX_TIMER_MS)
+          : setTimeout(() => waiter.settle(notRun(failures.poolRunnerNotReady(helloTimeoutMs))), helloTimeoutMs);
+      this.waiters.push(waiter);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** Starts runners until `size` are ready or starting (none while backing off after a failed start). */
+  private fill(): void {
+    while (!this.closed && this.backoff === undefined && this.starting + this.idle.length < this.size) {
+      this.starting += 1;
+      let counted = true;
+      const uncount = () => {
+        if (counted) this.starting -= 1;
+        counted = false;
+      };
+      const end = this.startRunner(uncount)
+        .catch((error: unknown) => {
+          // Not reached by design (every step is guarded); a bug must not become an unhandled rejection or a stuck count.
+          uncount();
+          this.startFailed(notStartedReport(failures.hostFailed(error), 0));
+        })
+        .finally(() => this.ends.delete(end));
+      this.ends.add(end);
+    }
+  }
+
+  /** Starts one runner (`uncount()` once it no longer counts as starting); resolves when it is gone again. */
+  private async startRunner(uncount: () => void): Promise<void> {
+    const startedAt = performance.now();
+    const own = withWorkDir(this.launch);
+    let started: StartedGuest | RunReport;
+    if ("failure" in own) started = notStartedReport(own.failure, 0);
+    else {
+      try {
+        const launch = { ...own.launch, settings: { ...own.launch.settings, signal: this.closeSignal.signal } };
+        started = await startGuest(launch, startedAt);
+      } catch (error) {
+        started = notStartedReport(failures.hostFailed(error), performance.now() - startedAt);
+      }
+    }
+    if (!(started instanceof StartedGuest)) {
+      if (!("failure" in own)) own.remove();
+      uncount();
+      return this.startFailed(started);
+    }
+    const guest = started;
+    const remove = "remove" in own ? own.remove : () => {};
+    const entry = { guest, remove };
+    this.live.add(entry);
+    if (!this.closed) guest.process.holdHost(false);
+    this.warming.add(guest);
+    if (this.closed) guest.process.stop("failure");
+    const hello = await this.readHello(guest);
+    this.warming.delete(guest);
+    uncount();
+    if (typeof hello !== "string" || this.closed) {
+      const failure = typeof hello === "string" ? failures.poolClosed() : hello.failure;
+      const report = await guest.discard(failure, typeof hello !== "string" && hello.endOfStream, startedAt);
+      remove();
+      this.live.delete(entry);
+      this.startFailed(report);
+      return;
+    }
+    let release!: (end: Promise<unknown>) => void;
+    // Settles when the end handed to release does (a promise resolved with a promise follows it).
+    const released = new Promise<unknown>((settle) => (release = settle));
+    const runner: Runner = { guest, hello, remove, release: (end) => release(end.finally(remove)) };
+    this.failuresInARow = 0;
+    this.startFailure = undefined;
+    // A runner that dies, or passes a limit, while it waits is replaced (a taken one is its run's to report).
+    const lost = () => {
+      const at = this.idle.indexOf(runner);
+      if (at < 0) return;
+      this.idle.splice(at, 1);
+      this.discard(runner, failures.poolClosed());
+      this.fill();
+    };
+    void guest.process.exited.then(lost);
+    guest.stop.signal.addEventListener("abort", lost, { once: true });
+    const waiter = this.waiters.shift();
+    if (waiter !== undefined) {
+      waiter.settle(runner);
+      this.fill(); // runs are waiting: the next runner is needed now
+    } else this.idle.push(runner);
+    await released.catch(() => {});
+    this.live.delete(entry);
+  }
+
+  /** The runner's hello line, or why it has none (read with the pool's start-up deadline). */
+  private async readHello(guest: StartedGuest): Promise<string | { failure: HostFailure; endOfStream: boolean }> {
+    const spawnError = await guest.process.started;
+    if (spawnError !== undefined) return { failure: failures.spawnFailed(guest.spawned, spawnError), endOfStream: false };
+    const { helloTimeoutMs } = this.launch.settings.limits;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<{ failure: HostFailure; endOfStream: boolean }>((settle) => {
+      if (helloTimeoutMs === Infinity) return;
+      timer = setTimeout(() => settle({ failure: failures.helloTimedOut(helloTimeoutMs), endOfStream: false }), helloTimeoutMs);
+      timer.unref();
+    });
+    const read = guest.wire.receive().then(
+      (line) =>
+        line === undefined ? { failure: failures.outputEnded(false, undefined), endOfStream: true } : (helloProblem(line) ?? line),
+      (error: unknown) => ({ failure: failures.readFailed(false, describeError(error)), endOfStream: true }),
+    );
+    try {
+      return await Promise.race([read, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * A start failed: the next start waits longer after each failure in a row, and from the second one on,
+   * runs waiting (and runs to come, until a start succeeds) get its report instead of waiting.
+   */
+  private startFailed(report: RunReport): void {
+    if (this.closed) return;
+    this.failuresInARow += 1;
+    const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (this.failuresInARow - 1));
+    if (this.failuresInARow >= FAILURES_REPORTED) {
+      const failure = report.failure ?? failures.hostFailed(new Error("the runner ended before its hello"));
+      this.startFailure = runReport({
+        ...report,
+        failure: failures.poolRunnerNotStarted(failure, this.failuresInARow, delay),
+        pooled: true,
+      });
+      for (const waiter of this.waiters.splice(0)) waiter.settle(this.startFailure);
+    }
+    clearTimeout(this.backoff);
+    this.backoff = setTimeout(() => {
+      this.backoff = undefined;
+      this.fill();
+    }, delay);
+    this.backoff.unref();
+  }
+
+  /** Stops a runner no run will take; its report is no one's. */
+  private discard(runner: Runner, failure: HostFailure): void {
+    // Held while it stops, so a host awaiting close() is not let go (and killed by the exit hook) first.
+    runner.guest.process.holdHost(true);
+    runner.release(runner.guest.discard(failure, false, performance.now()));
+  }
+
+  /** Exit hook: SIGKILL every runner's process group at once (synchronous), and remove its directory. */
+  killAll(): void {
+    for (const { guest, remove } of this.live) {
+      guest.process.kill();
+      remove();
+    }
+  }
+}
+
+/** Why a runner's first line is not the hello of a protocol 1 guest, or undefined when it is. */
+function helloProblem(line: string): { failure: HostFailure; endOfStream: boolean } | undefined {
+  const decoded = decodeLine(line);
+  if (!("frame" in decoded)) return { failure: failures.notAFrame(decoded.reason, line), endOfStream: false };
+  const { frame } = decoded;
+  if (frame.type !== "hello") return { failure: failures.firstFrameNotHello(frame.type, line), endOfStream: false };
+  if (frame.protocol !== PROTOCOL) return { failure: failures.protocolMismatch(frame.protocol, frame.sdk), endOfStream: false };
+  return undefined;
+}

@@ -1,0 +1,52 @@
+/**
+ * What the host and the code runner (src/guest/code-runner.ts, runCode's guest program) agree on: how a
+ * code body becomes a function, and the one frame that hands the runner its body. The body is put on the
+ * same line as the prefix, so its line numbers stay its own; the runner compiles with a first-line column
+ * offset of minus the prefix, so its columns do too. Not part of protocol 1: only the code runner reads
+ * the body frame (wire/PROTOCOL.md, "The code runner").
+ */
+
+/** Text before the body: an async arrow, so `await` and `return` work at the body's top level. */
+export const CODE_PREFIX = "(async (ears, input, Outcome) => {";
+/** Text after the body, on a line of its own so a trailing `//` comment cannot swallow it. */
+export const CODE_SUFFIX = "\n})";
+/** The file name a body's positions are reported under (stack frames, compile errors). */
+export const CODE_FILENAME = "code.ts";
+
+/** The script that evaluates to the body's function. */
+export function wrapBody(body: string): string {
+  return `${CODE_PREFIX}${body}${CODE_SUFFIX}`;
+}
+
+/**
+ * What a body that tries `import` or `require` is told: a body is a script, not a module (on Node 20 a
+ * `vm.Script` has no `import()`), so Node's built-ins come through `process.getBuiltinModule`.
+ */
+export const NO_MODULES_HINT =
+  "a code body cannot import or require modules; " +
+  "use Node's built-ins through process.getBuiltinModule(\"node:fs\") (Node >= 20.16) and the host's tools through ears.call";
+
+/** The type of the runner-only frame that carries the compiled body (wire/PROTOCOL.md, "The code runner"). */
+export const BODY_FRAME_TYPE = "body";
+
+/** The frame the host writes to the code runner after its hello and before the invoke: the compiled JavaScript. */
+export function encodeBodyFrame(javascript: string): string {
+  return JSON.stringify({ type: BODY_FRAME_TYPE, javascript });
+}
+
+/** The JavaScript in a body frame, or why the line is not one. */
+export function decodeBodyFrame(line: string): { javascript: string } | { problem: string } {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(line);
+  } catch {
+    return { problem: "the first line from the host is not JSON (the code runner expects its body frame first)" };
+  }
+  const { type, javascript } = (typeof frame === "object" && frame !== null ? frame : {}) as { type?: unknown; javascript?: unknown };
+  if (type !== BODY_FRAME_TYPE || typeof javascript !== "string") {
+    return {
+      problem: `the first frame from the host is not a body frame ({"type":"body","javascript":"..."}); the code runner runs nothing else`,
+    };
+  }
+  return { javascript };
+}

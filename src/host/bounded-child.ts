@@ -38,8 +38,11 @@ export interface BoundOptions {
   /** {@link ChildEnd.stopped} when the signal stopped the child. */
   abortReason?: string;
   output?: OutputBound;
-  /** What {@link ProcessGroup} needs: whether bubblewrap is the child, and what its watchdog removes if the host dies. */
-  group?: { sandboxed?: boolean; scratch?: string | undefined; cgroups?: readonly string[] | undefined };
+  /**
+   * The child's process group: one the caller made, or what {@link ProcessGroup} needs to make it (whether
+   * bubblewrap is the child, and what its watchdog removes if the host dies).
+   */
+  group?: ProcessGroup | { sandboxed?: boolean; scratch?: string | undefined; cgroups?: readonly string[] | undefined };
 }
 
 /** How a bounded child ended: told once, when it and its group are gone and its output is read. */
@@ -92,10 +95,13 @@ export class BoundedChild {
   exit: ChildExit | undefined;
   /** The strongest signal a stop had to send so far. */
   forced: "SIGTERM" | "SIGKILL" | undefined;
-  private readonly exited: Promise<ChildExit>;
+  /** Resolves with the child's exit (never, when it did not start). */
+  readonly exited: Promise<ChildExit>;
   private readonly group: ProcessGroup;
   private readonly kept: ByteTail | ByteHead | undefined;
-  private readonly decoder: StringDecoder | undefined;
+  private decoder: StringDecoder | undefined;
+  private killGraceMs: number;
+  private onText: ((text: string) => void) | undefined;
   private stopping: Promise<void> | undefined;
   private ending: Promise<ChildEnd> | undefined;
   private stopped: string | undefined;
@@ -109,11 +115,13 @@ export class BoundedChild {
     private readonly options: BoundOptions,
   ) {
     const { output, group = {} } = options;
+    this.killGraceMs = options.killGraceMs;
+    this.onText = output?.onText;
     // Stream and process errors (EPIPE on stdin above all) must never become uncaught exceptions.
     const ignore = () => {};
     for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.on("error", ignore);
     child.on("error", ignore);
-    this.group = new ProcessGroup(child, group.sandboxed ?? false, group.scratch, group.cgroups);
+    this.group = group instanceof ProcessGroup ? group : new ProcessGroup(child, group.sandboxed ?? false, group.scratch, group.cgroups);
     if (output !== undefined) {
       this.kept = output.keep === "first" ? new ByteHead(output.maxBytes) : new ByteTail(output.maxBytes);
       if (output.onText !== undefined) this.decoder = new StringDecoder("utf8");
@@ -132,7 +140,7 @@ export class BoundedChild {
         this.exit = { code, signal };
         this.wakeOnExit?.();
         // A grandchild may hold the pipes open; stop reading them after a grace so the end can come.
-        this.after(options.killGraceMs, () => {
+        this.after(this.killGraceMs, () => {
           child.stdout?.destroy();
           child.stderr?.destroy();
         });
@@ -196,20 +204,37 @@ export class BoundedChild {
     };
   }
 
+  /**
+   * From now on, stops wait `killGraceMs` and the output's text goes to `onText` (a run pool's waiting
+   * runner, taken by a run); the text kept so far is passed to it first.
+   */
+  adopt(killGraceMs: number, onText: ((text: string) => void) | undefined): void {
+    this.killGraceMs = killGraceMs;
+    this.onText = onText;
+    if (onText === undefined || this.kept === undefined) return;
+    this.decoder = new StringDecoder("utf8");
+    this.pass(this.kept.text());
+  }
+
+  /** SIGKILLs the child's whole group at once, synchronously (a host that is exiting). */
+  kill(): void {
+    this.group.signal("SIGKILL");
+  }
+
   private take(chunk: Buffer): void {
     this.kept!.push(chunk);
     if (this.decoder !== undefined) this.pass(this.decoder.write(chunk));
   }
 
   private pass(text: string): void {
-    if (text !== "") this.options.output?.onText?.(text);
+    if (text !== "") this.onText?.(text);
   }
 
   private async shutdown(stdin: "end" | "destroy"): Promise<void> {
     await this.started;
     if (this.spawnFailed) return;
     const { child } = this;
-    const grace = this.options.killGraceMs;
+    const grace = this.killGraceMs;
     // After a result the child may still be reading; end() lets queued frames flush. Otherwise the
     // pipe may be full (a child that stopped reading), so destroy() closes it without waiting.
     if (stdin === "end") child.stdin?.end();

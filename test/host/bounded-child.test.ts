@@ -146,6 +146,19 @@ describe.runIf(process.platform === "linux")("BoundedChild", () => {
     expect(end.stopped).toBe("first");
   });
 
+  it("adopted (a pooled runner taken by a run): the kept output goes to the new callback first, then what follows", async () => {
+    const script = "process.stderr.write('waited '); process.stdin.resume().on('end', () => process.stderr.write('ran'))";
+    const child = spawnInGroup(process.execPath, ["-e", script], { stdio: ["pipe", "ignore", "pipe"] });
+    const bounded = new BoundedChild(child, { killGraceMs: 5000, output: { streams: ["stderr"], maxBytes: 1000, keep: "last" } });
+    await new Promise((resolve) => child.stderr!.once("data", resolve)); // it has written while it waited
+    const texts: string[] = [];
+    bounded.adopt(5000, (text) => texts.push(text));
+    bounded.stop("run over", "end");
+    const end = await bounded.end();
+    expect(texts.join("")).toBe("waited ran");
+    expect(end).toMatchObject({ output: "waited ran", forced: undefined, exit: { code: 0 } });
+  });
+
   it("closing stdin is the first step: a child that exits when its input ends is not forced", async () => {
     const child = spawnInGroup("cat", [], { stdio: ["pipe", "ignore", "ignore"] });
     const bounded = new BoundedChild(child, { killGraceMs: 5000 });

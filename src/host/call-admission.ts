@@ -11,14 +11,12 @@ import { DeadlineQueue } from "./deadlines.js";
 import * as replies from "./call-failures.js";
 import * as failures from "./failures.js";
 import type { RunObserver } from "./observer.js";
+import type { Outbox } from "./outbox.js";
 import type { HostSettings } from "./settings.js";
 import type { CallRecord, HostFailure } from "./types.js";
 
 /** Characters of a requested capability name kept in a call record; a longer (hostile) name is cut with its length. */
 const MAX_RECORDED_NAME_CHARS = 1024;
-
-/** What one unread frame is counted as besides its characters, against `maxUnreadChars`. */
-const UNREAD_FRAME_OVERHEAD = 256;
 
 /** An answer that exists while the guest leaves too much unread: kept as its outcome until it can be sent. */
 interface HeldReply {
@@ -33,17 +31,13 @@ export interface CallSession {
   now(): number;
   /** Whether replies still go out: the session is running (no result yet, not over). */
   replying(): boolean;
-  /** Writes a frame to the guest; the session counts it with {@link CallAdmission.sending}. */
-  send(line: string): void;
   /** Ends the run: the guest broke the protocol with a request. */
   finish(failure: HostFailure): void;
-  /** Lets the read loop re-check {@link CallAdmission.holdsReading} (calls that waited have started). */
-  wakeReader(): void;
   /** Told about each reply (tracing). */
   readonly observer?: RunObserver | undefined;
 }
 
-/** Takes the guest's request frames and answers each one through the session. */
+/** Takes the guest's request frames and answers each one through the session's outbox. */
 export class CallAdmission {
   /** The kept call records, in arrival order, at most `maxCallRecords`. */
   readonly records: CallRecord[] = [];
@@ -73,15 +67,16 @@ export class CallAdmission {
   private readonly deadlines: DeadlineQueue<Call>;
   /** Handlers that have not settled, including those whose call timed out. */
   private running = 0;
-  /** Characters (plus a fixed overhead per frame) handed to the wire whose send has not settled (the guest has not taken them yet). */
-  private unsent = 0;
   private readonly allowed: ReadonlySet<string>;
 
   constructor(
     private readonly session: CallSession,
     private readonly settings: HostSettings,
+    /** Where replies go; it counts them against `maxUnreadChars` and tells {@link drained} when the guest has read. */
+    private readonly outbox: Outbox,
   ) {
     this.allowed = new Set(settings.allowed);
+    outbox.whenDrained(() => this.drained());
     this.deadlines = new DeadlineQueue<Call>(
       () => session.now(),
       (call) => this.timedOut(call),
@@ -97,30 +92,15 @@ export class CallAdmission {
     return this.unreadFull() || this.waitingToStart.size > 0;
   }
 
-  /** The guest leaves too much unread: over `maxUnreadChars` handed to the wire, or answers already held for it. */
+  /** The guest leaves too much unread: over `maxUnreadChars` in the outbox, or answers already held for it. */
   private unreadFull(): boolean {
-    return this.unsent > this.settings.limits.maxUnreadChars || this.waitingToSend.size > 0;
+    return this.outbox.full() || this.waitingToSend.size > 0;
   }
 
-  /** Counts a frame of `chars` characters handed to the wire; returns its cost, to give back with {@link sent}. */
-  sending(chars: number): number {
-    // A queued frame costs more than its text (the stream's buffer entry, the callback): counting that
-    // too keeps a flood of tiny replies within the budget as well as a few large ones.
-    const cost = chars + UNREAD_FRAME_OVERHEAD;
-    this.unsent += cost;
-    return cost;
-  }
-
-  /**
-   * A frame's send settled. Once the guest has taken enough (half the budget), the held answers are sent,
-   * the waiting calls start, and the result is true: the session may read again.
-   */
-  sent(cost: number): boolean {
-    this.unsent -= cost;
-    if (this.unsent > this.settings.limits.maxUnreadChars / 2) return false;
+  /** The guest has taken enough (down to half the budget): the held answers are sent, then the waiting calls start. */
+  private drained(): void {
     if (this.waitingToSend.size > 0) this.sendHeld();
     if (this.waitingToStart.size > 0) this.startWaiting();
-    return true;
   }
 
   /** Admits a request (the frame's length stands for its size): it is answered now, or starts now or later. */
@@ -211,7 +191,7 @@ export class CallAdmission {
   /** A handler settled while calls wait: its slot goes to the next, and reading resumes once none waits. */
   private handlerSettled(): void {
     this.startWaiting();
-    if (!this.holdsReading()) this.session.wakeReader();
+    if (!this.holdsReading()) this.outbox.wakeReader();
   }
 
   /**
@@ -249,8 +229,7 @@ export class CallAdmission {
 
   /** Sends the held answers, in order, while the guest's unread replies stay under the limit. */
   private sendHeld(): void {
-    const max = this.settings.limits.maxUnreadChars;
-    while (this.unsent <= max && this.session.replying()) {
+    while (!this.outbox.full() && this.session.replying()) {
       const held = this.waitingToSend.take();
       if (held === undefined) return;
       this.sendReply(held.record, held.kept, held.outcome);
@@ -276,7 +255,7 @@ export class CallAdmission {
       }
     }
     this.session.observer?.replied(record.id, outcome, line);
-    this.session.send(line);
+    this.outbox.send(line);
   }
 
   /** Gives up every call not yet answered: running handlers are aborted, waiting ones never start; none gets a reply. */

@@ -8,10 +8,11 @@ import { performance } from "node:perf_hooks";
 import { describeError, TransportError } from "../protocol/errors.js";
 import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type InvokeFrame, type LogFrame } from "../protocol/frames.js";
 import type { Outcome } from "../protocol/outcome.js";
-import { frameSender, type Wire } from "../wires/wire.js";
+import type { Wire } from "../wires/wire.js";
 import { CallAdmission, type CallSession } from "./call-admission.js";
 import * as failures from "./failures.js";
 import { LogBook } from "./log-book.js";
+import { Outbox } from "./outbox.js";
 import type { RunObserver } from "./observer.js";
 import { runReport } from "./report.js";
 import type { HostSettings } from "./settings.js";
@@ -55,9 +56,8 @@ class HostSession implements CallSession {
   private outcome: Outcome | undefined;
   private readonly logs: LogBook;
   private readonly calls: CallAdmission;
-  private sendError: unknown;
-  /** Wakes the read loop once the guest has taken enough of what was sent, or the run is over. */
-  private resumeReading: (() => void) | undefined;
+  /** Every frame to the guest goes out through it; the read loop waits on it while the guest leaves too much unread. */
+  private readonly outbox: Outbox;
   /** What the last guest line's onFrame returned when it asked the read loop to wait (back-pressure). */
   private frameGate: PromiseLike<unknown> | undefined;
   private helloTimer: ReturnType<typeof setTimeout> | undefined;
@@ -66,8 +66,6 @@ class HostSession implements CallSession {
   private readonly callbacks = new UserCallbacks();
   private unreadFirstLine: string | undefined;
   readonly observer: RunObserver | undefined;
-  /** The wire's promise-free send, when it has one. */
-  private readonly sendFrame: ((frame: string, done: (error?: Error) => void) => void) | undefined;
   private readonly onAbort = () => {
     if (this.phase === "draining") this.finish(undefined);
     else this.finish(failures.aborted(this.settings.signal?.reason));
@@ -79,8 +77,10 @@ class HostSession implements CallSession {
     private readonly hooks: SessionHooks,
   ) {
     this.logs = new LogBook(settings.limits.maxLogs, settings.limits.maxLogBytes, settings.limits.maxLogEntryBytes);
-    this.calls = new CallAdmission(this, settings);
-    this.sendFrame = frameSender(wire);
+    const { onFrame } = settings;
+    const tap = onFrame === undefined ? undefined : (line: string) => this.callbacks.run("onFrame", () => onFrame("host", line));
+    this.outbox = new Outbox(wire, settings.limits.maxUnreadChars, tap);
+    this.calls = new CallAdmission(this, settings, this.outbox);
     this.observer = hooks.observer;
     this.unreadFirstLine = hooks.firstLine;
   }
@@ -126,7 +126,7 @@ class HostSession implements CallSession {
     while (!this.over()) {
       if (this.calls.holdsReading()) {
         // The guest is not reading its replies: read nothing more until it catches up.
-        await new Promise<void>((resolve) => (this.resumeReading = resolve));
+        await this.outbox.readerWait();
         continue;
       }
       let line = this.unreadFirstLine;
@@ -154,14 +154,14 @@ class HostSession implements CallSession {
     let open = false;
     const opened = () => {
       open = true;
-      this.wakeReader();
+      this.outbox.wakeReader();
     };
     try {
       gate.then(opened, opened);
     } catch {
       return; // a user's thenable whose then() throws holds nothing
     }
-    while (!open && !this.over()) await new Promise<void>((resolve) => (this.resumeReading = resolve));
+    while (!open && !this.over()) await this.outbox.readerWait();
   }
 
   private take(line: string): void {
@@ -215,7 +215,7 @@ class HostSession implements CallSession {
     this.phase = "running";
     const invoke: InvokeFrame = { type: "invoke", protocol: PROTOCOL, allowed: this.settings.allowed, input: this.settings.input };
     if (this.observer?.traceparent !== undefined) invoke.traceparent = this.observer.traceparent;
-    this.send(encodeFrame(invoke));
+    this.outbox.send(encodeFrame(invoke));
   }
 
   private takeLog(frame: LogFrame): void {
@@ -240,7 +240,7 @@ class HostSession implements CallSession {
 
   private outputEnded(): void {
     if (this.phase === "draining") this.finish(undefined);
-    else this.finish(failures.outputEnded(this.phase !== "hello", this.sendError), true);
+    else this.finish(failures.outputEnded(this.phase !== "hello", this.outbox.sendError), true);
   }
 
   private readFailed(error: unknown): void {
@@ -254,33 +254,6 @@ class HostSession implements CallSession {
     else this.finish(failures.readFailed(this.phase !== "hello", reason), true);
   }
 
-  send(line: string): void {
-    if (this.settings.onFrame !== undefined) this.callbacks.run("onFrame", () => this.settings.onFrame?.("host", line));
-    const cost = this.calls.sending(line.length);
-    const settled = (error?: unknown) => {
-      if (error !== undefined) this.sendError ??= error;
-      if (this.calls.sent(cost)) this.wakeReader();
-    };
-    if (this.sendFrame !== undefined) {
-      this.sendFrame(line, settled);
-      return;
-    }
-    try {
-      this.wire.send(line).then(
-        () => settled(),
-        (error: unknown) => settled(error ?? new Error("the send failed")),
-      );
-    } catch (error) {
-      settled(error ?? new Error("the send failed"));
-    }
-  }
-
-  wakeReader(): void {
-    const resume = this.resumeReading;
-    this.resumeReading = undefined;
-    resume?.();
-  }
-
   finish(failure: HostFailure | undefined, endOfStream = false): void {
     if (this.phase === "done") return;
     this.phase = "done";
@@ -289,7 +262,7 @@ class HostSession implements CallSession {
     clearTimeout(this.graceTimer);
     this.settings.signal?.removeEventListener("abort", this.onAbort);
     this.calls.dropPending("the run ended");
-    this.wakeReader();
+    this.outbox.wakeReader();
     try {
       this.hooks.release(failure);
     } catch {

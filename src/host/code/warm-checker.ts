@@ -6,13 +6,13 @@
  * on {@link closeTypeChecker}, never keeps the host's event loop alive by itself, and cannot outlive
  * the host (its stdin closes, and the watchdog of its process group SIGKILLs it). docs/code.md says why.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { ProcessGroup } from "../process-group.js";
+import { BoundedChild, spawnInGroup } from "../bounded-child.js";
 import type { BodyError, CheckAnswer } from "./check-protocol.js";
 
 /** A check gets this long once the checker has it; a checker that hangs must not hold the run forever. */
@@ -21,6 +21,8 @@ const CHECK_DEADLINE_MS = 60_000;
 export const IDLE_MS = 5 * 60_000;
 /** The end of the checker's stderr kept for the message when it dies. */
 const STDERR_TAIL_CHARS = 2000;
+/** After the checker is killed, how long a grandchild may hold its pipes before they are closed. */
+const CHECKER_GRACE_MS = 1000;
 
 /** What one check found, or why it could not check. */
 export type CheckResult = { errors: BodyError[]; other: string[] } | { failed: string };
@@ -35,12 +37,11 @@ interface PendingCheck {
   retried?: boolean;
 }
 
-/** One running checker process and its process group. */
+/** One running checker process, bounded as every child the host starts (its group, its kill, its end). */
 interface CheckerProcess {
   child: ChildProcess;
-  group: ProcessGroup;
+  bounded: BoundedChild;
   stderr: string;
-  exited: Promise<void>;
 }
 
 /** The directory of the `typescript` package next to this one, or undefined when it is not installed. */
@@ -69,18 +70,9 @@ function checkerScript(): string {
  * a watchdog that SIGKILLs the group should the host die. The one place the checker is spawned.
  */
 function spawnChecker(typescript: string): CheckerProcess {
-  const child = spawn(process.execPath, [checkerScript(), typescript], {
-    stdio: ["pipe", "pipe", "pipe"],
-    detached: process.platform !== "win32",
-    windowsHide: true,
-  });
-  const group = new ProcessGroup(child, false);
-  const checker: CheckerProcess = {
-    child,
-    group,
-    stderr: "",
-    exited: new Promise((resolve) => child.once("exit", () => resolve())),
-  };
+  const child = spawnInGroup(process.execPath, [checkerScript(), typescript], { stdio: ["pipe", "pipe", "pipe"] });
+  // Its deadlines are per check (WarmChecker), and it is only ever killed: the grace bounds the wait for its pipes.
+  const checker: CheckerProcess = { child, bounded: new BoundedChild(child, { killGraceMs: CHECKER_GRACE_MS }), stderr: "" };
   child.stderr!.on("data", (chunk: Buffer) => {
     checker.stderr = (checker.stderr + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
   });
@@ -199,8 +191,8 @@ export class WarmChecker {
       if (this.checker !== checker) return; // Stopped on purpose: whoever stopped it settled its check.
       this.checker = undefined;
       // TypeScript 7's compiler may outlive its parent by a moment: nothing of the group stays.
-      checker.group.signal("SIGKILL");
-      checker.group.release();
+      checker.bounded.kill();
+      void checker.bounded.end();
       const pending = this.current;
       if (pending === undefined) return;
       if (pending.retried !== true) {
@@ -244,10 +236,9 @@ export class WarmChecker {
     this.checker = undefined;
     // Whoever waits for the exit keeps the host alive until it comes (an idle checker holds nothing).
     checker.child.ref();
-    checker.group.signal("SIGKILL");
-    checker.group.release();
+    checker.bounded.kill();
     checker.child.stdin!.destroy();
-    await checker.exited;
+    await checker.bounded.end();
   }
 }
 

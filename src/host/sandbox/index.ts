@@ -8,6 +8,7 @@ import type { Writable } from "node:stream";
 import { homedir, tmpdir } from "node:os";
 import { bubblewrapArgs, findBwrap, probeArgs, systemLayout } from "./bubblewrap.js";
 import { nodeFileSystem } from "./file-system-view.js";
+import { runBounded } from "../bounded-child.js";
 import {
   checkSandboxOptions,
   CommandNotFoundError,
@@ -106,6 +107,10 @@ function locateSandbox(path = process.env.PATH): { bwrap: string } | { missing: 
 
 /** How long one start of the sandbox may take before it counts as failing (for this run only). */
 export const PROBE_TIMEOUT_MS = 5000;
+/** A probe past its deadline gets SIGTERM, then SIGKILL after this. */
+const PROBE_KILL_GRACE_MS = 1000;
+/** The probe's stderr kept for its failure (its first line is shown). */
+const PROBE_STDERR_BYTES = 2000;
 
 let started: string | undefined;
 /** The mask walks of this process, reused while the walked directories do not change. */
@@ -116,33 +121,31 @@ const maskCache = new MaskCache();
  * remembered for the process (by the bwrap path); a failure or a slow start is not, so the next run tries
  * again. Never rejects.
  */
-export function sandboxStartProblem(bwrap: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<string | undefined> {
-  if (started === bwrap) return Promise.resolve(undefined);
-  return new Promise((resolve) => {
-    let stderr = "";
-    let settled = false;
-    const done = (reason: string | undefined) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      if (reason === undefined) started = bwrap;
-      resolve(reason);
-    };
-    const child = spawn(bwrap, probeArgs(bwrap), { stdio: ["ignore", "ignore", "pipe"], env: {} });
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      done(`bubblewrap did not start a sandbox within ${timeoutMs} ms (the machine may be overloaded; the next run tries again)`);
-    }, timeoutMs);
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (stderr.length < 2000) stderr += chunk.toString("utf8");
-    });
-    child.on("error", (error) => done(`bubblewrap could not be started: ${error.message}`));
-    child.on("close", (code, signal) => {
-      if (code === 0) return done(undefined);
-      const why = stderr.trim().split("\n")[0] || (signal !== null ? `signal ${signal}` : `exit code ${code}`);
-      done(`bubblewrap is installed but cannot create a sandbox here (${why}); run \`ears doctor\` for the fix`);
-    });
-  });
+export async function sandboxStartProblem(bwrap: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<string | undefined> {
+  if (started === bwrap) return undefined;
+  const end = await runBounded(
+    bwrap,
+    probeArgs(bwrap),
+    { stdio: ["ignore", "ignore", "pipe"], env: {} },
+    {
+      killGraceMs: PROBE_KILL_GRACE_MS,
+      timeoutMs,
+      output: { streams: ["stderr"], maxBytes: PROBE_STDERR_BYTES, keep: "first" },
+      // bwrap runs with --die-with-parent: no watchdog is needed should the host die.
+      group: { sandboxed: true },
+    },
+  );
+  if (end.spawnError !== undefined) return `bubblewrap could not be started: ${end.spawnError.message}`;
+  if (end.stopped !== undefined) {
+    return `bubblewrap did not start a sandbox within ${timeoutMs} ms (the machine may be overloaded; the next run tries again)`;
+  }
+  const { code, signal } = end.exit!;
+  if (code === 0) {
+    started = bwrap;
+    return undefined;
+  }
+  const why = end.output.trim().split("\n")[0] || (signal !== null ? `signal ${signal}` : `exit code ${code}`);
+  return `bubblewrap is installed but cannot create a sandbox here (${why}); run \`ears doctor\` for the fix`;
 }
 
 /** @internal Forgets a remembered successful start (tests). */

@@ -22,6 +22,7 @@ import {
 } from "../../../src/host/sandbox/index.js";
 import { guestHoldsOutput } from "../../../src/host/sandbox/output-watch.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
+import { killAllWith, liveWith, uniqueMarker } from "../../helpers/processes.js";
 
 const hasBwrap = bwrapPath !== undefined;
 
@@ -141,6 +142,20 @@ describe.runIf(hasBwrap)("planning a run with bubblewrap", () => {
     expect(long).not.toContain("second");
     const gone = join(base, "not-there");
     expect(await sandboxStartProblem(gone)).toMatch(/^bubblewrap could not be started: spawn .*ENOENT/);
+  });
+
+  it.runIf(process.platform === "linux")("a probe past its deadline is answered only once it and what it started are gone", async () => {
+    forgetSandboxStart();
+    const marker = uniqueMarker();
+    const hung = join(base, "hung-bwrap");
+    // A grandchild in the probe's group, and a probe that ignores SIGTERM: the group is SIGKILLed after the grace.
+    writeFileSync(hung, `#!/bin/sh\ntrap '' TERM\nsleep ${marker} &\nwait\nwait\n`, { mode: 0o755 });
+    try {
+      expect(await sandboxStartProblem(hung, 100)).toMatch(/did not start a sandbox within 100 ms/);
+      expect(liveWith(marker)).toEqual([]);
+    } finally {
+      killAllWith(marker);
+    }
   });
 
   it("starts a confined plan with its filter on fd 3, which bwrap closes: the guest sees only 0, 1, 2 of its own", async () => {

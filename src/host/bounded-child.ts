@@ -39,8 +39,9 @@ export interface BoundOptions {
   abortReason?: string;
   output?: OutputBound;
   /**
-   * The child's process group: one the caller made, or what {@link ProcessGroup} needs to make it (whether
-   * bubblewrap is the child, and what its watchdog removes if the host dies).
+   * The child's process group: one the caller made (and releases: see {@link ProcessGroup.release}), or what
+   * {@link ProcessGroup} needs to make it (whether bubblewrap is the child, and what its watchdog removes if the
+   * host dies).
    */
   group?: ProcessGroup | { sandboxed?: boolean; scratch?: string | undefined; cgroups?: readonly string[] | undefined };
 }
@@ -98,6 +99,8 @@ export class BoundedChild {
   /** Resolves with the child's exit (never, when it did not start). */
   readonly exited: Promise<ChildExit>;
   private readonly group: ProcessGroup;
+  /** A group made here is released (taken off the watchdog) when the child ends; one the caller made is the caller's to release. */
+  private readonly ownsGroup: boolean;
   private readonly kept: ByteTail | ByteHead | undefined;
   private decoder: StringDecoder | undefined;
   private killGraceMs: number;
@@ -121,6 +124,7 @@ export class BoundedChild {
     const ignore = () => {};
     for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.on("error", ignore);
     child.on("error", ignore);
+    this.ownsGroup = !(group instanceof ProcessGroup);
     this.group = group instanceof ProcessGroup ? group : new ProcessGroup(child, group.sandboxed ?? false, group.scratch, group.cgroups);
     if (output !== undefined) {
       this.kept = output.keep === "first" ? new ByteHead(output.maxBytes) : new ByteTail(output.maxBytes);
@@ -187,7 +191,7 @@ export class BoundedChild {
       await this.stopping;
       await Promise.all((this.options.output?.streams ?? []).map((name) => closed(this.child[name])));
     }
-    this.group.release();
+    if (this.ownsGroup) this.group.release();
     this.options.signal?.removeEventListener("abort", this.onAbort);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();

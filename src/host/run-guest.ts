@@ -189,7 +189,7 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   const guest = new GuestProcess(child, group, launch.killGraceMs, settings.limits.maxStderrBytes, launch.onStderr);
   if (confined) guest.watchOutput();
   const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
-  return new StartedGuest(child, guest, wire, limits, confined ? plan.report : null, fallback, confined ? plan.command : command);
+  return new StartedGuest(child, guest, wire, limits, group, confined ? plan.report : null, fallback, confined ? plan.command : command);
 }
 
 /** @internal What {@link StartedGuest.serve} needs of the run. */
@@ -215,6 +215,8 @@ export class StartedGuest {
     readonly process: GuestProcess,
     readonly wire: StreamWire,
     private readonly limits: RunLimits,
+    /** Told to the host's watchdog until the run's cgroup is removed too (the group's end does not release it). */
+    private readonly group: ProcessGroup,
     readonly sandbox: SandboxReport | null,
     readonly sandboxFallback: string | undefined,
     /** The program named in a SpawnFailed message (bubblewrap, when confined). */
@@ -266,6 +268,8 @@ export class StartedGuest {
   private async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
     const report = await this.process.run(body, () => performance.now() - startedAt, this.sandbox, this.sandboxFallback);
     const end = await this.limits.finish(report);
+    // Only now: a host killed while the cgroup was being removed still has the watchdog remove it.
+    this.group.release();
     return runReport({ ...report, failure: end.failure ?? report.failure, limits: end.limits, usage: end.usage });
   }
 }

@@ -207,12 +207,15 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
     const { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync, unlinkSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const { RunCgroup, realCgroupFiles } = await import("../../../src/host/limits/cgroup.js");
+    // The real files, in a temporary directory; kill is a recorder, so nothing here can reach a process.
+    const files = { ...realCgroupFiles(), kill: (pid: number) => void pid };
     const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
     try {
       const cgroup = RunCgroup.create(
         { version: "v2", parent, controllers: ["memory", "pids", "cpu"], enable: ["pids", "cpu"] },
         { memoryBytes: 4096, processes: 7 },
+        files,
       );
       expect(readFileSync(join(parent, "cgroup.subtree_control"), "utf8")).toBe("+pids +cpu");
       const [dir] = cgroup.directories;
@@ -236,12 +239,14 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
     const { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const { RunCgroup, realCgroupFiles } = await import("../../../src/host/limits/cgroup.js");
+    // The real files, in a temporary directory; kill is a recorder, so nothing here can reach a process.
+    const files = { ...realCgroupFiles(), kill: (pid: number) => void pid };
     const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
     const parents = { memory: join(parent, "memory"), pids: join(parent, "pids"), cpu: join(parent, "cpuacct") };
     for (const dir of Object.values(parents)) mkdirSync(dir);
     try {
-      const cgroup = RunCgroup.create({ version: "v1", parents }, { memoryBytes: 4096, processes: 7 });
+      const cgroup = RunCgroup.create({ version: "v1", parents }, { memoryBytes: 4096, processes: 7 }, files);
       const dirs = cgroup.directories;
       expect(dirs.map((dir) => dir.slice(0, dir.lastIndexOf("/")))).toEqual(Object.values(parents));
       // "tasks", by thread: the write that skips the kernel's global threadgroup lock (BENCHMARKS.md).
@@ -259,13 +264,15 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
     const { mkdtempSync, mkdirSync, readdirSync, rmSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const { RunCgroup, realCgroupFiles } = await import("../../../src/host/limits/cgroup.js");
+    // The real files, in a temporary directory; kill is a recorder, so nothing here can reach a process.
+    const files = { ...realCgroupFiles(), kill: (pid: number) => void pid };
     const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
     const memory = join(parent, "memory");
     const pids = join(parent, "pids-missing");
     mkdirSync(memory);
     try {
-      expect(() => RunCgroup.create({ version: "v1", parents: { memory, pids } }, { memoryBytes: 4096 })).toThrow(/ENOENT/);
+      expect(() => RunCgroup.create({ version: "v1", parents: { memory, pids } }, { memoryBytes: 4096 }, files)).toThrow(/ENOENT/);
       expect(readdirSync(memory)).toEqual([]);
     } finally {
       rmSync(parent, { recursive: true, force: true });

@@ -251,8 +251,11 @@ export interface LimitSupport {
  * for (const [name, { enforcedBy, fix }] of Object.entries(support.limits)) console.log(name, enforcedBy ?? `no: ${fix}`);
  */
 export function limitSupport(sandboxed?: boolean): LimitSupport {
-  const confined = sandboxed ?? sandboxMissing() === undefined;
-  const cgroupPlan = hostCgroupPlan();
+  return supportOn(sandboxed ?? sandboxMissing() === undefined, hostCgroupPlan());
+}
+
+/** {@link limitSupport} of a machine given as data: whether runs are confined, and its cgroup plan. */
+export function supportOn(confined: boolean, cgroupPlan: CgroupPlan): LimitSupport {
   const offer = offerOf(cgroupPlan);
   const every = new Set<ResourceLimitName>(RESOURCE_LIMITS);
   const probe = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, 1])) as ResourceLimits;

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { CgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { LAUNCHER_FAILED, LAUNCHER_MARK } from "../../../src/host/limits/launcher.js";
-import { RunLimits, WATCH_MS, type ResourceLimits } from "../../../src/host/limits/limits.js";
+import { CGROUP_FIX, RunLimits, supportOn, WATCH_MS, type ResourceLimits } from "../../../src/host/limits/limits.js";
 import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/types.js";
 import { addProcesses, fakeCgroupFiles, type FakeCgroupFiles } from "./fake-cgroup-files.js";
 
@@ -228,5 +228,50 @@ describe("finishing a run", () => {
     const removeLimited = limited.run.cgroup!.remove.bind(limited.run.cgroup);
     limited.run.cgroup!.remove = () => removeLimited(0);
     expect((await limited.run.finish(report())).failure).toMatchObject({ code: "MemoryLimit" });
+  });
+});
+
+describe("what a machine can enforce (ears doctor)", () => {
+  const SANDBOX_FIX = "install bubblewrap (apt-get install bubblewrap) and run the guest sandboxed";
+
+  it("cgroup v1 and a sandbox: every limit enforced, no fix to give", () => {
+    expect(supportOn(true, V1)).toEqual({
+      cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
+      limits: {
+        memoryBytes: { enforcedBy: "cgroup-v1" },
+        processes: { enforcedBy: "cgroup-v1" },
+        cpuTimeMs: { enforcedBy: "cgroup-v1" },
+        tmpBytes: { enforcedBy: "bubblewrap" },
+      },
+    });
+  });
+
+  it("cgroup v2 with memory and pids only, unconfined: CPU by RLIMIT_CPU with the cgroup fix, /tmp not bounded with the sandbox fix", () => {
+    const support = supportOn(false, { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] });
+    expect(support.cgroup).toEqual({ version: "v2", controllers: ["memory", "pids"] });
+    expect(support.limits.memoryBytes).toEqual({ enforcedBy: "cgroup-v2" });
+    expect(support.limits.cpuTimeMs).toEqual({
+      enforcedBy: "rlimit",
+      note: "RLIMIT_CPU: per process, not per tree, in whole seconds",
+      fix: CGROUP_FIX,
+    });
+    expect(support.limits.tmpBytes).toEqual({
+      enforcedBy: null,
+      note: `the guest runs unconfined, so it has no private /tmp to bound; ${SANDBOX_FIX}`,
+      fix: SANDBOX_FIX,
+    });
+  });
+
+  it("no cgroup: the reason and the fix, and memory and processes not enforced, each with the fix", () => {
+    const support = supportOn(true, NONE);
+    expect(support.cgroup).toEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
+    for (const name of ["memoryBytes", "processes"] as const) {
+      expect(support.limits[name]).toEqual({
+        enforcedBy: null,
+        note: expect.stringMatching(/^no cgroup (memory|pids) controller can be used here \(no cgroup here \(test\)\); /),
+        fix: CGROUP_FIX,
+      });
+    }
+    expect(support.limits.tmpBytes).toEqual({ enforcedBy: "bubblewrap" });
   });
 });

@@ -11,7 +11,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { LAUNCHER_FAILED, LAUNCHER_MARK, launcherCommand, machineShells, type LaunchSteps } from "../../../src/host/limits/launcher.js";
+import {
+  LAUNCHER_FAILED,
+  LAUNCHER_MARK,
+  launcherCommand,
+  leakedDescriptors,
+  machineShells,
+  type LaunchSteps,
+} from "../../../src/host/limits/launcher.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const shells = { sh: "/bin/sh", bash: "/bin/bash", env: "/usr/bin/env" };
@@ -317,6 +324,17 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
 });
 
 describe.runIf(process.platform === "linux")("finding leaked descriptors", () => {
+  it("in this process: exactly the descriptors from 3 up that a child inherits (what a shell started now has open)", () => {
+    const child = spawnSync("/bin/sh", ["-c", "ls /proc/$$/fd"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const inherited = child.stdout
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number)
+      .filter((fd) => fd >= 3)
+      .sort((a, b) => a - b);
+    expect(leakedDescriptors()).toEqual(inherited);
+  });
+
   it("finds the descriptors a process inherited without close-on-exec, and none of Node's own", () => {
     const script = `import("${join(root, "src/host/limits/launcher.ts")}").then((m) => console.log(JSON.stringify(m.leakedDescriptors())))`;
     const clean = spawnSync(process.execPath, ["--import", "tsx", "-e", script], { encoding: "utf8", cwd: root });

@@ -5,7 +5,7 @@
  * refused (asked for) or reported as not enforced (a default), never silently dropped.
  */
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { planCgroups, ownCgroupDirs, field, type CgroupLook } from "../../../src/host/limits/cgroup.js";
 import { limitPlan, type CgroupOffer, type ResourceLimits } from "../../../src/host/limits/limits.js";
 import type { ResourceLimitName } from "../../../src/host/types.js";
@@ -97,6 +97,20 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
       version: null,
       reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted",
     });
+  });
+
+  it.runIf(process.platform === "linux")("this host's plan: from its own /proc/self/cgroup and mount table, read once", async () => {
+    // The module itself, whatever a setup file made of it (under Stryker, test/helpers/no-host-cgroups.ts).
+    const cgroup = await vi.importActual<typeof import("../../../src/host/limits/cgroup.js")>("../../../src/host/limits/cgroup.js");
+    const { readFileSync } = await import("node:fs");
+    const expected = cgroup.planCgroups(
+      readFileSync("/proc/self/cgroup", "utf8"),
+      readFileSync("/proc/self/mountinfo", "utf8"),
+      cgroup.realLook,
+    );
+    const plan = cgroup.hostCgroupPlan();
+    expect(plan).toEqual(expected);
+    expect(cgroup.hostCgroupPlan()).toBe(plan);
   });
 
   it("reads the counters of cpu.stat, memory.events and memory.oom_control", () => {

@@ -28,23 +28,23 @@ describe("creating a run's cgroup", () => {
     const cgroup = RunCgroup.create(v2(), { memoryBytes: 4096, processes: 7 }, fake);
     expect(cgroup.version).toBe("v2");
     const [dir, ...others] = cgroup.directories;
-    expect(others).toEqual([]);
+    expect(others).toStrictEqual([]);
     expect(dirname(dir!)).toBe(V2_PARENT);
     expect(basename(dir!)).toMatch(runName());
-    expect(cgroup.dirs).toEqual({ memory: dir, pids: dir, cpu: dir });
-    expect(fake.written).toEqual([`${dir}/memory.max <- 4096`, `${dir}/memory.swap.max <- 0`, `${dir}/pids.max <- 7`]);
-    expect(cgroup.joins).toEqual([{ file: `${dir}/cgroup.procs`, as: "process" }]);
-    expect(["memory", "pids", "cpu"].map((c) => cgroup.has(c as "memory"))).toEqual([true, true, true]);
+    expect(cgroup.dirs).toStrictEqual({ memory: dir, pids: dir, cpu: dir });
+    expect(fake.written).toStrictEqual([`${dir}/memory.max <- 4096`, `${dir}/memory.swap.max <- 0`, `${dir}/pids.max <- 7`]);
+    expect(cgroup.joins).toStrictEqual([{ file: `${dir}/cgroup.procs`, as: "process" }]);
+    expect(["memory", "pids", "cpu"].map((c) => cgroup.has(c as "memory"))).toStrictEqual([true, true, true]);
   });
 
   it("v2: controllers switched on first when the plan says so; no swap knob, no swap write; no limits, nothing written", () => {
     const fake = fakeCgroupFiles({ dirs: [V2_PARENT] });
     const cgroup = RunCgroup.create(v2(["pids", "cpu"]), { memoryBytes: 10 }, fake);
     const [dir] = cgroup.directories;
-    expect(fake.written).toEqual([`${V2_PARENT}/cgroup.subtree_control <- +pids +cpu`, `${dir}/memory.max <- 10`]);
+    expect(fake.written).toStrictEqual([`${V2_PARENT}/cgroup.subtree_control <- +pids +cpu`, `${dir}/memory.max <- 10`]);
     const bare = fakeCgroupFiles({ dirs: [V2_PARENT], knobs: ["memory.swap.max"] });
     const accounting = RunCgroup.create({ version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] }, {}, bare);
-    expect(bare.written).toEqual([]);
+    expect(bare.written).toStrictEqual([]);
     expect(accounting.has("cpu")).toBe(false);
     expect(accounting.has("memory")).toBe(true);
   });
@@ -55,40 +55,40 @@ describe("creating a run's cgroup", () => {
     expect(cgroup.version).toBe("v1");
     const name = basename(cgroup.dirs.memory!);
     expect(name).toMatch(runName());
-    expect(cgroup.dirs).toEqual({
+    expect(cgroup.dirs).toStrictEqual({
       memory: join(V1_PARENTS.memory, name),
       pids: join(V1_PARENTS.pids, name),
       cpu: join(V1_PARENTS.cpu, name),
     });
-    expect(fake.written).toEqual([
+    expect(fake.written).toStrictEqual([
       `${cgroup.dirs.memory}/memory.limit_in_bytes <- 4096`,
       `${cgroup.dirs.memory}/memory.memsw.limit_in_bytes <- 4096`,
       `${cgroup.dirs.pids}/pids.max <- 7`,
     ]);
-    expect(cgroup.joins).toEqual(cgroup.directories.map((dir) => ({ file: `${dir}/tasks`, as: "thread" })));
+    expect(cgroup.joins).toStrictEqual(cgroup.directories.map((dir) => ({ file: `${dir}/tasks`, as: "thread" })));
   });
 
   it("v1 with only some hierarchies: limits without their controller are not written; each run gets a new name", () => {
     const fake = fakeCgroupFiles({ dirs: [V1_PARENTS.cpu] });
     const cgroup = RunCgroup.create({ version: "v1", parents: { cpu: V1_PARENTS.cpu } }, { memoryBytes: 1, processes: 1 }, fake);
-    expect(fake.written).toEqual([]);
+    expect(fake.written).toStrictEqual([]);
     expect(cgroup.has("memory")).toBe(false);
     expect(cgroup.has("pids")).toBe(false);
     const again = RunCgroup.create({ version: "v1", parents: { cpu: V1_PARENTS.cpu } }, {}, fake);
-    expect(again.directories).not.toEqual(cgroup.directories);
+    expect(again.directories).not.toStrictEqual(cgroup.directories);
   });
 
   it("leaves nothing behind when a directory cannot be made or a limit cannot be written, and says why", () => {
     const noPids = fakeCgroupFiles({ dirs: [V1_PARENTS.memory, V1_PARENTS.cpu] });
     expect(() => RunCgroup.create(v1, {}, noPids)).toThrow(/ENOENT/);
-    expect([...noPids.dirs].sort()).toEqual([V1_PARENTS.cpu, V1_PARENTS.memory]);
+    expect([...noPids.dirs].sort()).toStrictEqual([V1_PARENTS.cpu, V1_PARENTS.memory]);
     const refusing = fakeCgroupFiles({ dirs: Object.values(V1_PARENTS), refuse: (path) => path.endsWith("/pids.max") });
     expect(() => RunCgroup.create(v1, { processes: 3 }, refusing)).toThrow(/EACCES/);
-    expect([...refusing.dirs].sort()).toEqual(Object.values(V1_PARENTS).sort());
+    expect([...refusing.dirs].sort()).toStrictEqual(Object.values(V1_PARENTS).sort());
     expect(refusing.removed).toHaveLength(3);
     const v2Refusing = fakeCgroupFiles({ dirs: [V2_PARENT], refuse: (path) => path.endsWith("/memory.max") });
     expect(() => RunCgroup.create(v2(), { memoryBytes: 3 }, v2Refusing)).toThrow(/EACCES/);
-    expect([...v2Refusing.dirs]).toEqual([V2_PARENT]);
+    expect([...v2Refusing.dirs]).toStrictEqual([V2_PARENT]);
   });
 });
 
@@ -97,14 +97,21 @@ describe("reading a run's counters", () => {
     const fake = fakeCgroupFiles({ dirs: [V2_PARENT] });
     const cgroup = RunCgroup.create(v2(), {}, fake);
     const [dir] = cgroup.directories;
-    expect(cgroup.read()).toEqual({});
+    expect(cgroup.read()).toStrictEqual({});
     fake.files.set(`${dir}/cpu.stat`, "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n");
     fake.files.set(`${dir}/memory.current`, "4096\n");
     fake.files.set(`${dir}/memory.peak`, "1048576\n");
     fake.files.set(`${dir}/memory.events`, "low 0\nhigh 0\nmax 4\noom 1\noom_kill 2\n");
     fake.files.set(`${dir}/pids.current`, "3\n");
     fake.files.set(`${dir}/pids.peak`, "5\n");
-    expect(cgroup.read()).toEqual({ cpuMs: 2.5, memoryBytes: 4096, peakMemoryBytes: 1048576, oomKills: 2, processes: 3, peakProcesses: 5 });
+    expect(cgroup.read()).toStrictEqual({
+      cpuMs: 2.5,
+      memoryBytes: 4096,
+      peakMemoryBytes: 1048576,
+      oomKills: 2,
+      processes: 3,
+      peakProcesses: 5,
+    });
   });
 
   it("v1: CPU from cpuacct.usage (ns), memory from usage_in_bytes and max_usage_in_bytes, OOM kills from oom_control", () => {
@@ -117,12 +124,31 @@ describe("reading a run's counters", () => {
     fake.files.set(`${memory}/memory.oom_control`, "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
     fake.files.set(`${pids}/pids.current`, "2\n");
     fake.files.set(`${pids}/pids.peak`, "9\n");
-    expect(cgroup.read()).toEqual({ cpuMs: 3.5, memoryBytes: 100, peakMemoryBytes: 200, oomKills: 1, processes: 2, peakProcesses: 9 });
+    expect(cgroup.read()).toStrictEqual({
+      cpuMs: 3.5,
+      memoryBytes: 100,
+      peakMemoryBytes: 200,
+      oomKills: 1,
+      processes: 2,
+      peakProcesses: 9,
+    });
     // v2's file names mean nothing on v1.
     fake.files.set(`${cpu}/cpu.stat`, "usage_usec 1\n");
     fake.files.set(`${memory}/memory.peak`, "1\n");
     expect(cgroup.read().cpuMs).toBe(3.5);
     expect(cgroup.read().peakMemoryBytes).toBe(200);
+  });
+
+  it("reads only the controllers the cgroup has (v1 with pids alone, v2 with memory alone)", () => {
+    const fake = fakeCgroupFiles({ dirs: [V1_PARENTS.pids, V2_PARENT] });
+    const pidsOnly = RunCgroup.create({ version: "v1", parents: { pids: V1_PARENTS.pids } }, {}, fake);
+    fake.files.set(`${pidsOnly.dirs.pids}/pids.current`, "4");
+    expect(pidsOnly.read()).toStrictEqual({ processes: 4 });
+    const memoryOnly = RunCgroup.create({ version: "v2", parent: V2_PARENT, controllers: ["memory"], enable: [] }, {}, fake);
+    fake.files.set(`${memoryOnly.dirs.memory}/memory.current`, "8");
+    fake.files.set(`${memoryOnly.dirs.memory}/pids.current`, "1");
+    fake.files.set(`${memoryOnly.dirs.memory}/cpu.stat`, "usage_usec 1");
+    expect(memoryOnly.read()).toStrictEqual({ memoryBytes: 8 });
   });
 
   it("a counter that is absent or not a number is left out, never guessed", () => {
@@ -134,13 +160,13 @@ describe("reading a run's counters", () => {
     fake.files.set(`${memory}/memory.max_usage_in_bytes`, "-1");
     fake.files.set(`${pids}/pids.current`, "");
     fake.files.set(`${pids}/pids.peak`, " 7 ");
-    expect(cgroup.read()).toEqual({ peakProcesses: 7 });
+    expect(cgroup.read()).toStrictEqual({ peakProcesses: 7 });
     const only = RunCgroup.create(
       { version: "v2", parent: V2_PARENT, controllers: ["pids"], enable: [] },
       {},
       fakeCgroupFiles({ dirs: [V2_PARENT] }),
     );
-    expect(only.read()).toEqual({});
+    expect(only.read()).toStrictEqual({});
   });
 });
 
@@ -158,7 +184,7 @@ describe("killing what is in a run's cgroup, and removing it", () => {
         addProcesses(fake, V1_PARENTS.pids, [process.pid, 4242]);
         cgroup.killAll();
         const expected = [...inMemory, ...inPids].filter((pid) => pid > 1 && pid !== process.pid);
-        expect([...fake.killed].sort((a, b) => a - b)).toEqual([...expected].sort((a, b) => a - b));
+        expect([...fake.killed].sort((a, b) => a - b)).toStrictEqual([...expected].sort((a, b) => a - b));
       }),
       { seed: 2424 },
     );
@@ -169,7 +195,7 @@ describe("killing what is in a run's cgroup, and removing it", () => {
     const cgroup = RunCgroup.create(v2(), {}, fake);
     fake.files.set(`${cgroup.directories[0]}/cgroup.procs`, "\n  12\tx -5 13 2.5\n\n14");
     cgroup.killAll();
-    expect(fake.killed).toEqual([12, 13, 14]);
+    expect(fake.killed).toStrictEqual([12, 13, 14]);
   });
 
   it("v2 with cgroup.kill: one write kills them all; v1 never uses it (it has none), and v2 without it kills each pid", () => {
@@ -177,19 +203,19 @@ describe("killing what is in a run's cgroup, and removing it", () => {
     const cgroup = RunCgroup.create(v2(), {}, withKill);
     addProcesses(withKill, cgroup.directories[0]!, [10, 11]);
     cgroup.killAll();
-    expect(withKill.written).toEqual([`${cgroup.directories[0]}/cgroup.kill <- 1`]);
-    expect(withKill.killed).toEqual([]);
+    expect(withKill.written).toStrictEqual([`${cgroup.directories[0]}/cgroup.kill <- 1`]);
+    expect(withKill.killed).toStrictEqual([]);
     const v1Fake = fakeCgroupFiles({ dirs: Object.values(V1_PARENTS), knobs: ["cgroup.kill"] });
     const old = RunCgroup.create(v1, {}, v1Fake);
     addProcesses(v1Fake, old.dirs.pids!, [20]);
     old.killAll();
-    expect(v1Fake.written).toEqual([]);
-    expect(v1Fake.killed).toEqual([20]);
+    expect(v1Fake.written).toStrictEqual([]);
+    expect(v1Fake.killed).toStrictEqual([20]);
     const without = fakeCgroupFiles({ dirs: [V2_PARENT] });
     const plain = RunCgroup.create(v2(), {}, without);
     addProcesses(without, plain.directories[0]!, [30]);
     plain.killAll();
-    expect(without.killed).toEqual([30]);
+    expect(without.killed).toStrictEqual([30]);
   });
 
   it("removes every directory once its processes are killed; a process still dying is waited for", async () => {
@@ -198,7 +224,7 @@ describe("killing what is in a run's cgroup, and removing it", () => {
     addProcesses(fake, cgroup.dirs.pids!, [50, 51]);
     addProcesses(fake, cgroup.dirs.memory!, [50]);
     expect(await cgroup.remove(5000)).toBe(true);
-    expect([...fake.dirs].sort()).toEqual(Object.values(V1_PARENTS).sort());
+    expect([...fake.dirs].sort()).toStrictEqual(Object.values(V1_PARENTS).sort());
     expect(fake.killed.filter((pid) => pid === 50).length).toBeGreaterThanOrEqual(2);
     // Gone already: nothing to do, and still true.
     expect(await cgroup.remove(0)).toBe(true);
@@ -223,7 +249,7 @@ describe("killing what is in a run's cgroup, and removing it", () => {
     addProcesses(fake, V1_PARENTS.pids, [61, process.pid]);
     cgroup.dirs.pids = V1_PARENTS.pids;
     cgroup.killAll();
-    expect(fake.killed).toEqual([60]);
+    expect(fake.killed).toStrictEqual([60]);
     expect(await cgroup.remove(0)).toBe(false);
     expect(fake.removed).not.toContain(V1_PARENTS.pids);
     expect(fake.dirs.has(V1_PARENTS.pids)).toBe(true);
@@ -276,7 +302,7 @@ describe("switching controllers on when the host's cgroup already has its leaf",
       },
     };
     enableControllers(V2_PARENT, ["memory"], fs);
-    expect(fake.written).toEqual([`${V2_PARENT}/${HOST_LEAF}/cgroup.procs <- 300`, `${V2_PARENT}/cgroup.subtree_control <- +memory`]);
+    expect(fake.written).toStrictEqual([`${V2_PARENT}/${HOST_LEAF}/cgroup.procs <- 300`, `${V2_PARENT}/cgroup.subtree_control <- +memory`]);
     const broken = fakeCgroupFiles({ dirs: [V2_PARENT], refuseMkdir: () => true });
     const busyAlways = {
       ...broken,

@@ -323,6 +323,14 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
   });
 });
 
+describe.runIf(["/bin/sh", "/bin/bash", "/usr/bin/env"].every((path) => existsSync(path)))("the machine's shells", () => {
+  it("are found at their usual places, once", () => {
+    const found = machineShells();
+    expect(found).toStrictEqual({ sh: "/bin/sh", bash: "/bin/bash", env: "/usr/bin/env" });
+    expect(machineShells()).toBe(found);
+  });
+});
+
 describe.runIf(process.platform === "linux")("finding leaked descriptors", () => {
   it("in this process: exactly the descriptors from 3 up that a child inherits (what a shell started now has open)", () => {
     const child = spawnSync("/bin/sh", ["-c", "ls /proc/$$/fd"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });

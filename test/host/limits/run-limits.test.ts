@@ -8,7 +8,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { CgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { LAUNCHER_FAILED, LAUNCHER_MARK } from "../../../src/host/limits/launcher.js";
-import { CGROUP_FIX, RunLimits, supportOn, WATCH_MS, type ResourceLimits } from "../../../src/host/limits/limits.js";
+import { CGROUP_FIX, limitSupport, RunLimits, supportOn, WATCH_MS, type ResourceLimits } from "../../../src/host/limits/limits.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
 import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/types.js";
 import { addProcesses, fakeCgroupFiles, type FakeCgroupFiles } from "./fake-cgroup-files.js";
 
@@ -42,13 +43,13 @@ describe("preparing a run's limits", () => {
   it("creates the run's cgroup with the plan's limits (also with no limit: for accounting)", () => {
     const { run, fake } = prepared({ memoryBytes: 4096, processes: 9 });
     expect(run.cgroup?.version).toBe("v1");
-    expect(fake.written.sort()).toEqual([
+    expect(fake.written.sort()).toStrictEqual([
       `${run.cgroup!.dirs.memory}/memory.limit_in_bytes <- 4096`,
       `${run.cgroup!.dirs.pids}/pids.max <- 9`,
     ]);
     const accounting = prepared({});
     expect(accounting.run.cgroup?.directories).toHaveLength(3);
-    expect(accounting.fake.written).toEqual([]);
+    expect(accounting.fake.written).toStrictEqual([]);
   });
 
   it("without a cgroup plan: no cgroup, nothing made", () => {
@@ -97,16 +98,18 @@ describe("watching a run's cgroup", () => {
     addProcesses(fake, memory, [70, 71]);
     fake.files.set(`${memory}/memory.oom_control`, "oom_kill 0\n");
     vi.advanceTimersByTime(WATCH_MS * 3);
-    expect(tripped).toEqual([]);
-    expect(fake.killed).toEqual([]);
+    expect(tripped).toStrictEqual([]);
+    expect(fake.killed).toStrictEqual([]);
     fake.files.set(`${memory}/memory.oom_control`, "oom_kill 1\n");
     vi.advanceTimersByTime(WATCH_MS);
-    expect(tripped).toEqual([expect.objectContaining({ code: "MemoryLimit", message: expect.stringContaining("4096 bytes") })]);
-    expect(fake.killed).toEqual([70, 71]);
+    expect(tripped).toStrictEqual([expect.objectContaining({ code: "MemoryLimit", message: expect.stringContaining("4096 bytes") })]);
+    expect(fake.killed).toStrictEqual([70, 71]);
+    // The watch is over: no timer of its own is left.
+    expect(vi.getTimerCount()).toBe(0);
     addProcesses(fake, memory, [72]);
     vi.advanceTimersByTime(WATCH_MS * 5);
     expect(tripped).toHaveLength(1);
-    expect(fake.killed).toEqual([70, 71]);
+    expect(fake.killed).toStrictEqual([70, 71]);
   });
 
   it("ends the run when CPU time is passed, not at it", () => {
@@ -117,10 +120,10 @@ describe("watching a run's cgroup", () => {
     run.watch((failure) => tripped.push(failure));
     fake.files.set(`${cpu}/cpuacct.usage`, String(50 * 1e6));
     vi.advanceTimersByTime(WATCH_MS);
-    expect(tripped).toEqual([]);
+    expect(tripped).toStrictEqual([]);
     fake.files.set(`${cpu}/cpuacct.usage`, String(51 * 1e6));
     vi.advanceTimersByTime(WATCH_MS);
-    expect(tripped).toEqual([
+    expect(tripped).toStrictEqual([
       expect.objectContaining({ code: "CpuLimit", message: expect.stringContaining("used 51 ms of CPU time, past its limit of 50 ms") }),
     ]);
   });
@@ -133,7 +136,7 @@ describe("watching a run's cgroup", () => {
     fake.files.set(`${run.cgroup!.dirs.memory}/memory.oom_control`, "oom_kill 3\n");
     fake.files.set(`${run.cgroup!.dirs.cpu}/cpuacct.usage`, String(1e15));
     vi.advanceTimersByTime(WATCH_MS * 2);
-    expect(tripped).toEqual([]);
+    expect(tripped).toStrictEqual([]);
     const bare = prepared({ cpuTimeMs: 1 }, NONE);
     const timers = vi.getTimerCount();
     bare.run.watch(() => tripped.push({} as HostFailure));
@@ -150,12 +153,12 @@ describe("finishing a run", () => {
     fake.files.set(`${pids}/pids.peak`, "4");
     addProcesses(fake, pids!, [80]);
     const end = await run.finish(report({ calls: [{}, {}] as RunReport["calls"], droppedCalls: 3 }));
-    expect(end).toEqual({
+    expect(end).toStrictEqual({
       limits: run.plan.report,
       usage: { source: "cgroup-v1", wallMs: 42, calls: 5, cpuMs: 7, peakMemoryBytes: 2048, peakProcesses: 4 },
     });
-    expect(fake.killed).toEqual([80]);
-    expect(run.cgroup!.directories.filter((dir) => fake.dirs.has(dir))).toEqual([]);
+    expect(fake.killed).toStrictEqual([80]);
+    expect(run.cgroup!.directories.filter((dir) => fake.dirs.has(dir))).toStrictEqual([]);
   });
 
   it("v2 usage; the peak process count seen by the watch when the kernel has no pids.peak", async () => {
@@ -168,13 +171,28 @@ describe("finishing a run", () => {
     fake.files.set(`${dir}/pids.current`, "2");
     vi.useRealTimers();
     const end = await run.finish(report({ calls: [] }));
-    expect(end.usage).toEqual({ source: "cgroup-v2", wallMs: 42, calls: 0, peakProcesses: 6 });
+    expect(end.usage).toStrictEqual({ source: "cgroup-v2", wallMs: 42, calls: 0, peakProcesses: 6 });
     expect(end.failure).toBeUndefined();
   });
 
   it("without a cgroup: wall time and calls only", async () => {
     const { run } = prepared({}, NONE);
-    expect((await run.finish(report())).usage).toEqual({ source: "none", wallMs: 42, calls: 0 });
+    expect((await run.finish(report())).usage).toStrictEqual({ source: "none", wallMs: 42, calls: 0 });
+  });
+
+  it("stops its watch, and a run that never exited (no exit in the report) is judged without one", async () => {
+    vi.useFakeTimers();
+    const { run } = prepared({ cpuTimeMs: 1500 });
+    run.watch(() => {});
+    expect(vi.getTimerCount()).toBe(1);
+    vi.useRealTimers();
+    const noExit = { ...report(), exit: undefined };
+    expect(await run.finish(noExit)).toStrictEqual({
+      limits: run.plan.report,
+      usage: { source: "cgroup-v1", wallMs: 42, calls: 0, peakProcesses: 0 },
+    });
+    const rlimit = prepared({ cpuTimeMs: 1500 }, NONE).run;
+    expect((await rlimit.finish({ ...noExit, sandbox: {} as RunReport["sandbox"] })).failure).toBeUndefined();
   });
 
   it("a limit passed that the watch did not see yet is the run's failure", async () => {
@@ -202,7 +220,7 @@ describe("finishing a run", () => {
   it("the launcher's own failure: its marked line, when it exited with its status before any hello", async () => {
     const stderr = `noise\n${LAUNCHER_MARK} could not join the run's cgroup (/x)\nmore`;
     const failed = report({ exit: { code: LAUNCHER_FAILED, signal: null }, stderr });
-    expect((await prepared({}, NONE).run.finish(failed)).failure).toEqual({
+    expect((await prepared({}, NONE).run.finish(failed)).failure).toStrictEqual({
       code: "SandboxUnavailable",
       message: "the guest was not started: could not join the run's cgroup (/x)",
     });
@@ -218,7 +236,7 @@ describe("finishing a run", () => {
     addProcesses(busy, run.cgroup!.dirs.pids!, [process.pid]);
     const removeFast = run.cgroup!.remove.bind(run.cgroup);
     run.cgroup!.remove = () => removeFast(0);
-    expect((await run.finish(report())).failure).toEqual({
+    expect((await run.finish(report())).failure).toStrictEqual({
       code: "NoResult",
       message: `the host failed: the run's cgroup ${run.cgroup!.directories.join(", ")} could not be removed`,
     });
@@ -235,7 +253,7 @@ describe("what a machine can enforce (ears doctor)", () => {
   const SANDBOX_FIX = "install bubblewrap (apt-get install bubblewrap) and run the guest sandboxed";
 
   it("cgroup v1 and a sandbox: every limit enforced, no fix to give", () => {
-    expect(supportOn(true, V1)).toEqual({
+    expect(supportOn(true, V1)).toStrictEqual({
       cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
       limits: {
         memoryBytes: { enforcedBy: "cgroup-v1" },
@@ -248,14 +266,14 @@ describe("what a machine can enforce (ears doctor)", () => {
 
   it("cgroup v2 with memory and pids only, unconfined: CPU by RLIMIT_CPU with the cgroup fix, /tmp not bounded with the sandbox fix", () => {
     const support = supportOn(false, { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] });
-    expect(support.cgroup).toEqual({ version: "v2", controllers: ["memory", "pids"] });
-    expect(support.limits.memoryBytes).toEqual({ enforcedBy: "cgroup-v2" });
-    expect(support.limits.cpuTimeMs).toEqual({
+    expect(support.cgroup).toStrictEqual({ version: "v2", controllers: ["memory", "pids"] });
+    expect(support.limits.memoryBytes).toStrictEqual({ enforcedBy: "cgroup-v2" });
+    expect(support.limits.cpuTimeMs).toStrictEqual({
       enforcedBy: "rlimit",
       note: "RLIMIT_CPU: per process, not per tree, in whole seconds",
       fix: CGROUP_FIX,
     });
-    expect(support.limits.tmpBytes).toEqual({
+    expect(support.limits.tmpBytes).toStrictEqual({
       enforcedBy: null,
       note: `the guest runs unconfined, so it has no private /tmp to bound; ${SANDBOX_FIX}`,
       fix: SANDBOX_FIX,
@@ -264,14 +282,22 @@ describe("what a machine can enforce (ears doctor)", () => {
 
   it("no cgroup: the reason and the fix, and memory and processes not enforced, each with the fix", () => {
     const support = supportOn(true, NONE);
-    expect(support.cgroup).toEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
+    expect(support.cgroup).toStrictEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
     for (const name of ["memoryBytes", "processes"] as const) {
-      expect(support.limits[name]).toEqual({
+      expect(support.limits[name]).toStrictEqual({
         enforcedBy: null,
         note: expect.stringMatching(/^no cgroup (memory|pids) controller can be used here \(no cgroup here \(test\)\); /),
         fix: CGROUP_FIX,
       });
     }
-    expect(support.limits.tmpBytes).toEqual({ enforcedBy: "bubblewrap" });
+    expect(support.limits.tmpBytes).toStrictEqual({ enforcedBy: "bubblewrap" });
+  });
+});
+
+describe("limitSupport, this machine", () => {
+  it("bounds /tmp when told runs are confined, not when told they are not; by default, where bubblewrap is installed", () => {
+    expect(limitSupport(true).limits.tmpBytes.enforcedBy).toBe("bubblewrap");
+    expect(limitSupport(false).limits.tmpBytes.enforcedBy).toBeNull();
+    expect(limitSupport()).toStrictEqual(limitSupport(bwrapPath !== undefined));
   });
 });

@@ -163,14 +163,16 @@ let planned: CgroupPlan | undefined;
 
 /** This process's plan, read once (a host does not move between cgroups while it runs guests). */
 export function hostCgroupPlan(): CgroupPlan {
-  if (planned !== undefined) return planned;
-  if (process.platform !== "linux")
-    return (planned = { version: null, reason: `cgroups are a Linux feature; this is ${process.platform}` });
-  const procSelfCgroup = realLook.read("/proc/self/cgroup");
-  const mountinfo = realLook.read("/proc/self/mountinfo");
-  if (procSelfCgroup === undefined || mountinfo === undefined)
-    return (planned = { version: null, reason: "/proc/self/cgroup cannot be read" });
-  return (planned = planCgroups(procSelfCgroup, mountinfo, realLook));
+  return (planned ??= cgroupPlanOn(process.platform, realLook));
+}
+
+/** The plan of a process on `platform` whose /proc and cgroup files `look` reads. */
+export function cgroupPlanOn(platform: NodeJS.Platform, look: CgroupLook): CgroupPlan {
+  if (platform !== "linux") return { version: null, reason: `cgroups are a Linux feature; this is ${platform}` };
+  const procSelfCgroup = look.read("/proc/self/cgroup");
+  const mountinfo = look.read("/proc/self/mountinfo");
+  if (procSelfCgroup === undefined || mountinfo === undefined) return { version: null, reason: "/proc/self/cgroup cannot be read" };
+  return planCgroups(procSelfCgroup, mountinfo, look);
 }
 
 /** What one run's cgroup sets: each value finite, or left out (no limit, accounting only). */

@@ -85,7 +85,9 @@ describe("creating a run's cgroup", () => {
     const refusing = fakeCgroupFiles({ dirs: Object.values(V1_PARENTS), refuse: (path) => path.endsWith("/pids.max") });
     expect(() => RunCgroup.create(v1, { processes: 3 }, refusing)).toThrow(/EACCES/);
     expect([...refusing.dirs].sort()).toStrictEqual(Object.values(V1_PARENTS).sort());
-    expect(refusing.removed).toHaveLength(3);
+    // Removed in the reverse order of making.
+    const name = basename(refusing.removed[0]!);
+    expect(refusing.removed).toStrictEqual([V1_PARENTS.cpu, V1_PARENTS.pids, V1_PARENTS.memory].map((parent) => join(parent, name)));
     const v2Refusing = fakeCgroupFiles({ dirs: [V2_PARENT], refuse: (path) => path.endsWith("/memory.max") });
     expect(() => RunCgroup.create(v2(), { memoryBytes: 3 }, v2Refusing)).toThrow(/EACCES/);
     expect([...v2Refusing.dirs]).toStrictEqual([V2_PARENT]);

@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import {
   LAUNCHER_FAILED,
   LAUNCHER_MARK,
+  findShells,
   launcherCommand,
   leakedDescriptors,
   machineShells,
@@ -320,6 +321,32 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
   it("sets RLIMIT_CPU for the guest", () => {
     const result = run({ command: "/bin/sh", args: ["-c", "ulimit -S -t; ulimit -H -t"], rlimits: { cpuSeconds: 3 } });
     expect(result.stdout.trim().split("\n")).toEqual(["3", "4"]);
+  });
+});
+
+describe("finding the shells and the leaked descriptors, as data", () => {
+  it("takes the first usual place of each program that is an executable file", () => {
+    expect(findShells(() => true)).toStrictEqual({ sh: "/bin/sh", bash: "/bin/bash", env: "/usr/bin/env" });
+    expect(findShells((path) => path.startsWith("/usr/"))).toStrictEqual({ sh: "/usr/bin/sh", bash: "/usr/bin/bash", env: "/usr/bin/env" });
+    expect(findShells((path) => path === "/bin/env")).toStrictEqual({ env: "/bin/env" });
+    expect(findShells(() => false)).toStrictEqual({});
+  });
+
+  it("leaked: from 3 up, open without close-on-exec (octal flags), in order; what cannot be read is none", () => {
+    const info: Record<number, string> = {
+      0: "pos:\t0\nflags:\t02\n",
+      2: "flags:\t0100002\n",
+      3: "pos:\t0\nflags:\t02000000\nmnt_id:\t1\n",
+      4: "pos:\t0\nflags:\t0100000\n",
+      10: "flags: 02\n",
+      12: "pos:\t0\nflags:\t02100002\nmnt_id:\t1\n",
+      40: "flags:\t00\nino:\t5\n",
+      41: "noflags:\t0\n",
+      42: "xflags:\t0\n",
+    };
+    const table = { list: () => ["40", "0", "2", "3", "4", "x", "10", "12", "41", "42", "99", "1.5"], info: (fd: number) => info[fd] };
+    expect(leakedDescriptors(table)).toStrictEqual([4, 10, 40]);
+    expect(leakedDescriptors({ list: () => undefined, info: () => "flags:\t0\n" })).toStrictEqual([]);
   });
 });
 

@@ -99,11 +99,43 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
       "60 31 0:50 / /sys/fs/cgroup/fake rw,relatime - tmpfs tmpfs rw,memory,pids",
       "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids",
       "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory",
+      "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct",
       "",
     ].join("\n");
-    expect(ownCgroupDirs("12:pids:/a\n11:memory:/b\nnoise 9:cpuacct:/c\n\n", mounts)).toStrictEqual({
+    // No cgroup2 mount for the "0::" line, and a line that only ends like one: neither counts.
+    expect(ownCgroupDirs("12:pids:/a\n11:memory:/b\nnoise 9:cpuacct:/c\n0::/\n\n", mounts)).toStrictEqual({
       v1: { memory: "/sys/fs/cgroup/memory/b", pids: "/sys/fs/cgroup/pids/a" },
     });
+    // A controller the host is in but whose hierarchy is not mounted: none.
+    expect(ownCgroupDirs("3:pids:/\n", "")).toStrictEqual({ v1: {} });
+  });
+
+  it("this host's plan, from its /proc files: not Linux, or /proc unreadable, is no cgroup with the reason", async () => {
+    const { cgroupPlanOn } = await import("../../../src/host/limits/cgroup.js");
+    expect(cgroupPlanOn("darwin", machine({}, []))).toStrictEqual({ version: null, reason: "cgroups are a Linux feature; this is darwin" });
+    const unreadable = { version: null, reason: "/proc/self/cgroup cannot be read" };
+    expect(cgroupPlanOn("linux", machine({}, []))).toStrictEqual(unreadable);
+    expect(cgroupPlanOn("linux", machine({ "/proc/self/cgroup": V1_SELF }, []))).toStrictEqual(unreadable);
+    expect(cgroupPlanOn("linux", machine({ "/proc/self/mountinfo": V1_MOUNTS }, []))).toStrictEqual(unreadable);
+    const both = machine({ "/proc/self/cgroup": V1_SELF, "/proc/self/mountinfo": V1_MOUNTS }, ["/sys/fs/cgroup/pids"]);
+    expect(cgroupPlanOn("linux", both)).toStrictEqual({ version: "v1", parents: { pids: "/sys/fs/cgroup/pids" } });
+  });
+
+  it("the machine as it is: realLook reads files and tells writable directories", async () => {
+    const { realLook } = await import("../../../src/host/limits/cgroup.js");
+    const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "ears-look-"));
+    try {
+      writeFileSync(join(dir, "f"), "text");
+      expect(realLook.read(join(dir, "f"))).toBe("text");
+      expect(realLook.read(join(dir, "missing"))).toBeUndefined();
+      expect(realLook.writable(dir)).toBe(true);
+      expect(realLook.writable(join(dir, "missing"))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("cgroup v2 offering memory but not pids, or nothing at all, or its controllers file unread: no v2, and what it offers", () => {
@@ -188,6 +220,9 @@ describe("the limit plan", () => {
     });
     expect(asked.refusal).toMatch(
       /^limits\.memoryBytes \(1000\) was asked for but cannot be enforced: no cgroup memory controller .*delegated/,
+    );
+    expect(asked.refusal).toContain(
+      "; run the host as root where the cgroup v1 memory, pids and cpuacct hierarchies are mounted writable, or in a cgroup v2 subtree delegated to it",
     );
     const defaults = limitPlan({ limits: { ...DEFAULTS, cpuTimeMs: 1500 }, requested: new Set(), confined: true, cgroup: none });
     expect(defaults.refusal).toBeUndefined();

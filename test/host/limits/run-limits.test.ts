@@ -211,6 +211,7 @@ describe("finishing a run", () => {
     const sandboxed = report({ exit: { code: 152, signal: null }, sandbox: {} as RunReport["sandbox"] });
     expect((await rlimit().finish(sandboxed)).failure).toMatchObject(expected);
     expect((await rlimit().finish(report({ exit: { code: 152, signal: null } }))).failure).toBeUndefined();
+    expect((await rlimit().finish({ ...sandboxed, exit: { code: 1, signal: null } })).failure).toBeUndefined();
     const answered = report({ exit: { code: null, signal: "SIGXCPU" }, outcome: { status: "success", content: "1" } });
     expect((await rlimit().finish(answered)).failure).toBeUndefined();
     const { run } = prepared({ cpuTimeMs: 1500 });

@@ -108,9 +108,11 @@ describe("the launcher's command line", () => {
 
 describe("the launcher's script, word for word", () => {
   const join = (file: string) =>
-    `echo ${file === "/a/tasks" ? "0" : "$$"} > "$1" || { echo "${LAUNCHER_MARK} could not join the run's cgroup ($1)" >&2; exit ${LAUNCHER_FAILED}; }; shift`;
+    `echo ${file === "/a/tasks" ? "0" : "$$"} > "$1" || ` +
+    `{ echo "${LAUNCHER_MARK} could not join the run's cgroup ($1)" >&2; exit ${LAUNCHER_FAILED}; }; shift`;
   const rlimit = (soft: number) =>
-    `{ ulimit -S -t ${soft} && ulimit -H -t ${soft + 1}; } || { echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`;
+    `{ ulimit -S -t ${soft} && ulimit -H -t ${soft + 1}; } || ` +
+    `{ echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`;
   const steps: LaunchSteps = {
     ...base,
     command: "/g",

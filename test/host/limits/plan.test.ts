@@ -143,7 +143,9 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
     const memoryOnly = machine({ [`${dir}/cgroup.controllers`]: "cpu memory\n" }, [dir]);
     expect(planCgroups(V2_DELEGATED, V2_MOUNTS, memoryOnly)).toStrictEqual({
       version: null,
-      reason: `the host's cgroup v2 ${dir} does not offer the memory and pids controllers (it offers: cpu memory); no cgroup v1 memory, pids or cpuacct hierarchy is mounted`,
+      reason:
+        `the host's cgroup v2 ${dir} does not offer the memory and pids controllers (it offers: cpu memory); ` +
+        "no cgroup v1 memory, pids or cpuacct hierarchy is mounted",
     });
     for (const look of [machine({ [`${dir}/cgroup.controllers`]: "\n" }, [dir]), machine({}, [dir])]) {
       expect(planCgroups(V2_DELEGATED, V2_MOUNTS, look)).toMatchObject({ reason: expect.stringContaining("(it offers: none)") });
@@ -154,7 +156,8 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
     expect(planCgroups(V1_SELF, V1_MOUNTS, machine({ "/sys/fs/cgroup/unified/cgroup.controllers": "" }, []))).toStrictEqual({
       version: null,
       reason:
-        "the host's cgroup v2 /sys/fs/cgroup/unified does not offer the memory and pids controllers (it offers: none); the host may not write its cgroup v1 memory, pids or cpuacct directories",
+        "the host's cgroup v2 /sys/fs/cgroup/unified does not offer the memory and pids controllers (it offers: none); " +
+        "the host may not write its cgroup v1 memory, pids or cpuacct directories",
     });
   });
 
@@ -222,7 +225,8 @@ describe("the limit plan", () => {
       /^limits\.memoryBytes \(1000\) was asked for but cannot be enforced: no cgroup memory controller .*delegated/,
     );
     expect(asked.refusal).toContain(
-      "; run the host as root where the cgroup v1 memory, pids and cpuacct hierarchies are mounted writable, or in a cgroup v2 subtree delegated to it",
+      "; run the host as root where the cgroup v1 memory, pids and cpuacct hierarchies are mounted writable, " +
+        "or in a cgroup v2 subtree delegated to it",
     );
     const defaults = limitPlan({ limits: { ...DEFAULTS, cpuTimeMs: 1500 }, requested: new Set(), confined: true, cgroup: none });
     expect(defaults.refusal).toBeUndefined();
@@ -240,8 +244,10 @@ describe("the limit plan", () => {
     });
     expect(plan.refusal).toBe(
       [
-        `limits.memoryBytes (100) was asked for but cannot be enforced: no cgroup memory controller can be used here (the host's cgroup has no memory controller); ${CGROUP_FIX}`,
-        `limits.processes (5) was asked for but cannot be enforced: no cgroup pids controller can be used here (the host's cgroup has no pids controller); ${CGROUP_FIX}`,
+        "limits.memoryBytes (100) was asked for but cannot be enforced: no cgroup memory controller can be used here " +
+          `(the host's cgroup has no memory controller); ${CGROUP_FIX}`,
+        "limits.processes (5) was asked for but cannot be enforced: no cgroup pids controller can be used here " +
+          `(the host's cgroup has no pids controller); ${CGROUP_FIX}`,
       ].join("; "),
     );
   });

@@ -11,7 +11,7 @@ import { LAUNCHER_FAILED, LAUNCHER_MARK } from "../../../src/host/limits/launche
 import { CGROUP_FIX, limitSupport, RunLimits, supportOn, WATCH_MS, type ResourceLimits } from "../../../src/host/limits/limits.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/types.js";
-import { addProcesses, fakeCgroupFiles, type FakeCgroupFiles } from "./fake-cgroup-files.js";
+import { addProcesses, fakeCgroupFiles } from "./fake-cgroup-files.js";
 
 const PARENTS = { memory: "/cg/memory/host", pids: "/cg/pids", cpu: "/cg/cpuacct" };
 const V1: CgroupPlan = { version: "v1", parents: PARENTS };
@@ -204,7 +204,7 @@ describe("finishing a run", () => {
     expect((await cpu.run.finish(report())).failure).toMatchObject({ code: "CpuLimit", message: expect.stringContaining("used 11 ms") });
   });
 
-  it("RLIMIT_CPU's SIGXCPU (or bubblewrap's 152) with no outcome is CpuLimit; with an outcome, or without the rlimit, it is not", async () => {
+  it("RLIMIT_CPU's SIGXCPU (or bubblewrap's 152) with no outcome is CpuLimit; with an outcome or without the rlimit, not", async () => {
     const rlimit = () => prepared({ cpuTimeMs: 1500 }, NONE).run;
     const expected = { code: "CpuLimit", message: expect.stringContaining("used 2000 ms of CPU time, past its limit of 1500 ms") };
     expect((await rlimit().finish(report({ exit: { code: null, signal: "SIGXCPU" } }))).failure).toMatchObject(expected);
@@ -265,7 +265,7 @@ describe("what a machine can enforce (ears doctor)", () => {
     });
   });
 
-  it("cgroup v2 with memory and pids only, unconfined: CPU by RLIMIT_CPU with the cgroup fix, /tmp not bounded with the sandbox fix", () => {
+  it("cgroup v2 with memory and pids only, unconfined: CPU by RLIMIT_CPU with the cgroup fix, /tmp unbounded with the sandbox fix", () => {
     const support = supportOn(false, { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] });
     expect(support.cgroup).toStrictEqual({ version: "v2", controllers: ["memory", "pids"] });
     expect(support.limits.memoryBytes).toStrictEqual({ enforcedBy: "cgroup-v2" });

@@ -338,7 +338,7 @@ describe("finding the shells and the leaked descriptors, as data", () => {
     const info: Record<number, string> = {
       0: "pos:\t0\nflags:\t02\n",
       2: "flags:\t0100002\n",
-      3: "pos:\t0\nflags:\t02000000\nmnt_id:\t1\n",
+      3: "pos:\t0\nflags:\t02\nmnt_id:\t1\n",
       4: "pos:\t0\nflags:\t0100000\n",
       10: "flags: 02\n",
       12: "pos:\t0\nflags:\t02100002\nmnt_id:\t1\n",
@@ -347,7 +347,7 @@ describe("finding the shells and the leaked descriptors, as data", () => {
       42: "xflags:\t0\n",
     };
     const table = { list: () => ["40", "0", "2", "3", "4", "x", "10", "12", "41", "42", "99", "1.5"], info: (fd: number) => info[fd] };
-    expect(leakedDescriptors(table)).toStrictEqual([4, 10, 40]);
+    expect(leakedDescriptors(table)).toStrictEqual([3, 4, 10, 40]);
     expect(leakedDescriptors({ list: () => undefined, info: () => "flags:\t0\n" })).toStrictEqual([]);
   });
 });

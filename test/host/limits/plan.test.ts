@@ -86,6 +86,9 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
     const mounts = "50 40 0:32 /docker/abc /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory";
     expect(ownCgroupDirs("4:memory:/docker/abc/run\\0401", mounts).v1.memory).toBe("/sys/fs/cgroup/memory/run\\0401");
     expect(ownCgroupDirs("4:memory:/elsewhere", mounts).v1.memory).toBeUndefined();
+    // The host's cgroup is the mount's root itself (a container's own cgroup): the mount point.
+    expect(ownCgroupDirs("4:memory:/docker/abc", mounts).v1.memory).toBe("/sys/fs/cgroup/memory");
+    expect(ownCgroupDirs("4:memory:/docker/abcd", mounts).v1.memory).toBeUndefined();
     const readOnly = "50 40 0:32 / /sys/fs/cgroup/memory ro,relatime - cgroup cgroup rw,memory";
     expect(ownCgroupDirs("4:memory:/", readOnly).v1).toStrictEqual({});
     // Octal escapes in mount points are decoded.

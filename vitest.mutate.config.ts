@@ -6,8 +6,8 @@ import { defineConfig } from "vitest/config";
 // and that command line run by real shells on temporary files). They import src/, which Stryker instruments.
 // No test here reaches the machine's cgroups or kills a process: RunCgroup's tests give it a fake file system,
 // and test/helpers/no-host-cgroups.ts leaves the host no cgroup to offer a real guest's run (CONTRIBUTING.md,
-// "Mutation testing": a mutant of the clean-up once killed the runner). limits.test.ts, killed-host.test.ts and
-// descriptors.attack.test.ts use real cgroups and processes: `npm test` only.
+// "Mutation testing": a mutant of the clean-up once killed the runner). limits.test.ts, killed-host.test.ts,
+// descriptors.attack.test.ts and real-files.test.ts use real cgroups or kill real processes: `npm test` only.
 // Spawned-child and CLI tests load dist/, which a mutant of src/ does not reach, so they would only add time.
 export default defineConfig({
   test: {

@@ -1,8 +1,13 @@
 import { defineConfig } from "vitest/config";
 
-// The tests Stryker runs against each mutant: the in-process tests of the protocol, wire and guest code,
-// and of the sandbox (test/host/sandbox/: the policy, argv and seccomp filter as data) (they import src/,
-// which Stryker instruments). Not src/host/limits/: see CONTRIBUTING.md, "Mutation testing".
+// The tests Stryker runs against each mutant: the in-process tests of the protocol, wire and guest code, of the
+// sandbox (test/host/sandbox/: the policy, argv and seccomp filter as data) and of the limits (test/host/limits/:
+// the cgroup plan, a run's cgroup and limits on a cgroup file system given as data, the launcher's command line,
+// and that command line run by real shells on temporary files). They import src/, which Stryker instruments.
+// No test here reaches the machine's cgroups or kills a process: RunCgroup's tests give it a fake file system,
+// and test/helpers/no-host-cgroups.ts leaves the host no cgroup to offer a real guest's run (CONTRIBUTING.md,
+// "Mutation testing": a mutant of the clean-up once killed the runner). limits.test.ts, killed-host.test.ts,
+// descriptors.attack.test.ts and real-files.test.ts use real cgroups or kill real processes: `npm test` only.
 // Spawned-child and CLI tests load dist/, which a mutant of src/ does not reach, so they would only add time.
 export default defineConfig({
   test: {
@@ -11,8 +16,10 @@ export default defineConfig({
       "test/testing/arbitraries.test.ts",
       "test/host/run-host*.test.ts",
       "test/host/sandbox/**/*.test.ts",
+      "test/host/limits/{plan,cgroup,run-limits,launcher}.test.ts",
     ],
     exclude: ["test/guest/spawned.test.ts", "test/protocol/schemas.test.ts", "test/protocol/vectors.test.ts"],
+    setupFiles: ["test/helpers/no-host-cgroups.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",

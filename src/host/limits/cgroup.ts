@@ -5,7 +5,7 @@
  * emptied and removed when the run ends.
  */
 import { accessSync, constants, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { CgroupJoin } from "./launcher.js";
 
 /** The controllers a run uses: memory (memoryBytes), pids (processes), CPU accounting (cpuTimeMs, usage). */
@@ -25,9 +25,18 @@ export type CgroupPlan =
   | { version: "v1"; parents: Partial<Record<Controller, string>> }
   | { version: null; reason: string };
 
-/** The v1 hierarchy that carries each controller we use (CPU time is read from `cpuacct`). */
-const V1_NAMES: Record<Controller, string> = { memory: "memory", pids: "pids", cpu: "cpuacct" };
-const CONTROLLERS: Controller[] = ["memory", "pids", "cpu"];
+// The tables below are built when asked, not at load: a value computed while a module loads is, to Stryker,
+// a "static" mutant that needs every test of the suite (CONTRIBUTING.md, "Mutation testing").
+
+/** The controllers a run uses, in the order they are planned. */
+function usedControllers(): Controller[] {
+  return ["memory", "pids", "cpu"];
+}
+
+/** The v1 hierarchy that carries a controller we use (CPU time is read from `cpuacct`). */
+function v1Name(controller: Controller): string {
+  return controller === "cpu" ? "cpuacct" : controller;
+}
 
 interface Mount {
   root: string;
@@ -83,9 +92,9 @@ export function ownCgroupDirs(procSelfCgroup: string, mountinfo: string): { v2?:
       continue;
     }
     const list = names.split(",");
-    for (const controller of CONTROLLERS) {
-      if (!list.includes(V1_NAMES[controller])) continue;
-      const mount = mounts.find((m) => m.type === "cgroup" && m.superOptions.includes(V1_NAMES[controller]));
+    for (const controller of usedControllers()) {
+      if (!list.includes(v1Name(controller))) continue;
+      const mount = mounts.find((m) => m.type === "cgroup" && m.superOptions.includes(v1Name(controller)));
       const dir = mount === undefined ? undefined : inside(mount, path);
       if (dir !== undefined) dirs.v1[controller] = dir;
     }
@@ -104,7 +113,7 @@ export function planCgroups(procSelfCgroup: string, mountinfo: string, look: Cgr
   if (own.v2 !== undefined) {
     const offered = words(look.read(join(own.v2, "cgroup.controllers")));
     const enabled = words(look.read(join(own.v2, "cgroup.subtree_control")));
-    const controllers = CONTROLLERS.filter((c) => offered.includes(c));
+    const controllers = usedControllers().filter((c) => offered.includes(c));
     if (!controllers.includes("memory") || !controllers.includes("pids")) {
       const offers = offered.join(" ") || "none";
       v2Reason = `the host's cgroup v2 ${own.v2} does not offer the memory and pids controllers (it offers: ${offers})`;
@@ -115,7 +124,7 @@ export function planCgroups(procSelfCgroup: string, mountinfo: string, look: Cgr
     }
   }
   const parents: Partial<Record<Controller, string>> = {};
-  for (const controller of CONTROLLERS) {
+  for (const controller of usedControllers()) {
     const dir = own.v1[controller];
     if (dir !== undefined && look.writable(dir)) parents[controller] = dir;
   }
@@ -154,14 +163,16 @@ let planned: CgroupPlan | undefined;
 
 /** This process's plan, read once (a host does not move between cgroups while it runs guests). */
 export function hostCgroupPlan(): CgroupPlan {
-  if (planned !== undefined) return planned;
-  if (process.platform !== "linux")
-    return (planned = { version: null, reason: `cgroups are a Linux feature; this is ${process.platform}` });
-  const procSelfCgroup = realLook.read("/proc/self/cgroup");
-  const mountinfo = realLook.read("/proc/self/mountinfo");
-  if (procSelfCgroup === undefined || mountinfo === undefined)
-    return (planned = { version: null, reason: "/proc/self/cgroup cannot be read" });
-  return (planned = planCgroups(procSelfCgroup, mountinfo, realLook));
+  return (planned ??= cgroupPlanOn(process.platform, realLook));
+}
+
+/** The plan of a process on `platform` whose /proc and cgroup files `look` reads. */
+export function cgroupPlanOn(platform: NodeJS.Platform, look: CgroupLook): CgroupPlan {
+  if (platform !== "linux") return { version: null, reason: `cgroups are a Linux feature; this is ${platform}` };
+  const procSelfCgroup = look.read("/proc/self/cgroup");
+  const mountinfo = look.read("/proc/self/mountinfo");
+  if (procSelfCgroup === undefined || mountinfo === undefined) return { version: null, reason: "/proc/self/cgroup cannot be read" };
+  return planCgroups(procSelfCgroup, mountinfo, look);
 }
 
 /** What one run's cgroup sets: each value finite, or left out (no limit, accounting only). */
@@ -180,6 +191,77 @@ export interface CgroupCounters {
   oomKills?: number;
 }
 
+/**
+ * What a run's cgroup does to the machine: the real files and `kill` by default ({@link realCgroupFiles}),
+ * a fake in tests, so that the tests of this code (and its mutants under Stryker) never reach a cgroup or
+ * a process of the machine.
+ */
+export interface CgroupFiles {
+  /** A file's text, or undefined when it cannot be read. */
+  read(path: string): string | undefined;
+  /** Writes a file; throws what the kernel said. */
+  write(path: string, text: string): void;
+  /** Writes a file that exists (an optional knob: swap limits, cgroup.kill); false when it is absent or refused. */
+  writeIfPresent(path: string, text: string): boolean;
+  /** Creates a directory whose parent exists; throws when it cannot (also when it exists). */
+  mkdir(path: string): void;
+  /** Removes an empty directory; true when it is gone (removed now, or already). */
+  rmdir(path: string): boolean;
+  /** SIGKILLs a process; nothing when it is gone already. */
+  kill(pid: number): void;
+}
+
+/** The machine's own files and processes. */
+export function realCgroupFiles(): CgroupFiles {
+  return {
+    read: (path) => realLook.read(path),
+    write: (path, text) => writeFileSync(path, text),
+    writeIfPresent(path, text) {
+      try {
+        writeFileSync(path, text, { flag: "r+" });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    mkdir: (path) => mkdirSync(path),
+    rmdir(path) {
+      try {
+        rmdirSync(path);
+        return true;
+      } catch (error) {
+        return (error as NodeJS.ErrnoException).code === "ENOENT";
+      }
+    },
+    kill(pid) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone meanwhile.
+      }
+    },
+  };
+}
+
+/**
+ * Whether `dir` is a run's cgroup made by the process `pid` (by default this host): its name is
+ * `ears-<pid>-<sequence>-<random>`, as {@link RunCgroup.create} names them. Never the host's own cgroup, a
+ * parent, {@link HOST_LEAF} or another host's run. A run's cgroup kills and removes only directories
+ * that pass, so a wrong path (a bug, or a mutant under Stryker) cannot empty the host's own cgroup.
+ */
+export function isRunCgroupDir(dir: string, pid: number = process.pid): boolean {
+  const match = /^ears-(\d+)-\d+-[0-9a-z]*$/.exec(basename(dir));
+  return match !== null && match[1] === String(pid);
+}
+
+/**
+ * Whether a pid read from a run's cgroup.procs may be killed: a process's own number (1 and up; 0 and
+ * negatives name process groups to kill()), never init (1) and never this host.
+ */
+function killable(pid: number): boolean {
+  return Number.isSafeInteger(pid) && pid > 1 && pid !== process.pid;
+}
+
 let sequence = 0;
 
 /** One run's cgroup (one directory per v1 hierarchy, one in v2). */
@@ -188,6 +270,7 @@ export class RunCgroup {
     readonly version: "v1" | "v2",
     /** The run's directory per controller (v2: the same one for all). */
     readonly dirs: Partial<Record<Controller, string>>,
+    private readonly files: CgroupFiles,
   ) {}
 
   /** Every directory, once each: what the watchdog and `remove` clear. */
@@ -209,42 +292,42 @@ export class RunCgroup {
 
   /**
    * Creates the run's cgroup under the host's own and writes `limits`. Throws (after removing what it
-   * made) when a directory cannot be made or a limit cannot be written.
+   * made) when a directory cannot be made or a limit cannot be written. `files`: the machine by default.
    */
-  static create(plan: Exclude<CgroupPlan, { version: null }>, limits: CgroupLimits): RunCgroup {
+  static create(plan: Exclude<CgroupPlan, { version: null }>, limits: CgroupLimits, files: CgroupFiles = realCgroupFiles()): RunCgroup {
     sequence += 1;
     const name = `ears-${process.pid}-${sequence}-${Math.random().toString(36).slice(2, 8)}`;
     const made: string[] = [];
     try {
       if (plan.version === "v2") {
-        if (plan.enable.length > 0) enableControllers(plan.parent, plan.enable);
+        if (plan.enable.length > 0) enableControllers(plan.parent, plan.enable, files);
         const dir = join(plan.parent, name);
-        mkdirSync(dir);
+        files.mkdir(dir);
         made.push(dir);
-        const cgroup = new RunCgroup("v2", Object.fromEntries(plan.controllers.map((c) => [c, dir])));
+        const cgroup = new RunCgroup("v2", Object.fromEntries(plan.controllers.map((c) => [c, dir])), files);
         if (limits.memoryBytes !== undefined) {
-          writeFileSync(join(dir, "memory.max"), String(limits.memoryBytes));
+          files.write(join(dir, "memory.max"), String(limits.memoryBytes));
           // The limit bounds memory, not memory plus swap: a guest over it is killed, not swapped out.
-          writeIfPresent(join(dir, "memory.swap.max"), "0");
+          files.writeIfPresent(join(dir, "memory.swap.max"), "0");
         }
-        if (limits.processes !== undefined) writeFileSync(join(dir, "pids.max"), String(limits.processes));
+        if (limits.processes !== undefined) files.write(join(dir, "pids.max"), String(limits.processes));
         return cgroup;
       }
       const dirs: Partial<Record<Controller, string>> = {};
       for (const [controller, parent] of Object.entries(plan.parents) as [Controller, string][]) {
         const dir = join(parent, name);
-        mkdirSync(dir);
+        files.mkdir(dir);
         made.push(dir);
         dirs[controller] = dir;
       }
       if (limits.memoryBytes !== undefined && dirs.memory !== undefined) {
-        writeFileSync(join(dirs.memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
-        writeIfPresent(join(dirs.memory, "memory.memsw.limit_in_bytes"), String(limits.memoryBytes));
+        files.write(join(dirs.memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
+        files.writeIfPresent(join(dirs.memory, "memory.memsw.limit_in_bytes"), String(limits.memoryBytes));
       }
-      if (limits.processes !== undefined && dirs.pids !== undefined) writeFileSync(join(dirs.pids, "pids.max"), String(limits.processes));
-      return new RunCgroup("v1", dirs);
+      if (limits.processes !== undefined && dirs.pids !== undefined) files.write(join(dirs.pids, "pids.max"), String(limits.processes));
+      return new RunCgroup("v1", dirs, files);
     } catch (error) {
-      for (const dir of made.reverse()) tryRmdir(dir);
+      for (const dir of made.reverse()) removeRunDir(files, dir);
       throw error;
     }
   }
@@ -253,81 +336,82 @@ export class RunCgroup {
   read(): CgroupCounters {
     const counters: CgroupCounters = {};
     const { memory, pids, cpu } = this.dirs;
+    const text = (dir: string, file: string) => this.files.read(join(dir, file));
+    const number = (dir: string, file: string) => numberIn(text(dir, file));
     if (this.version === "v2") {
       if (cpu !== undefined) {
-        const usec = field(readText(join(cpu, "cpu.stat")), "usage_usec");
+        const usec = field(text(cpu, "cpu.stat"), "usage_usec");
         if (usec !== undefined) counters.cpuMs = usec / 1000;
       }
       if (memory !== undefined) {
-        assign(counters, "memoryBytes", numberIn(join(memory, "memory.current")));
-        assign(counters, "peakMemoryBytes", numberIn(join(memory, "memory.peak")));
-        assign(counters, "oomKills", field(readText(join(memory, "memory.events")), "oom_kill"));
+        assign(counters, "memoryBytes", number(memory, "memory.current"));
+        assign(counters, "peakMemoryBytes", number(memory, "memory.peak"));
+        assign(counters, "oomKills", field(text(memory, "memory.events"), "oom_kill"));
       }
     } else {
       if (cpu !== undefined) {
-        const ns = numberIn(join(cpu, "cpuacct.usage"));
+        const ns = number(cpu, "cpuacct.usage");
         if (ns !== undefined) counters.cpuMs = ns / 1e6;
       }
       if (memory !== undefined) {
-        assign(counters, "memoryBytes", numberIn(join(memory, "memory.usage_in_bytes")));
-        assign(counters, "peakMemoryBytes", numberIn(join(memory, "memory.max_usage_in_bytes")));
-        assign(counters, "oomKills", field(readText(join(memory, "memory.oom_control")), "oom_kill"));
+        assign(counters, "memoryBytes", number(memory, "memory.usage_in_bytes"));
+        assign(counters, "peakMemoryBytes", number(memory, "memory.max_usage_in_bytes"));
+        assign(counters, "oomKills", field(text(memory, "memory.oom_control"), "oom_kill"));
       }
     }
     if (pids !== undefined) {
-      assign(counters, "processes", numberIn(join(pids, "pids.current")));
-      assign(counters, "peakProcesses", numberIn(join(pids, "pids.peak")));
+      assign(counters, "processes", number(pids, "pids.current"));
+      assign(counters, "peakProcesses", number(pids, "pids.peak"));
     }
     return counters;
   }
 
-  /** SIGKILLs every process in the cgroup (v2's cgroup.kill where the kernel has it). */
+  /**
+   * SIGKILLs every process in the cgroup (v2's cgroup.kill where the kernel has it). A directory that is
+   * not a run's cgroup of this host ({@link isRunCgroupDir}) is left alone, and so is a pid that names no
+   * single other process.
+   */
   killAll(): void {
     for (const dir of this.directories) {
-      if (this.version === "v2" && writeIfPresent(join(dir, "cgroup.kill"), "1")) continue;
-      for (const pid of words(readText(join(dir, "cgroup.procs")))) {
-        try {
-          process.kill(Number(pid), "SIGKILL");
-        } catch {
-          // Gone meanwhile.
-        }
+      if (!isRunCgroupDir(dir)) continue;
+      if (this.version === "v2" && this.files.writeIfPresent(join(dir, "cgroup.kill"), "1")) continue;
+      for (const word of words(this.files.read(join(dir, "cgroup.procs")))) {
+        const pid = Number(word);
+        if (killable(pid)) this.files.kill(pid);
       }
     }
   }
 
   /**
    * Kills what is left and removes the directories; retries while the kernel still counts dying
-   * processes in them (rmdir fails with EBUSY until they are gone). True when every directory is gone.
+   * processes in them (rmdir fails with EBUSY until they are gone). True when every directory is gone;
+   * false when one is not a run's cgroup of this host ({@link isRunCgroupDir}: it is never touched).
    */
   async remove(withinMs = 5000): Promise<boolean> {
     const deadline = Date.now() + withinMs;
-    let left = this.directories;
+    const refused = this.directories.filter((dir) => !isRunCgroupDir(dir));
+    let left = this.directories.filter((dir) => isRunCgroupDir(dir));
     // The kernel usually lets go of the tree's last processes within a few milliseconds of the exit the host
     // saw: ask again soon at first (a run's report waits for this), then every 20 ms.
     for (let tries = 0; ; tries += 1) {
       this.killAll();
-      left = left.filter((dir) => !tryRmdir(dir));
-      if (left.length === 0 || Date.now() >= deadline) return left.length === 0;
+      left = left.filter((dir) => !removeRunDir(this.files, dir));
+      if (left.length === 0 || Date.now() >= deadline) return left.length === 0 && refused.length === 0;
       await new Promise((resolve) => setTimeout(resolve, Math.min(20, 2 ** tries)));
     }
   }
+}
+
+/** Removes a run's cgroup directory (only one that {@link isRunCgroupDir} accepts); true when it is gone. */
+function removeRunDir(files: CgroupFiles, dir: string): boolean {
+  return isRunCgroupDir(dir) && files.rmdir(dir);
 }
 
 /** The leaf a delegated cgroup v2's own processes move to, so the cgroup may give its children controllers. */
 export const HOST_LEAF = "ears-host";
 
 /** How {@link enableControllers} touches the cgroup file system (the real one by default; a fake in tests). */
-export interface CgroupWriter {
-  read(path: string): string | undefined;
-  write(path: string, text: string): void;
-  mkdir(path: string): void;
-}
-
-const realWriter: CgroupWriter = {
-  read: (path) => realLook.read(path),
-  write: (path, text) => writeFileSync(path, text),
-  mkdir: (path) => mkdirSync(path, { recursive: true }),
-};
+export type CgroupWriter = Pick<CgroupFiles, "read" | "write" | "mkdir">;
 
 /**
  * Switches `controllers` on for the children of the cgroup v2 `parent`. The kernel refuses (EBUSY) while
@@ -336,7 +420,7 @@ const realWriter: CgroupWriter = {
  * to a leaf of their own, {@link HOST_LEAF}, as systemd's delegation guide advises, and it is tried again.
  * Runs' cgroups stay under `parent`, beside the leaf. Throws when it still cannot.
  */
-export function enableControllers(parent: string, controllers: readonly Controller[], fs: CgroupWriter = realWriter): void {
+export function enableControllers(parent: string, controllers: readonly Controller[], fs: CgroupWriter = realCgroupFiles()): void {
   const control = join(parent, "cgroup.subtree_control");
   const text = controllers.map((c) => `+${c}`).join(" ");
   try {
@@ -346,19 +430,20 @@ export function enableControllers(parent: string, controllers: readonly Controll
     if ((error as NodeJS.ErrnoException).code !== "EBUSY") throw error;
   }
   const leaf = join(parent, HOST_LEAF);
-  fs.mkdir(leaf);
+  try {
+    fs.mkdir(leaf);
+  } catch (error) {
+    // A host started before in this cgroup made it already.
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
   for (const pid of words(fs.read(join(parent, "cgroup.procs")))) fs.write(join(leaf, "cgroup.procs"), pid);
   fs.write(control, text);
 }
 
-function readText(path: string): string | undefined {
-  return realLook.read(path);
-}
-
-function numberIn(path: string): number | undefined {
-  const text = readText(path)?.trim();
-  if (text === undefined || !/^\d+$/.test(text)) return undefined;
-  return Number(text);
+function numberIn(text: string | undefined): number | undefined {
+  const trimmed = text?.trim();
+  if (trimmed === undefined || !/^\d+$/.test(trimmed)) return undefined;
+  return Number(trimmed);
 }
 
 /** The number after `name` in a "name value" per line file (cpu.stat, memory.events, memory.oom_control). */
@@ -369,27 +454,4 @@ export function field(text: string | undefined, name: string): number | undefine
 
 function assign(counters: CgroupCounters, key: keyof CgroupCounters, value: number | undefined): void {
   if (value !== undefined) counters[key] = value;
-}
-
-/**
- * Writes an optional knob of this kernel (swap limits, cgroup.kill); false when it is absent or refused,
- * and the caller has a way that does not need it (swap off or unaccounted; killing each pid).
- */
-function writeIfPresent(path: string, text: string): boolean {
-  try {
-    writeFileSync(path, text, { flag: "r+" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** True when the directory is gone (removed now, or already). */
-function tryRmdir(dir: string): boolean {
-  try {
-    rmdirSync(dir);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ENOENT";
-  }
 }

@@ -134,28 +134,47 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
 /** O_CLOEXEC in /proc/self/fdinfo's octal `flags`. */
 const O_CLOEXEC = 0o2000000;
 
+/** How {@link leakedDescriptors} reads a process's descriptors (this process's /proc by default; data in tests). */
+export interface DescriptorTable {
+  /** The open descriptors' names (/proc/self/fd), or undefined when they cannot be listed. */
+  list(): string[] | undefined;
+  /** A descriptor's /proc/self/fdinfo text, or undefined when it is gone. */
+  info(fd: number): string | undefined;
+}
+
+/** This process's /proc/self/fd and fdinfo. */
+function ownDescriptors(): DescriptorTable {
+  return {
+    list() {
+      try {
+        return readdirSync("/proc/self/fd");
+      } catch {
+        return undefined;
+      }
+    },
+    info(fd) {
+      try {
+        return readFileSync(`/proc/self/fdinfo/${fd}`, "utf8");
+      } catch {
+        // Closed meanwhile (the directory listing's own descriptor, among others).
+        return undefined;
+      }
+    },
+  };
+}
+
 /**
  * This process's descriptors from 3 up that a child would inherit: open without close-on-exec (Linux
  * /proc/self/fdinfo; none elsewhere). Node opens its own with close-on-exec; these come from whoever
- * started the host (`ears exec … 40</`, a harness's pipe).
+ * started the host (`ears exec … 40</`, a harness's pipe). `table`: this process's by default.
  */
-export function leakedDescriptors(): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc/self/fd");
-  } catch {
-    return [];
-  }
+export function leakedDescriptors(table: DescriptorTable = ownDescriptors()): number[] {
   const leaked: number[] = [];
-  for (const entry of entries) {
+  for (const entry of table.list() ?? []) {
     const fd = Number(entry);
     if (!Number.isSafeInteger(fd) || fd < 3) continue;
-    try {
-      const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"));
-      if (flags !== null && (parseInt(flags[1]!, 8) & O_CLOEXEC) === 0) leaked.push(fd);
-    } catch {
-      // Closed meanwhile (the directory listing's own descriptor, among others).
-    }
+    const flags = /^flags:\s*([0-7]+)$/m.exec(table.info(fd) ?? "");
+    if (flags !== null && (parseInt(flags[1]!, 8) & O_CLOEXEC) === 0) leaked.push(fd);
   }
   return leaked.sort((a, b) => a - b);
 }
@@ -164,21 +183,26 @@ let shells: Shells | undefined;
 
 /** The shells (and env) at their usual places, looked up once. */
 export function machineShells(): Shells {
-  if (shells !== undefined) return shells;
-  shells = {};
-  const executable = (path: string) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return statSync(path).isFile();
-    } catch {
-      return false;
-    }
-  };
+  return (shells ??= findShells(isExecutableFile));
+}
+
+/** The first of each program's usual places that `executable` accepts. */
+export function findShells(executable: (path: string) => boolean): Shells {
+  const found: Shells = {};
   const sh = ["/bin/sh", "/usr/bin/sh"].find(executable);
   const bash = ["/bin/bash", "/usr/bin/bash"].find(executable);
-  if (sh !== undefined) shells.sh = sh;
-  if (bash !== undefined) shells.bash = bash;
   const env = ["/usr/bin/env", "/bin/env"].find(executable);
-  if (env !== undefined) shells.env = env;
-  return shells;
+  if (sh !== undefined) found.sh = sh;
+  if (bash !== undefined) found.bash = bash;
+  if (env !== undefined) found.env = env;
+  return found;
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }

@@ -6,7 +6,15 @@
 import * as failures from "../failures.js";
 import { RESOURCE_LIMITS } from "../settings.js";
 import type { HostFailure, LimitEnforcer, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "../types.js";
-import { hostCgroupPlan, RunCgroup, type CgroupCounters, type CgroupLimits, type CgroupPlan, type Controller } from "./cgroup.js";
+import {
+  hostCgroupPlan,
+  RunCgroup,
+  type CgroupCounters,
+  type CgroupFiles,
+  type CgroupLimits,
+  type CgroupPlan,
+  type Controller,
+} from "./cgroup.js";
 import { LAUNCHER_FAILED, LAUNCHER_MARK } from "./launcher.js";
 import { sandboxMissing } from "../sandbox/index.js";
 
@@ -38,7 +46,10 @@ export interface LimitPlan {
   tmpBytes?: number;
 }
 
-const CONTROLLER_OF: Partial<Record<ResourceLimitName, Controller>> = { memoryBytes: "memory", processes: "pids", cpuTimeMs: "cpu" };
+/** The cgroup controller that enforces a limit, if one does (built when asked: see cgroup.ts on "static" mutants). */
+function controllerOf(name: ResourceLimitName): Controller | undefined {
+  return name === "memoryBytes" ? "memory" : name === "processes" ? "pids" : name === "cpuTimeMs" ? "cpu" : undefined;
+}
 
 /**
  * Decides, for each limit, what enforces it: memoryBytes and processes a cgroup only (RLIMIT_AS and
@@ -65,7 +76,7 @@ export function limitPlan(input: {
     let enforcedBy: LimitEnforcer | null = null;
     let missing = "";
     let note: string | undefined;
-    const controller = CONTROLLER_OF[name];
+    const controller = controllerOf(name);
     if (controller !== undefined && cgroup.version !== null && cgroup.controllers.includes(controller)) {
       enforcedBy = cgroup.version === "v1" ? "cgroup-v1" : "cgroup-v2";
       if (name === "memoryBytes") plan.cgroupLimits.memoryBytes = value;
@@ -118,19 +129,20 @@ export class RunLimits {
   /**
    * Plans the limits for a run and creates its cgroup (whenever `cgroupPlan`, by default this host's,
    * offers one: also for accounting alone). A refusal (a limit asked for that cannot be enforced) comes back as a string and
-   * leaves nothing behind.
+   * leaves nothing behind. `files`: what the cgroup touches, the machine by default (a fake in tests).
    */
   static prepare(
     limits: ResourceLimits,
     requested: ReadonlySet<ResourceLimitName>,
     confined: boolean,
     cgroupPlan: CgroupPlan = hostCgroupPlan(),
+    files?: CgroupFiles,
   ): RunLimits | string {
     let plan = limitPlan({ limits, requested, confined, cgroup: offerOf(cgroupPlan) });
     if (plan.refusal !== undefined) return plan.refusal;
     if (cgroupPlan.version === null) return new RunLimits(plan, undefined, limits);
     try {
-      return new RunLimits(plan, RunCgroup.create(cgroupPlan, plan.cgroupLimits), limits);
+      return new RunLimits(plan, RunCgroup.create(cgroupPlan, plan.cgroupLimits, files), limits);
     } catch (error) {
       const reason = `the run's cgroup could not be created under ${cgroupDirOf(cgroupPlan)} (${(error as Error).message})`;
       plan = limitPlan({ limits, requested, confined, cgroup: { version: null, reason } });
@@ -239,8 +251,11 @@ export interface LimitSupport {
  * for (const [name, { enforcedBy, fix }] of Object.entries(support.limits)) console.log(name, enforcedBy ?? `no: ${fix}`);
  */
 export function limitSupport(sandboxed?: boolean): LimitSupport {
-  const confined = sandboxed ?? sandboxMissing() === undefined;
-  const cgroupPlan = hostCgroupPlan();
+  return supportOn(sandboxed ?? sandboxMissing() === undefined, hostCgroupPlan());
+}
+
+/** {@link limitSupport} of a machine given as data: whether runs are confined, and its cgroup plan. */
+export function supportOn(confined: boolean, cgroupPlan: CgroupPlan): LimitSupport {
   const offer = offerOf(cgroupPlan);
   const every = new Set<ResourceLimitName>(RESOURCE_LIMITS);
   const probe = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, 1])) as ResourceLimits;

@@ -11,7 +11,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { LAUNCHER_FAILED, LAUNCHER_MARK, launcherCommand, machineShells, type LaunchSteps } from "../../../src/host/limits/launcher.js";
+import {
+  LAUNCHER_FAILED,
+  LAUNCHER_MARK,
+  findShells,
+  launcherCommand,
+  leakedDescriptors,
+  machineShells,
+  type LaunchSteps,
+} from "../../../src/host/limits/launcher.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const shells = { sh: "/bin/sh", bash: "/bin/bash", env: "/usr/bin/env" };
@@ -95,6 +103,130 @@ describe("the launcher's command line", () => {
     expect(launcherCommand({ ...base, closeFds: [40], shells: { bash: "/bin/bash" } })).toMatchObject({
       problem: expect.stringContaining("env"),
     });
+  });
+});
+
+describe("the launcher's script, word for word", () => {
+  const join = (file: string) =>
+    `echo ${file === "/a/tasks" ? "0" : "$$"} > "$1" || ` +
+    `{ echo "${LAUNCHER_MARK} could not join the run's cgroup ($1)" >&2; exit ${LAUNCHER_FAILED}; }; shift`;
+  const rlimit = (soft: number) =>
+    `{ ulimit -S -t ${soft} && ulimit -H -t ${soft + 1}; } || ` +
+    `{ echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`;
+  const steps: LaunchSteps = {
+    ...base,
+    command: "/g",
+    args: ["x"],
+    // Duplicates, stdio and non-integers are never closed; kept ones neither.
+    closeFds: [12, 4, 4, 2, 0, 1, 3.5, 7, Number.NaN],
+    keepFds: [7],
+    cgroupJoins: [
+      { file: "/a/tasks", as: "thread" },
+      { file: "/b/cgroup.procs", as: "process" },
+    ],
+    rlimits: { cpuSeconds: 2.2 },
+    env: { PWD: "/w d", SHLVL: "3", A: "1" },
+  };
+
+  it("bash (a descriptor from 10 up): joins in order, closes in order, RLIMIT_CPU rounded up, PWD and SHLVL put back through env", () => {
+    expect(launcherCommand(steps)).toEqual({
+      command: "/bin/bash",
+      args: [
+        "--norc",
+        "--posix",
+        "-c",
+        [
+          join("/a/tasks"),
+          join("/b"),
+          "exec 4<&- 12<&-",
+          rlimit(3),
+          'export PWD="$1"; shift',
+          'exec /usr/bin/env "SHLVL=$1" "${@:2}"',
+        ].join("\n"),
+        "ears-launcher",
+        "/a/tasks",
+        "/b/cgroup.procs",
+        "/w d",
+        "3",
+        "/g",
+        "x",
+      ],
+      wrapped: true,
+    });
+  });
+
+  it("sh (descriptors below 10): no PWD is unset, exec runs the command as is; a fraction of a second is one second", () => {
+    expect(launcherCommand({ ...steps, closeFds: [9, 3], env: { A: "1" }, rlimits: { cpuSeconds: 0.2 } })).toEqual({
+      command: "/bin/sh",
+      args: [
+        "-c",
+        [join("/a/tasks"), join("/b"), "exec 3<&- 9<&-", rlimit(1), "unset PWD", 'exec "$@"'].join("\n"),
+        "ears-launcher",
+        "/a/tasks",
+        "/b/cgroup.procs",
+        "/g",
+        "x",
+      ],
+      wrapped: true,
+    });
+    const pwd = launcherCommand({ ...steps, closeFds: [], cgroupJoins: [], env: { PWD: "/p" }, rlimits: { cpuSeconds: 5 } });
+    expect(pwd).toEqual({
+      command: "/bin/sh",
+      args: ["-c", [rlimit(5), 'export PWD="$1"; shift', 'exec "$@"'].join("\n"), "ears-launcher", "/p", "/g", "x"],
+      wrapped: true,
+    });
+  });
+
+  it("env null (bubblewrap sets the environment): nothing put back, no env program, even through bash", () => {
+    expect(launcherCommand({ ...steps, env: null, cgroupJoins: [], rlimits: {}, shells: { bash: "/bin/bash" } })).toEqual({
+      command: "/bin/bash",
+      args: ["--norc", "--posix", "-c", ["exec 4<&- 12<&-", 'exec "$@"'].join("\n"), "ears-launcher", "/g", "x"],
+      wrapped: true,
+    });
+    // SHLVL alone (no PWD) through bash: PWD unset, SHLVL dropped by env.
+    const bashOnly = launcherCommand({ ...steps, env: { PWD: undefined }, cgroupJoins: [], rlimits: {}, closeFds: [10] });
+    expect(bashOnly).toMatchObject({
+      args: [
+        "--norc",
+        "--posix",
+        "-c",
+        ["exec 10<&-", "unset PWD", 'exec /usr/bin/env -u SHLVL "$@"'].join("\n"),
+        "ears-launcher",
+        "/g",
+        "x",
+      ],
+    });
+  });
+
+  it("refuses what it cannot do, and says why", () => {
+    expect(launcherCommand({ ...steps, shells: { sh: "/bin/sh", env: "/usr/bin/env" } })).toEqual({
+      problem: "the launcher needs bash (to close descriptor 12), which this machine lacks",
+    });
+    expect(launcherCommand({ ...steps, closeFds: [], shells: {} })).toEqual({
+      problem: "the launcher needs /bin/sh, which this machine lacks",
+    });
+    expect(launcherCommand({ ...steps, shells: { sh: "/bin/sh", bash: "/bin/bash" } })).toEqual({
+      problem: "the launcher needs env (to start the guest from bash unchanged), which this machine lacks",
+    });
+    expect(launcherCommand({ ...steps, command: "/opt/a=b/guest" })).toEqual({
+      problem: 'the launcher cannot start "/opt/a=b/guest" through env (its path has "=")',
+    });
+    // Through sh, or with env null, neither env nor a path without "=" is needed.
+    expect(launcherCommand({ ...steps, closeFds: [4], command: "/opt/a=b/guest", shells: { sh: "/bin/sh" } })).toMatchObject({
+      wrapped: true,
+    });
+    expect(launcherCommand({ ...steps, env: null, command: "/opt/a=b/guest", shells: { bash: "/bin/bash" } })).toMatchObject({
+      wrapped: true,
+    });
+  });
+
+  it("each single step makes a wrapped command; none makes a direct one", () => {
+    const nothing = { ...steps, closeFds: [], cgroupJoins: [], rlimits: {} };
+    expect(launcherCommand(nothing)).toEqual({ command: "/g", args: ["x"], wrapped: false });
+    expect(launcherCommand({ ...nothing, closeFds: [3] })).toMatchObject({ wrapped: true });
+    expect(launcherCommand({ ...nothing, cgroupJoins: steps.cgroupJoins })).toMatchObject({ wrapped: true });
+    expect(launcherCommand({ ...nothing, rlimits: { cpuSeconds: 1 } })).toMatchObject({ wrapped: true });
+    expect(launcherCommand({ ...nothing, closeFds: [0, 1, 2, 7] })).toMatchObject({ wrapped: false });
   });
 });
 
@@ -194,7 +326,52 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
   });
 });
 
+describe("finding the shells and the leaked descriptors, as data", () => {
+  it("takes the first usual place of each program that is an executable file", () => {
+    expect(findShells(() => true)).toStrictEqual({ sh: "/bin/sh", bash: "/bin/bash", env: "/usr/bin/env" });
+    expect(findShells((path) => path.startsWith("/usr/"))).toStrictEqual({ sh: "/usr/bin/sh", bash: "/usr/bin/bash", env: "/usr/bin/env" });
+    expect(findShells((path) => path === "/bin/env")).toStrictEqual({ env: "/bin/env" });
+    expect(findShells(() => false)).toStrictEqual({});
+  });
+
+  it("leaked: from 3 up, open without close-on-exec (octal flags), in order; what cannot be read is none", () => {
+    const info: Record<number, string> = {
+      0: "pos:\t0\nflags:\t02\n",
+      2: "flags:\t0100002\n",
+      3: "pos:\t0\nflags:\t02\nmnt_id:\t1\n",
+      4: "pos:\t0\nflags:\t0100000\n",
+      10: "flags: 02\n",
+      12: "pos:\t0\nflags:\t02100002\nmnt_id:\t1\n",
+      40: "flags:\t00\nino:\t5\n",
+      41: "noflags:\t0\n",
+      42: "xflags:\t0\n",
+    };
+    const table = { list: () => ["40", "0", "2", "3", "4", "x", "10", "12", "41", "42", "99", "1.5"], info: (fd: number) => info[fd] };
+    expect(leakedDescriptors(table)).toStrictEqual([3, 4, 10, 40]);
+    expect(leakedDescriptors({ list: () => undefined, info: () => "flags:\t0\n" })).toStrictEqual([]);
+  });
+});
+
+describe.runIf(["/bin/sh", "/bin/bash", "/usr/bin/env"].every((path) => existsSync(path)))("the machine's shells", () => {
+  it("are found at their usual places, once", () => {
+    const found = machineShells();
+    expect(found).toStrictEqual({ sh: "/bin/sh", bash: "/bin/bash", env: "/usr/bin/env" });
+    expect(machineShells()).toBe(found);
+  });
+});
+
 describe.runIf(process.platform === "linux")("finding leaked descriptors", () => {
+  it("in this process: exactly the descriptors from 3 up that a child inherits (what a shell started now has open)", () => {
+    const child = spawnSync("/bin/sh", ["-c", "ls /proc/$$/fd"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const inherited = child.stdout
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number)
+      .filter((fd) => fd >= 3)
+      .sort((a, b) => a - b);
+    expect(leakedDescriptors()).toEqual(inherited);
+  });
+
   it("finds the descriptors a process inherited without close-on-exec, and none of Node's own", () => {
     const script = `import("${join(root, "src/host/limits/launcher.ts")}").then((m) => console.log(JSON.stringify(m.leakedDescriptors())))`;
     const clean = spawnSync(process.execPath, ["--import", "tsx", "-e", script], { encoding: "utf8", cwd: root });

@@ -5,9 +5,9 @@
  * refused (asked for) or reported as not enforced (a default), never silently dropped.
  */
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { planCgroups, ownCgroupDirs, field, type CgroupLook } from "../../../src/host/limits/cgroup.js";
-import { limitPlan, type CgroupOffer, type ResourceLimits } from "../../../src/host/limits/limits.js";
+import { CGROUP_FIX, limitPlan, type CgroupOffer, type ResourceLimits } from "../../../src/host/limits/limits.js";
 import type { ResourceLimitName } from "../../../src/host/types.js";
 
 const V1_MOUNTS = [
@@ -29,14 +29,14 @@ function machine(files: Record<string, string>, writable: string[]): CgroupLook 
 
 describe("the host's cgroups, from /proc/self/cgroup and the mount table", () => {
   it("cgroup v1 (this project's machines): a directory per controller under the host's own, CPU time from cpuacct", () => {
-    expect(ownCgroupDirs(V1_SELF, V1_MOUNTS)).toEqual({
+    expect(ownCgroupDirs(V1_SELF, V1_MOUNTS)).toStrictEqual({
       v2: "/sys/fs/cgroup/unified",
       v1: { memory: "/sys/fs/cgroup/memory/process_api/789c", pids: "/sys/fs/cgroup/pids", cpu: "/sys/fs/cgroup/cpuacct" },
     });
     const dirs = ["/sys/fs/cgroup/memory/process_api/789c", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/unified"];
     // The unified hierarchy of a hybrid machine offers no controller: v1 it is.
     const look = machine({ "/sys/fs/cgroup/unified/cgroup.controllers": "\n" }, dirs);
-    expect(planCgroups(V1_SELF, V1_MOUNTS, look)).toEqual({
+    expect(planCgroups(V1_SELF, V1_MOUNTS, look)).toStrictEqual({
       version: "v1",
       parents: { memory: dirs[0], pids: dirs[1], cpu: dirs[2] },
     });
@@ -44,13 +44,13 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
 
   it("cgroup v1 where the host may write only some controllers: those, and no others", () => {
     const look = machine({}, ["/sys/fs/cgroup/pids"]);
-    expect(planCgroups(V1_SELF, V1_MOUNTS, look)).toEqual({ version: "v1", parents: { pids: "/sys/fs/cgroup/pids" } });
+    expect(planCgroups(V1_SELF, V1_MOUNTS, look)).toStrictEqual({ version: "v1", parents: { pids: "/sys/fs/cgroup/pids" } });
   });
 
   it("cgroup v2 delegated to the host: its own directory, controllers switched on only where they are not yet", () => {
     const dir = "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/ears.scope";
     const look = machine({ [`${dir}/cgroup.controllers`]: "cpu io memory pids\n", [`${dir}/cgroup.subtree_control`]: "memory\n" }, [dir]);
-    expect(planCgroups(V2_DELEGATED, V2_MOUNTS, look)).toEqual({
+    expect(planCgroups(V2_DELEGATED, V2_MOUNTS, look)).toStrictEqual({
       version: "v2",
       parent: dir,
       controllers: ["memory", "pids", "cpu"],
@@ -62,7 +62,7 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
     const look = machine({ "/sys/fs/cgroup/cgroup.controllers": "memory pids", "/sys/fs/cgroup/cgroup.subtree_control": "memory pids" }, [
       "/sys/fs/cgroup",
     ]);
-    expect(planCgroups("0::/", V2_MOUNTS, look)).toEqual({
+    expect(planCgroups("0::/", V2_MOUNTS, look)).toStrictEqual({
       version: "v2",
       parent: "/sys/fs/cgroup",
       controllers: ["memory", "pids"],
@@ -86,17 +86,103 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
     const mounts = "50 40 0:32 /docker/abc /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory";
     expect(ownCgroupDirs("4:memory:/docker/abc/run\\0401", mounts).v1.memory).toBe("/sys/fs/cgroup/memory/run\\0401");
     expect(ownCgroupDirs("4:memory:/elsewhere", mounts).v1.memory).toBeUndefined();
+    // The host's cgroup is the mount's root itself (a container's own cgroup): the mount point.
+    expect(ownCgroupDirs("4:memory:/docker/abc", mounts).v1.memory).toBe("/sys/fs/cgroup/memory");
+    expect(ownCgroupDirs("4:memory:/docker/abcd", mounts).v1.memory).toBeUndefined();
     const readOnly = "50 40 0:32 / /sys/fs/cgroup/memory ro,relatime - cgroup cgroup rw,memory";
-    expect(ownCgroupDirs("4:memory:/", readOnly).v1).toEqual({});
+    expect(ownCgroupDirs("4:memory:/", readOnly).v1).toStrictEqual({});
     // Octal escapes in mount points are decoded.
     expect(ownCgroupDirs("0::/a", "1 0 0:1 / /mnt/c\\040g rw - cgroup2 cgroup2 rw").v2).toBe("/mnt/c g/a");
   });
 
+  it("reads the files as the kernel writes them: trailing newlines, ids of two digits, other file systems and odd lines ignored", () => {
+    const mounts = [
+      "",
+      "not a mount line",
+      "60 31 0:50 / /sys/fs/cgroup/fake rw,relatime - tmpfs tmpfs rw,memory,pids",
+      "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids",
+      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory",
+      "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct",
+      "",
+    ].join("\n");
+    // No cgroup2 mount for the "0::" line, and a line that only ends like one: neither counts.
+    expect(ownCgroupDirs("12:pids:/a\n11:memory:/b\nnoise 9:cpuacct:/c\n0::/\n\n", mounts)).toStrictEqual({
+      v1: { memory: "/sys/fs/cgroup/memory/b", pids: "/sys/fs/cgroup/pids/a" },
+    });
+    // A controller the host is in but whose hierarchy is not mounted: none.
+    expect(ownCgroupDirs("3:pids:/\n", "")).toStrictEqual({ v1: {} });
+  });
+
+  it("this host's plan, from its /proc files: not Linux, or /proc unreadable, is no cgroup with the reason", async () => {
+    const { cgroupPlanOn } = await import("../../../src/host/limits/cgroup.js");
+    expect(cgroupPlanOn("darwin", machine({}, []))).toStrictEqual({ version: null, reason: "cgroups are a Linux feature; this is darwin" });
+    const unreadable = { version: null, reason: "/proc/self/cgroup cannot be read" };
+    expect(cgroupPlanOn("linux", machine({}, []))).toStrictEqual(unreadable);
+    expect(cgroupPlanOn("linux", machine({ "/proc/self/cgroup": V1_SELF }, []))).toStrictEqual(unreadable);
+    expect(cgroupPlanOn("linux", machine({ "/proc/self/mountinfo": V1_MOUNTS }, []))).toStrictEqual(unreadable);
+    const both = machine({ "/proc/self/cgroup": V1_SELF, "/proc/self/mountinfo": V1_MOUNTS }, ["/sys/fs/cgroup/pids"]);
+    expect(cgroupPlanOn("linux", both)).toStrictEqual({ version: "v1", parents: { pids: "/sys/fs/cgroup/pids" } });
+  });
+
+  it("the machine as it is: realLook reads files and tells writable directories", async () => {
+    const { realLook } = await import("../../../src/host/limits/cgroup.js");
+    const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "ears-look-"));
+    try {
+      writeFileSync(join(dir, "f"), "text");
+      expect(realLook.read(join(dir, "f"))).toBe("text");
+      expect(realLook.read(join(dir, "missing"))).toBeUndefined();
+      expect(realLook.writable(dir)).toBe(true);
+      expect(realLook.writable(join(dir, "missing"))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("cgroup v2 offering memory but not pids, or nothing at all, or its controllers file unread: no v2, and what it offers", () => {
+    const dir = "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/ears.scope";
+    const memoryOnly = machine({ [`${dir}/cgroup.controllers`]: "cpu memory\n" }, [dir]);
+    expect(planCgroups(V2_DELEGATED, V2_MOUNTS, memoryOnly)).toStrictEqual({
+      version: null,
+      reason:
+        `the host's cgroup v2 ${dir} does not offer the memory and pids controllers (it offers: cpu memory); ` +
+        "no cgroup v1 memory, pids or cpuacct hierarchy is mounted",
+    });
+    for (const look of [machine({ [`${dir}/cgroup.controllers`]: "\n" }, [dir]), machine({}, [dir])]) {
+      expect(planCgroups(V2_DELEGATED, V2_MOUNTS, look)).toMatchObject({ reason: expect.stringContaining("(it offers: none)") });
+    }
+  });
+
+  it("cgroup v1 mounted but none of it writable: no cgroup, and that reason", () => {
+    expect(planCgroups(V1_SELF, V1_MOUNTS, machine({ "/sys/fs/cgroup/unified/cgroup.controllers": "" }, []))).toStrictEqual({
+      version: null,
+      reason:
+        "the host's cgroup v2 /sys/fs/cgroup/unified does not offer the memory and pids controllers (it offers: none); " +
+        "the host may not write its cgroup v1 memory, pids or cpuacct directories",
+    });
+  });
+
   it("no cgroup file system at all: none, and why", () => {
-    expect(planCgroups("0::/", "22 1 0:21 / /proc rw - proc proc rw", machine({}, []))).toEqual({
+    expect(planCgroups("0::/", "22 1 0:21 / /proc rw - proc proc rw", machine({}, []))).toStrictEqual({
       version: null,
       reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted",
     });
+  });
+
+  it.runIf(process.platform === "linux")("this host's plan: from its own /proc/self/cgroup and mount table, read once", async () => {
+    // The module itself, whatever a setup file made of it (under Stryker, test/helpers/no-host-cgroups.ts).
+    const cgroup = await vi.importActual<typeof import("../../../src/host/limits/cgroup.js")>("../../../src/host/limits/cgroup.js");
+    const { readFileSync } = await import("node:fs");
+    const expected = cgroup.planCgroups(
+      readFileSync("/proc/self/cgroup", "utf8"),
+      readFileSync("/proc/self/mountinfo", "utf8"),
+      cgroup.realLook,
+    );
+    const plan = cgroup.hostCgroupPlan();
+    expect(plan).toStrictEqual(expected);
+    expect(cgroup.hostCgroupPlan()).toBe(plan);
   });
 
   it("reads the counters of cpu.stat, memory.events and memory.oom_control", () => {
@@ -118,13 +204,13 @@ describe("the limit plan", () => {
       confined: true,
       cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
     });
-    expect(plan.report).toEqual({
+    expect(plan.report).toStrictEqual({
       memoryBytes: { value: 2 ** 30, requested: false, enforcedBy: "cgroup-v1" },
       processes: { value: 256, requested: false, enforcedBy: "cgroup-v1" },
       cpuTimeMs: { value: 500, requested: true, enforcedBy: "cgroup-v1" },
       tmpBytes: { value: 2 ** 28, requested: false, enforcedBy: "bubblewrap" },
     });
-    expect(plan.cgroupLimits).toEqual({ memoryBytes: 2 ** 30, processes: 256 });
+    expect(plan.cgroupLimits).toStrictEqual({ memoryBytes: 2 ** 30, processes: 256 });
     expect(plan.tmpBytes).toBe(2 ** 28);
     expect(plan.refusal).toBeUndefined();
     expect(plan.cpuRlimitSeconds).toBeUndefined();
@@ -141,11 +227,32 @@ describe("the limit plan", () => {
     expect(asked.refusal).toMatch(
       /^limits\.memoryBytes \(1000\) was asked for but cannot be enforced: no cgroup memory controller .*delegated/,
     );
+    expect(asked.refusal).toContain(
+      "; run the host as root where the cgroup v1 memory, pids and cpuacct hierarchies are mounted writable, " +
+        "or in a cgroup v2 subtree delegated to it",
+    );
     const defaults = limitPlan({ limits: { ...DEFAULTS, cpuTimeMs: 1500 }, requested: new Set(), confined: true, cgroup: none });
     expect(defaults.refusal).toBeUndefined();
     expect(defaults.report.memoryBytes).toMatchObject({ value: 2 ** 30, enforcedBy: null, note: expect.stringMatching(/^not enforced: /) });
     expect(defaults.report.cpuTimeMs).toMatchObject({ value: 1500, enforcedBy: "rlimit", note: expect.stringContaining("per process") });
     expect(defaults.cpuRlimitSeconds).toBe(2);
+  });
+
+  it("a cgroup without a controller: the limit it would enforce is refused saying so; two refusals are both given", () => {
+    const plan = limitPlan({
+      limits: { ...DEFAULTS, memoryBytes: 100, processes: 5 },
+      requested: new Set(["memoryBytes", "processes"]),
+      confined: true,
+      cgroup: { version: "v1", controllers: ["cpu"] },
+    });
+    expect(plan.refusal).toBe(
+      [
+        "limits.memoryBytes (100) was asked for but cannot be enforced: no cgroup memory controller can be used here " +
+          `(the host's cgroup has no memory controller); ${CGROUP_FIX}`,
+        "limits.processes (5) was asked for but cannot be enforced: no cgroup pids controller can be used here " +
+          `(the host's cgroup has no pids controller); ${CGROUP_FIX}`,
+      ].join("; "),
+    );
   });
 
   it("unconfined: /tmp cannot be bounded, refused when asked, reported when default", () => {
@@ -175,7 +282,7 @@ describe("the limit plan", () => {
             const state = plan.report[name];
             expect(state.requested).toBe(requested.includes(name));
             if (limits[name] === Infinity) {
-              expect(state).toEqual({ value: null, requested: state.requested, enforcedBy: null });
+              expect(state).toStrictEqual({ value: null, requested: state.requested, enforcedBy: null });
               continue;
             }
             expect(state.value).toBe(limits[name]);
@@ -207,23 +314,26 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
     const { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync, unlinkSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const { RunCgroup, realCgroupFiles } = await import("../../../src/host/limits/cgroup.js");
+    // The real files, in a temporary directory; kill is a recorder, so nothing here can reach a process.
+    const files = { ...realCgroupFiles(), kill: (pid: number) => void pid };
     const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
     try {
       const cgroup = RunCgroup.create(
         { version: "v2", parent, controllers: ["memory", "pids", "cpu"], enable: ["pids", "cpu"] },
         { memoryBytes: 4096, processes: 7 },
+        files,
       );
       expect(readFileSync(join(parent, "cgroup.subtree_control"), "utf8")).toBe("+pids +cpu");
       const [dir] = cgroup.directories;
-      expect(cgroup.joins).toEqual([{ file: join(dir!, "cgroup.procs"), as: "process" }]);
+      expect(cgroup.joins).toStrictEqual([{ file: join(dir!, "cgroup.procs"), as: "process" }]);
       expect(readFileSync(join(dir!, "memory.max"), "utf8")).toBe("4096");
       expect(readFileSync(join(dir!, "pids.max"), "utf8")).toBe("7");
       writeFileSync(join(dir!, "cpu.stat"), "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n");
       writeFileSync(join(dir!, "memory.peak"), "1048576\n");
       writeFileSync(join(dir!, "memory.events"), "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
       writeFileSync(join(dir!, "pids.peak"), "5\n");
-      expect(cgroup.read()).toEqual({ cpuMs: 2.5, peakMemoryBytes: 1048576, oomKills: 1, peakProcesses: 5 });
+      expect(cgroup.read()).toStrictEqual({ cpuMs: 2.5, peakMemoryBytes: 1048576, oomKills: 1, peakProcesses: 5 });
       // A real cgroup directory can be removed with its files in it; this one only once they are gone.
       for (const file of readdirSync(dir!)) unlinkSync(join(dir!, file));
       expect(await cgroup.remove(1000)).toBe(true);
@@ -236,16 +346,18 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
     const { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const { RunCgroup, realCgroupFiles } = await import("../../../src/host/limits/cgroup.js");
+    // The real files, in a temporary directory; kill is a recorder, so nothing here can reach a process.
+    const files = { ...realCgroupFiles(), kill: (pid: number) => void pid };
     const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
     const parents = { memory: join(parent, "memory"), pids: join(parent, "pids"), cpu: join(parent, "cpuacct") };
     for (const dir of Object.values(parents)) mkdirSync(dir);
     try {
-      const cgroup = RunCgroup.create({ version: "v1", parents }, { memoryBytes: 4096, processes: 7 });
+      const cgroup = RunCgroup.create({ version: "v1", parents }, { memoryBytes: 4096, processes: 7 }, files);
       const dirs = cgroup.directories;
-      expect(dirs.map((dir) => dir.slice(0, dir.lastIndexOf("/")))).toEqual(Object.values(parents));
+      expect(dirs.map((dir) => dir.slice(0, dir.lastIndexOf("/")))).toStrictEqual(Object.values(parents));
       // "tasks", by thread: the write that skips the kernel's global threadgroup lock (BENCHMARKS.md).
-      expect(cgroup.joins).toEqual(dirs.map((dir) => ({ file: join(dir, "tasks"), as: "thread" })));
+      expect(cgroup.joins).toStrictEqual(dirs.map((dir) => ({ file: join(dir, "tasks"), as: "thread" })));
       expect(readFileSync(join(cgroup.dirs.memory!, "memory.limit_in_bytes"), "utf8")).toBe("4096");
       expect(readFileSync(join(cgroup.dirs.pids!, "pids.max"), "utf8")).toBe("7");
       for (const dir of dirs) for (const file of readdirSync(dir)) unlinkSync(join(dir, file));
@@ -255,18 +367,48 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
     }
   });
 
+  it("the real files: reads, writes, writes only what exists, makes and removes directories, as CgroupFiles says", async () => {
+    const { existsSync, mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { realCgroupFiles } = await import("../../../src/host/limits/cgroup.js");
+    const dir = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
+    try {
+      const files = realCgroupFiles();
+      const sub = join(dir, "sub");
+      files.mkdir(sub);
+      expect(() => files.mkdir(sub)).toThrow(expect.objectContaining({ code: "EEXIST" }));
+      expect(() => files.mkdir(join(dir, "no", "parent"))).toThrow(expect.objectContaining({ code: "ENOENT" }));
+      expect(files.read(join(sub, "knob"))).toBeUndefined();
+      expect(files.writeIfPresent(join(sub, "knob"), "1")).toBe(false);
+      expect(existsSync(join(sub, "knob"))).toBe(false);
+      files.write(join(sub, "knob"), "2");
+      expect(files.writeIfPresent(join(sub, "knob"), "3")).toBe(true);
+      expect(files.read(join(sub, "knob"))).toBe("3");
+      expect(() => files.write(join(dir, "no", "file"), "x")).toThrow(expect.objectContaining({ code: "ENOENT" }));
+      expect(files.rmdir(sub)).toBe(false);
+      rmSync(join(sub, "knob"));
+      expect(files.rmdir(sub)).toBe(true);
+      expect(files.rmdir(sub)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("leaves nothing behind when a limit cannot be written", async () => {
     const { mkdtempSync, mkdirSync, readdirSync, rmSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const { RunCgroup } = await import("../../../src/host/limits/cgroup.js");
+    const { RunCgroup, realCgroupFiles } = await import("../../../src/host/limits/cgroup.js");
+    // The real files, in a temporary directory; kill is a recorder, so nothing here can reach a process.
+    const files = { ...realCgroupFiles(), kill: (pid: number) => void pid };
     const parent = mkdtempSync(join(tmpdir(), "ears-fake-cgroup-"));
     const memory = join(parent, "memory");
     const pids = join(parent, "pids-missing");
     mkdirSync(memory);
     try {
-      expect(() => RunCgroup.create({ version: "v1", parents: { memory, pids } }, { memoryBytes: 4096 })).toThrow(/ENOENT/);
-      expect(readdirSync(memory)).toEqual([]);
+      expect(() => RunCgroup.create({ version: "v1", parents: { memory, pids } }, { memoryBytes: 4096 }, files)).toThrow(/ENOENT/);
+      expect(readdirSync(memory)).toStrictEqual([]);
     } finally {
       rmSync(parent, { recursive: true, force: true });
     }
@@ -324,14 +466,17 @@ describe("switching cgroup v2 controllers on for a delegated cgroup that holds t
     const parent = "/sys/fs/cgroup";
     const empty = fakeTree(parent, []);
     enableControllers(parent, ["cpu"], empty.fs);
-    expect(empty.written).toEqual([`${parent}/cgroup.subtree_control <- +cpu`]);
+    expect(empty.written).toStrictEqual([`${parent}/cgroup.subtree_control <- +cpu`]);
+    const made: string[] = [];
     const refusing = {
       read: () => undefined,
-      mkdir: () => {},
+      mkdir: (path: string) => void made.push(path),
       write: (): void => {
         throw Object.assign(new Error("EACCES"), { code: "EACCES" });
       },
     };
     expect(() => enableControllers(parent, ["cpu"], refusing)).toThrow("EACCES");
+    // Only "busy" moves the cgroup's processes: nothing else is touched.
+    expect(made).toStrictEqual([]);
   });
 });

@@ -1,0 +1,304 @@
+/**
+ * One run's limits (src/host/limits/limits.ts, RunLimits) over a cgroup file system given as data
+ * (fake-cgroup-files.ts): what prepare creates or refuses, what the watch does when a counter passes a
+ * limit, and the verdict and usage finish reports. Nothing here reaches the machine's cgroups or
+ * processes, so it runs under Stryker; the spawned proof is limits.test.ts. Nothing of src/ is called
+ * while the suite is collected.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { CgroupPlan } from "../../../src/host/limits/cgroup.js";
+import { LAUNCHER_FAILED, LAUNCHER_MARK } from "../../../src/host/limits/launcher.js";
+import { CGROUP_FIX, limitSupport, RunLimits, supportOn, WATCH_MS, type ResourceLimits } from "../../../src/host/limits/limits.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
+import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/types.js";
+import { addProcesses, fakeCgroupFiles } from "./fake-cgroup-files.js";
+
+const PARENTS = { memory: "/cg/memory/host", pids: "/cg/pids", cpu: "/cg/cpuacct" };
+const V1: CgroupPlan = { version: "v1", parents: PARENTS };
+const V2_PARENT = "/cg2/host";
+const V2: CgroupPlan = { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids", "cpu"], enable: [] };
+const NONE: CgroupPlan = { version: null, reason: "no cgroup here (test)" };
+const UNLIMITED: ResourceLimits = { memoryBytes: Infinity, processes: Infinity, cpuTimeMs: Infinity, tmpBytes: Infinity };
+const none = new Set<ResourceLimitName>();
+
+function report(fields: Partial<RunReport> = {}): RunReport {
+  return { ok: true, logs: [], droppedLogs: 0, calls: [], durationMs: 42, exit: { code: 0, signal: null }, ...fields } as RunReport;
+}
+
+function prepared(
+  limits: Partial<ResourceLimits>,
+  plan: CgroupPlan = V1,
+  fake = fakeCgroupFiles({ dirs: [...Object.values(PARENTS), V2_PARENT] }),
+) {
+  const run = RunLimits.prepare({ ...UNLIMITED, ...limits }, none, true, plan, fake);
+  if (typeof run === "string") throw new Error(run);
+  return { run, fake };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("preparing a run's limits", () => {
+  it("creates the run's cgroup with the plan's limits (also with no limit: for accounting)", () => {
+    const { run, fake } = prepared({ memoryBytes: 4096, processes: 9 });
+    expect(run.cgroup?.version).toBe("v1");
+    expect(fake.written.sort()).toStrictEqual([
+      `${run.cgroup!.dirs.memory}/memory.limit_in_bytes <- 4096`,
+      `${run.cgroup!.dirs.pids}/pids.max <- 9`,
+    ]);
+    const accounting = prepared({});
+    expect(accounting.run.cgroup?.directories).toHaveLength(3);
+    expect(accounting.fake.written).toStrictEqual([]);
+  });
+
+  it("without a cgroup plan: no cgroup, nothing made", () => {
+    const fake = fakeCgroupFiles({ dirs: Object.values(PARENTS) });
+    const { run } = prepared({ cpuTimeMs: 2000 }, NONE, fake);
+    expect(run.cgroup).toBeUndefined();
+    expect(run.plan.cpuRlimitSeconds).toBe(2);
+    expect(fake.dirs.size).toBe(3);
+  });
+
+  it("a limit asked for that cannot be enforced is refused before anything is made", () => {
+    const fake = fakeCgroupFiles({ dirs: Object.values(PARENTS) });
+    const refusal = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), true, NONE, fake);
+    expect(refusal).toMatch(
+      /^limits\.memoryBytes \(5\) was asked for but cannot be enforced: no cgroup memory controller .*no cgroup here \(test\)/,
+    );
+    expect(fake.dirs.size).toBe(3);
+  });
+
+  it("a cgroup that cannot be created: an asked-for limit is refused with where and why; a default runs without one, noted", () => {
+    const refusing = () => fakeCgroupFiles({ dirs: Object.values(PARENTS), refuseMkdir: () => true });
+    const asked = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), true, V1, refusing());
+    expect(asked).toMatch(
+      /^limits\.memoryBytes \(5\) was asked for but cannot be enforced: no cgroup memory controller can be used here \(the run's cgroup could not be created under \/cg\/memory\/host, \/cg\/pids, \/cg\/cpuacct \(EACCES: /,
+    );
+    const v2Asked = RunLimits.prepare({ ...UNLIMITED, processes: 5 }, new Set(["processes"]), true, V2, refusing());
+    expect(v2Asked).toContain(`could not be created under ${V2_PARENT} (`);
+    const fallback = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, none, true, V1, refusing());
+    if (typeof fallback === "string") throw new Error(fallback);
+    expect(fallback.cgroup).toBeUndefined();
+    expect(fallback.plan.report.memoryBytes).toMatchObject({
+      value: 5,
+      enforcedBy: null,
+      note: expect.stringContaining("could not be created"),
+    });
+  });
+});
+
+describe("watching a run's cgroup", () => {
+  it("ends the run once when memory is passed: kills every process, stops reading, calls trip once", () => {
+    vi.useFakeTimers();
+    const { run, fake } = prepared({ memoryBytes: 4096 });
+    const memory = run.cgroup!.dirs.memory!;
+    const tripped: HostFailure[] = [];
+    run.watch((failure) => tripped.push(failure));
+    addProcesses(fake, memory, [70, 71]);
+    fake.files.set(`${memory}/memory.oom_control`, "oom_kill 0\n");
+    vi.advanceTimersByTime(WATCH_MS * 3);
+    expect(tripped).toStrictEqual([]);
+    expect(fake.killed).toStrictEqual([]);
+    fake.files.set(`${memory}/memory.oom_control`, "oom_kill 1\n");
+    vi.advanceTimersByTime(WATCH_MS);
+    expect(tripped).toStrictEqual([expect.objectContaining({ code: "MemoryLimit", message: expect.stringContaining("4096 bytes") })]);
+    expect(fake.killed).toStrictEqual([70, 71]);
+    // The watch is over: no timer of its own is left.
+    expect(vi.getTimerCount()).toBe(0);
+    addProcesses(fake, memory, [72]);
+    vi.advanceTimersByTime(WATCH_MS * 5);
+    expect(tripped).toHaveLength(1);
+    expect(fake.killed).toStrictEqual([70, 71]);
+  });
+
+  it("ends the run when CPU time is passed, not at it", () => {
+    vi.useFakeTimers();
+    const { run, fake } = prepared({ cpuTimeMs: 50 });
+    const cpu = run.cgroup!.dirs.cpu!;
+    const tripped: HostFailure[] = [];
+    run.watch((failure) => tripped.push(failure));
+    fake.files.set(`${cpu}/cpuacct.usage`, String(50 * 1e6));
+    vi.advanceTimersByTime(WATCH_MS);
+    expect(tripped).toStrictEqual([]);
+    fake.files.set(`${cpu}/cpuacct.usage`, String(51 * 1e6));
+    vi.advanceTimersByTime(WATCH_MS);
+    expect(tripped).toStrictEqual([
+      expect.objectContaining({ code: "CpuLimit", message: expect.stringContaining("used 51 ms of CPU time, past its limit of 50 ms") }),
+    ]);
+  });
+
+  it("an OOM kill without a memory limit, or CPU without a limit, is no failure; without a cgroup nothing is watched", () => {
+    vi.useFakeTimers();
+    const { run, fake } = prepared({});
+    const tripped: HostFailure[] = [];
+    run.watch((failure) => tripped.push(failure));
+    fake.files.set(`${run.cgroup!.dirs.memory}/memory.oom_control`, "oom_kill 3\n");
+    fake.files.set(`${run.cgroup!.dirs.cpu}/cpuacct.usage`, String(1e15));
+    vi.advanceTimersByTime(WATCH_MS * 2);
+    expect(tripped).toStrictEqual([]);
+    const bare = prepared({ cpuTimeMs: 1 }, NONE);
+    const timers = vi.getTimerCount();
+    bare.run.watch(() => tripped.push({} as HostFailure));
+    expect(vi.getTimerCount()).toBe(timers);
+  });
+});
+
+describe("finishing a run", () => {
+  it("reports the cgroup's usage (v1) and removes it", async () => {
+    const { run, fake } = prepared({ memoryBytes: 4096, processes: 9 });
+    const { memory, pids, cpu } = run.cgroup!.dirs;
+    fake.files.set(`${cpu}/cpuacct.usage`, "7000000");
+    fake.files.set(`${memory}/memory.max_usage_in_bytes`, "2048");
+    fake.files.set(`${pids}/pids.peak`, "4");
+    addProcesses(fake, pids!, [80]);
+    const end = await run.finish(report({ calls: [{}, {}] as RunReport["calls"], droppedCalls: 3 }));
+    expect(end).toStrictEqual({
+      limits: run.plan.report,
+      usage: { source: "cgroup-v1", wallMs: 42, calls: 5, cpuMs: 7, peakMemoryBytes: 2048, peakProcesses: 4 },
+    });
+    expect(fake.killed).toStrictEqual([80]);
+    expect(run.cgroup!.directories.filter((dir) => fake.dirs.has(dir))).toStrictEqual([]);
+  });
+
+  it("v2 usage; the peak process count seen by the watch when the kernel has no pids.peak", async () => {
+    vi.useFakeTimers();
+    const { run, fake } = prepared({}, V2);
+    const [dir] = run.cgroup!.directories;
+    run.watch(() => {});
+    fake.files.set(`${dir}/pids.current`, "6");
+    vi.advanceTimersByTime(WATCH_MS);
+    fake.files.set(`${dir}/pids.current`, "2");
+    vi.useRealTimers();
+    const end = await run.finish(report({ calls: [] }));
+    expect(end.usage).toStrictEqual({ source: "cgroup-v2", wallMs: 42, calls: 0, peakProcesses: 6 });
+    expect(end.failure).toBeUndefined();
+  });
+
+  it("without a cgroup: wall time and calls only", async () => {
+    const { run } = prepared({}, NONE);
+    expect((await run.finish(report())).usage).toStrictEqual({ source: "none", wallMs: 42, calls: 0 });
+  });
+
+  it("stops its watch, and a run that never exited (no exit in the report) is judged without one", async () => {
+    vi.useFakeTimers();
+    const { run } = prepared({ cpuTimeMs: 1500 });
+    run.watch(() => {});
+    expect(vi.getTimerCount()).toBe(1);
+    vi.useRealTimers();
+    const noExit = { ...report(), exit: undefined };
+    expect(await run.finish(noExit)).toStrictEqual({
+      limits: run.plan.report,
+      usage: { source: "cgroup-v1", wallMs: 42, calls: 0, peakProcesses: 0 },
+    });
+    const rlimit = prepared({ cpuTimeMs: 1500 }, NONE).run;
+    expect((await rlimit.finish({ ...noExit, sandbox: {} as RunReport["sandbox"] })).failure).toBeUndefined();
+  });
+
+  it("a limit passed that the watch did not see yet is the run's failure", async () => {
+    const { run, fake } = prepared({ memoryBytes: 4096, cpuTimeMs: 10 });
+    fake.files.set(`${run.cgroup!.dirs.memory}/memory.oom_control`, "oom_kill 1\n");
+    expect((await run.finish(report())).failure).toMatchObject({ code: "MemoryLimit" });
+    const cpu = prepared({ cpuTimeMs: 10 });
+    cpu.fake.files.set(`${cpu.run.cgroup!.dirs.cpu}/cpuacct.usage`, String(11e6));
+    expect((await cpu.run.finish(report())).failure).toMatchObject({ code: "CpuLimit", message: expect.stringContaining("used 11 ms") });
+  });
+
+  it("RLIMIT_CPU's SIGXCPU (or bubblewrap's 152) with no outcome is CpuLimit; with an outcome or without the rlimit, not", async () => {
+    const rlimit = () => prepared({ cpuTimeMs: 1500 }, NONE).run;
+    const expected = { code: "CpuLimit", message: expect.stringContaining("used 2000 ms of CPU time, past its limit of 1500 ms") };
+    expect((await rlimit().finish(report({ exit: { code: null, signal: "SIGXCPU" } }))).failure).toMatchObject(expected);
+    const sandboxed = report({ exit: { code: 152, signal: null }, sandbox: {} as RunReport["sandbox"] });
+    expect((await rlimit().finish(sandboxed)).failure).toMatchObject(expected);
+    expect((await rlimit().finish(report({ exit: { code: 152, signal: null } }))).failure).toBeUndefined();
+    expect((await rlimit().finish({ ...sandboxed, exit: { code: 1, signal: null } })).failure).toBeUndefined();
+    const answered = report({ exit: { code: null, signal: "SIGXCPU" }, outcome: { status: "success", content: "1" } });
+    expect((await rlimit().finish(answered)).failure).toBeUndefined();
+    const { run } = prepared({ cpuTimeMs: 1500 });
+    expect((await run.finish(report({ exit: { code: null, signal: "SIGXCPU" } }))).failure).toBeUndefined();
+  });
+
+  it("the launcher's own failure: its marked line, when it exited with its status before any hello", async () => {
+    const stderr = `noise\n${LAUNCHER_MARK} could not join the run's cgroup (/x)\nmore`;
+    const failed = report({ exit: { code: LAUNCHER_FAILED, signal: null }, stderr });
+    expect((await prepared({}, NONE).run.finish(failed)).failure).toStrictEqual({
+      code: "SandboxUnavailable",
+      message: "the guest was not started: could not join the run's cgroup (/x)",
+    });
+    expect((await prepared({}, NONE).run.finish({ ...failed, hello: { protocol: 1 } })).failure).toBeUndefined();
+    expect((await prepared({}, NONE).run.finish({ ...failed, exit: { code: 1, signal: null } })).failure).toBeUndefined();
+    expect((await prepared({}, NONE).run.finish({ ...failed, stderr: "could not join" })).failure).toBeUndefined();
+    expect((await prepared({}, NONE).run.finish({ ...failed, stderr: undefined })).failure).toBeUndefined();
+  });
+
+  it("a cgroup that cannot be removed is a host failure naming it, unless the run already failed on a limit", async () => {
+    const busy = fakeCgroupFiles({ dirs: Object.values(PARENTS) });
+    const { run } = prepared({}, V1, busy);
+    addProcesses(busy, run.cgroup!.dirs.pids!, [process.pid]);
+    const removeFast = run.cgroup!.remove.bind(run.cgroup);
+    run.cgroup!.remove = () => removeFast(0);
+    expect((await run.finish(report())).failure).toStrictEqual({
+      code: "NoResult",
+      message: `the host failed: the run's cgroup ${run.cgroup!.directories.join(", ")} could not be removed`,
+    });
+    const limited = prepared({ memoryBytes: 1 }, V1, fakeCgroupFiles({ dirs: Object.values(PARENTS) }));
+    addProcesses(limited.fake, limited.run.cgroup!.dirs.pids!, [process.pid]);
+    limited.fake.files.set(`${limited.run.cgroup!.dirs.memory}/memory.oom_control`, "oom_kill 1\n");
+    const removeLimited = limited.run.cgroup!.remove.bind(limited.run.cgroup);
+    limited.run.cgroup!.remove = () => removeLimited(0);
+    expect((await limited.run.finish(report())).failure).toMatchObject({ code: "MemoryLimit" });
+  });
+});
+
+describe("what a machine can enforce (ears doctor)", () => {
+  const SANDBOX_FIX = "install bubblewrap (apt-get install bubblewrap) and run the guest sandboxed";
+
+  it("cgroup v1 and a sandbox: every limit enforced, no fix to give", () => {
+    expect(supportOn(true, V1)).toStrictEqual({
+      cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
+      limits: {
+        memoryBytes: { enforcedBy: "cgroup-v1" },
+        processes: { enforcedBy: "cgroup-v1" },
+        cpuTimeMs: { enforcedBy: "cgroup-v1" },
+        tmpBytes: { enforcedBy: "bubblewrap" },
+      },
+    });
+  });
+
+  it("cgroup v2 with memory and pids only, unconfined: CPU by RLIMIT_CPU with the cgroup fix, /tmp unbounded with the sandbox fix", () => {
+    const support = supportOn(false, { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] });
+    expect(support.cgroup).toStrictEqual({ version: "v2", controllers: ["memory", "pids"] });
+    expect(support.limits.memoryBytes).toStrictEqual({ enforcedBy: "cgroup-v2" });
+    expect(support.limits.cpuTimeMs).toStrictEqual({
+      enforcedBy: "rlimit",
+      note: "RLIMIT_CPU: per process, not per tree, in whole seconds",
+      fix: CGROUP_FIX,
+    });
+    expect(support.limits.tmpBytes).toStrictEqual({
+      enforcedBy: null,
+      note: `the guest runs unconfined, so it has no private /tmp to bound; ${SANDBOX_FIX}`,
+      fix: SANDBOX_FIX,
+    });
+  });
+
+  it("no cgroup: the reason and the fix, and memory and processes not enforced, each with the fix", () => {
+    const support = supportOn(true, NONE);
+    expect(support.cgroup).toStrictEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
+    for (const name of ["memoryBytes", "processes"] as const) {
+      expect(support.limits[name]).toStrictEqual({
+        enforcedBy: null,
+        note: expect.stringMatching(/^no cgroup (memory|pids) controller can be used here \(no cgroup here \(test\)\); /),
+        fix: CGROUP_FIX,
+      });
+    }
+    expect(support.limits.tmpBytes).toStrictEqual({ enforcedBy: "bubblewrap" });
+  });
+});
+
+describe("limitSupport, this machine", () => {
+  it("bounds /tmp when told runs are confined, not when told they are not; by default, where bubblewrap is installed", () => {
+    expect(limitSupport(true).limits.tmpBytes.enforcedBy).toBe("bubblewrap");
+    expect(limitSupport(false).limits.tmpBytes.enforcedBy).toBeNull();
+    expect(limitSupport()).toStrictEqual(limitSupport(bwrapPath !== undefined));
+  });
+});

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { isRunCgroupDir } from "./limits/cgroup.js";
 
 /** Whether guests get their own process group here (POSIX); Windows has none, so the child alone is signalled. */
 export const GROUPS_SUPPORTED = process.platform !== "win32";
@@ -32,7 +33,8 @@ const WATCHDOG_SCRIPT = [
   'for id in $ids; do eval "set -- \\$run_$id"',
   '  kill -KILL "-$1" 2>/dev/null; if [ "$2" != - ]; then decode "$2"; rm -rf -- "$decoded"; fi; shift 2',
   '  for word in "$@"; do decode "$word"; n=0; while [ -d "$decoded" ] && [ $n -lt 50 ]; do',
-  '    while read pid; do kill -KILL "$pid"; done < "$decoded/cgroup.procs" 2>/dev/null',
+  // Only a process's own number: 0 and negatives would name groups (0: the watchdog's own), 1 is init.
+  '    while read pid; do case $pid in "" | *[!0-9]* | 0 | 1) ;; *) kill -KILL "$pid" ;; esac; done < "$decoded/cgroup.procs" 2>/dev/null',
   '    rmdir "$decoded" 2>/dev/null || sleep 0.1; n=$((n + 1))',
   "  done; done",
   "done",
@@ -115,7 +117,12 @@ export class ProcessGroup {
     cgroups: readonly string[] = [],
   ) {
     if (!GROUPS_SUPPORTED || child.pid === undefined || (sandboxed && scratch === undefined && cgroups.length === 0)) return;
-    this.covered = watchdog.cover(child.pid, scratch, cgroups);
+    // Only directories named as this host's run cgroups: a wrong one would have the watchdog kill what is in it.
+    this.covered = watchdog.cover(
+      child.pid,
+      scratch,
+      cgroups.filter((dir) => isRunCgroupDir(dir)),
+    );
   }
 
   /**

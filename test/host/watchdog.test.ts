@@ -4,7 +4,7 @@
  * watchdog killed from outside is replaced by the next run.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -59,17 +59,19 @@ async function host(mode: string, marker: string, scratch: string[]) {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
+  let stdout = "";
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   await within(
     new Promise<void>((resolve, reject) => {
       child.stdout.on("data", (chunk: Buffer) => {
-        if (chunk.toString().includes("ready")) resolve();
+        stdout += chunk.toString();
+        if (stdout.includes("ready")) resolve();
       });
       child.once("exit", () => reject(new Error(`the host ended before it was ready: ${stderr}`)));
     }),
     "the host's start",
   );
-  return child;
+  return Object.assign(child, { said: stdout });
 }
 
 /** Scratch directories with names a shell would mangle: a space, a newline (also at the end), quotes, a $. */
@@ -116,4 +118,29 @@ describe.runIf(process.platform === "linux")("the watchdog, when the host is SIG
     // The first run lost its cover with the shell that was killed (docs/host.md): its directory stays.
     expect(existsSync(uncovered)).toBe(true);
   });
+
+  it("kills only in directories named as this host's run cgroups, and only real pids (not 0, which names its own group)", async () => {
+    const marker = uniqueMarker();
+    markers.push(marker);
+    const parent = mkdtempSync(join(tmpdir(), "ears-watchdog-cgroups-"));
+    dirs.push(parent);
+    const child = await host("cgroups", marker, [parent]);
+    const [spared, killed] = /victims (\d+) (\d+)/.exec(child.said)!.slice(1).map(Number) as [number, number];
+    child.kill("SIGKILL");
+    // The directory not named as a run's is listed first: by the time the other's victim is dead, it was passed over.
+    const deadline = Date.now() + 5000;
+    while (alive(killed) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(alive(killed)).toBe(false);
+    expect(alive(spared)).toBe(true);
+  });
 });
+
+/** Whether `pid` is a live process (not a zombie). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}

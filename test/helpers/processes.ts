@@ -1,5 +1,6 @@
 /** Finding processes from outside by a marker in their command line (Linux /proc), for the "nothing outlives the run" tests. */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { afterEach } from "vitest";
 
 let counter = 0;
 
@@ -125,6 +126,32 @@ export async function countReaches(count: () => number, atLeast: number, withinM
   for (;;) {
     const now = count();
     if (now >= atLeast || Date.now() >= deadline) return now;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Markers for one test file: each call gives a new one, and whatever still carries any of them is
+ * SIGKILLed after each test (so a failing test leaks nothing into the next).
+ */
+export function markersKilledAfterEach(): () => string {
+  const markers: string[] = [];
+  afterEach(() => {
+    for (const marker of markers.splice(0)) killAllWith(marker);
+  });
+  return () => {
+    const marker = uniqueMarker();
+    markers.push(marker);
+    return marker;
+  };
+}
+
+/** Polls until none of `paths` exists, at most `withinMs`; resolves with those still there (empty: all gone). */
+export async function goneFromDisk(paths: string[], withinMs: number): Promise<string[]> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const left = paths.filter((path) => existsSync(path));
+    if (left.length === 0 || Date.now() >= deadline) return left;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

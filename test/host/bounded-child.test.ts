@@ -2,22 +2,14 @@
  * The one spawn-with-deadline helper (src/host/bounded-child.ts) that tsc, bubblewrap's start probe and
  * the guest run on: real processes, found from outside through /proc by a marker in their command line.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BoundedChild, runBounded, spawnInGroup } from "../../src/host/bounded-child.js";
 import { failOnUnhandledRejections } from "../helpers/host.js";
-import { killAllWith, liveWith, uniqueMarker } from "../helpers/processes.js";
+import { liveWith, markersKilledAfterEach } from "../helpers/processes.js";
 
 failOnUnhandledRejections();
 
-const markers: string[] = [];
-afterEach(() => {
-  for (const marker of markers.splice(0)) killAllWith(marker);
-});
-function newMarker(): string {
-  const marker = uniqueMarker();
-  markers.push(marker);
-  return marker;
-}
+const newMarker = markersKilledAfterEach();
 
 /** Whether a process with this pid is still there (a zombie counts: it has not been reaped). */
 function exists(pid: number): boolean {

@@ -5,29 +5,19 @@
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HostFailureCode, runGuest } from "../../src/host/index.js";
 import { hostCgroupPlan } from "../../src/host/limits/cgroup.js";
 import { failOnUnhandledRejections } from "../helpers/host.js";
-import { goneWithin, killAllWith, liveWith, uniqueMarker } from "../helpers/processes.js";
+import { goneWithin, liveWith, markersKilledAfterEach } from "../helpers/processes.js";
 
 failOnUnhandledRejections();
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const grandchild = `${root}fixtures/hostile/grandchild.mjs`;
-const markers: string[] = [];
+const newMarker = markersKilledAfterEach();
 /** The requirement: gone within 5 s of the host's death (or of the run's end). */
 const GONE_MS = 5000;
-
-afterEach(() => {
-  for (const marker of markers.splice(0)) killAllWith(marker);
-});
-
-function newMarker(): string {
-  const marker = uniqueMarker();
-  markers.push(marker);
-  return marker;
-}
 
 for (const sandbox of [false, true] as const) {
   describe.runIf(process.platform === "linux")(`a guest's grandchild (${sandbox ? "sandboxed" : "unconfined"})`, () => {

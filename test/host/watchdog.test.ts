@@ -9,18 +9,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { watchdogWord } from "../../src/host/process-group.js";
-import { goneWithin, killAllWith, uniqueMarker } from "../helpers/processes.js";
+import { goneFromDisk, goneWithin, markersKilledAfterEach } from "../helpers/processes.js";
 import { within } from "../helpers/spawned-guest.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const markers: string[] = [];
+const newMarker = markersKilledAfterEach();
 const dirs: string[] = [];
 
-afterEach(() => {
-  for (const marker of markers.splice(0)) killAllWith(marker);
-});
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
@@ -86,19 +83,9 @@ function scratchDirs(count: number): string[] {
   });
 }
 
-async function goneFromDisk(paths: string[], withinMs: number): Promise<string[]> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const left = paths.filter((path) => existsSync(path));
-    if (left.length === 0 || Date.now() >= deadline) return left;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 describe.runIf(process.platform === "linux")("the watchdog, when the host is SIGKILLed", () => {
   it("ends every run it still covers and removes their directories, and leaves alone a run it was told had ended", async () => {
-    const marker = uniqueMarker();
-    markers.push(marker);
+    const marker = newMarker();
     const [first, ended, third] = scratchDirs(3) as [string, string, string];
     const child = await host("forget", marker, [first, ended, third]);
     child.kill("SIGKILL");
@@ -109,8 +96,7 @@ describe.runIf(process.platform === "linux")("the watchdog, when the host is SIG
   });
 
   it("a watchdog killed from outside is replaced by the next run, which it then covers", async () => {
-    const marker = uniqueMarker();
-    markers.push(marker);
+    const marker = newMarker();
     const [uncovered, covered] = scratchDirs(2) as [string, string];
     const child = await host("replaced", marker, [uncovered, covered]);
     child.kill("SIGKILL");
@@ -120,8 +106,7 @@ describe.runIf(process.platform === "linux")("the watchdog, when the host is SIG
   });
 
   it("kills only in directories named as this host's run cgroups, and only real pids (not 0, which names its own group)", async () => {
-    const marker = uniqueMarker();
-    markers.push(marker);
+    const marker = newMarker();
     const parent = mkdtempSync(join(tmpdir(), "ears-watchdog-cgroups-"));
     dirs.push(parent);
     const child = await host("cgroups", marker, [parent]);

@@ -4,23 +4,19 @@
  * The host is a real process (fixtures/hostile/limits-host.mjs) running a real guest.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { hostCgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { sandboxMissing } from "../../../src/host/sandbox/index.js";
-import { goneWithin, killAllWith, uniqueMarker } from "../../helpers/processes.js";
+import { goneFromDisk, goneWithin, markersKilledAfterEach } from "../../helpers/processes.js";
 import { within } from "../../helpers/spawned-guest.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const plan = hostCgroupPlan();
 const parents = plan.version === null ? [] : plan.version === "v2" ? [plan.parent] : Object.values(plan.parents);
-const markers: string[] = [];
-
-afterEach(() => {
-  for (const marker of markers.splice(0)) killAllWith(marker);
-});
+const newMarker = markersKilledAfterEach();
 
 /** The run cgroups a host process with this pid made. */
 function cgroupsOf(pid: number): string[] {
@@ -31,21 +27,11 @@ function cgroupsOf(pid: number): string[] {
   );
 }
 
-async function goneFromDisk(dirs: string[], withinMs: number): Promise<string[]> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const left = dirs.filter((dir) => existsSync(dir));
-    if (left.length === 0 || Date.now() >= deadline) return left;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 describe.runIf(plan.version !== null)("a host killed mid-run", () => {
   const modes = sandboxMissing() === undefined ? ["sandbox", "unconfined"] : ["unconfined"];
   for (const mode of modes) {
     it(`${mode}: leaves no cgroup and no process behind, not even one that left the guest's process group`, async () => {
-      const marker = uniqueMarker();
-      markers.push(marker);
+      const marker = newMarker();
       const host = spawn(process.execPath, [`${root}fixtures/hostile/limits-host.mjs`, "hang", mode, marker], {
         cwd: root,
         stdio: ["ignore", "pipe", "pipe"],

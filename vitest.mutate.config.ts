@@ -3,6 +3,7 @@ import { defineConfig } from "vitest/config";
 // The tests Stryker runs against each mutant: the in-process tests of the protocol, wire and guest code, of the
 // sandbox (test/host/sandbox/: the policy, argv and seccomp filter as data) and of the limits (test/host/limits/:
 // the cgroup plan, a run's cgroup and limits on a cgroup file system given as data, the launcher's command line,
+// the usage sampler on a /proc given as data,
 // and that command line run by real shells on temporary files). They import src/, which Stryker instruments.
 // No test here reaches the machine's cgroups or kills a process: RunCgroup's tests give it a fake file system,
 // and test/helpers/no-host-cgroups.ts leaves the host no cgroup to offer a real guest's run (CONTRIBUTING.md,
@@ -16,7 +17,7 @@ export default defineConfig({
       "test/testing/arbitraries.test.ts",
       "test/host/run-host*.test.ts",
       "test/host/sandbox/**/*.test.ts",
-      "test/host/limits/{plan,cgroup,run-limits,launcher}.test.ts",
+      "test/host/limits/{plan,cgroup,run-limits,launcher,process-tree}.test.ts",
     ],
     exclude: ["test/guest/spawned.test.ts", "test/protocol/schemas.test.ts", "test/protocol/vectors.test.ts"],
     setupFiles: ["test/helpers/no-host-cgroups.ts"],

@@ -223,7 +223,7 @@ export class StartedGuest {
     readonly spawned: string,
   ) {
     // The session ends early when a limit is passed; the run's own signal still ends it as before.
-    limits.watch((failure) => this.stop.abort(failure));
+    limits.watch((failure) => this.stop.abort(failure), child.pid);
   }
 
   /** Hosts the session, then ends the child, its group and its cgroup; the report says how it went. Never rejects. */
@@ -242,7 +242,11 @@ export class StartedGuest {
         closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
         observer,
         firstLine,
-        resultReceived: () => guest.stop("result"),
+        resultReceived: () => {
+          // Where usage is sampled from /proc: the last look, while the guest is still there.
+          this.limits.sample();
+          guest.stop("result");
+        },
         release: (failure) => {
           void wire.close().catch(() => {});
           if (failure !== undefined) {

@@ -133,8 +133,11 @@ export interface LimitState {
 
 /** What a run cost. See docs/host.md "Resource limits" for the accuracy of each source. */
 export interface ResourceUsage {
-  /** Where cpuMs, peakMemoryBytes and peakProcesses come from; "none" when nothing measured them. */
-  source: "cgroup-v1" | "cgroup-v2" | "none";
+  /**
+   * Where cpuMs, peakMemoryBytes and peakProcesses come from: the run's cgroup; "proc", the process tree
+   * sampled through Linux's /proc where there is no cgroup (a lower bound); "none" when nothing measured them.
+   */
+  source: "cgroup-v1" | "cgroup-v2" | "proc" | "none";
   /** CPU time, user + system, of the guest tree (and bubblewrap), in milliseconds. */
   cpuMs?: number;
   /** The most memory the guest tree held at once, in bytes (the cgroup's high-water mark). */

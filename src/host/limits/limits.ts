@@ -16,6 +16,7 @@ import {
   type Controller,
 } from "./cgroup.js";
 import { LAUNCHER_FAILED, LAUNCHER_MARK } from "./launcher.js";
+import { TreeUsage } from "./process-tree.js";
 import { sandboxMissing } from "../sandbox/index.js";
 
 /** The one line that gives a host cgroups to create runs' cgroups in. */
@@ -119,6 +120,8 @@ export class RunLimits {
   private timer: ReturnType<typeof setInterval> | undefined;
   private tripped: HostFailure | undefined;
   private sampledProcesses = 0;
+  /** The process tree's usage, sampled where there is no cgroup. */
+  private tree: TreeUsage | undefined;
 
   private constructor(
     readonly plan: LimitPlan,
@@ -150,9 +153,18 @@ export class RunLimits {
     }
   }
 
-  /** Reads the cgroup every {@link WATCH_MS} while the run lives; `trip` is called once when a limit is passed. */
-  watch(trip: (failure: HostFailure) => void): void {
-    if (this.cgroup === undefined) return;
+  /**
+   * Reads the cgroup every {@link WATCH_MS} while the run lives; `trip` is called once when a limit is passed.
+   * Without a cgroup, samples the process tree under `pid` instead, for the report's usage (Linux).
+   */
+  watch(trip: (failure: HostFailure) => void, pid?: number): void {
+    if (this.cgroup === undefined) {
+      if (pid === undefined || process.platform !== "linux") return;
+      const tree = (this.tree = new TreeUsage(pid));
+      this.timer = setInterval(() => tree.sample(), WATCH_MS);
+      this.timer.unref();
+      return;
+    }
     this.timer = setInterval(() => {
       const failure = this.check(this.read());
       if (failure === undefined || this.tripped !== undefined) return;
@@ -164,6 +176,11 @@ export class RunLimits {
     }, WATCH_MS);
     // The guest keeps the host alive while it runs; the watch must never do so by itself.
     this.timer.unref();
+  }
+
+  /** One more look at the process tree (where it is sampled): when the result arrives, before the guest exits. */
+  sample(): void {
+    this.tree?.sample();
   }
 
   /**
@@ -178,11 +195,17 @@ export class RunLimits {
       // Still busy after the kill and retries: the watchdog is gone by now, so say so rather than leave it silently.
       failure ??= failures.hostFailed(new Error(`the run's cgroup ${this.cgroup.directories.join(", ")} could not be removed`));
     }
+    const tree = this.tree?.seen === true ? this.tree : undefined;
     const usage: ResourceUsage = {
-      source: this.cgroup === undefined ? "none" : this.cgroup.version === "v1" ? "cgroup-v1" : "cgroup-v2",
+      source: this.cgroup !== undefined ? (this.cgroup.version === "v1" ? "cgroup-v1" : "cgroup-v2") : tree !== undefined ? "proc" : "none",
       wallMs: report.durationMs,
       calls: report.calls.length + (report.droppedCalls ?? 0),
     };
+    if (tree !== undefined) {
+      usage.cpuMs = tree.cpuMs;
+      usage.peakMemoryBytes = tree.peakMemoryBytes;
+      usage.peakProcesses = tree.peakProcesses;
+    }
     if (counters.cpuMs !== undefined) usage.cpuMs = counters.cpuMs;
     if (counters.peakMemoryBytes !== undefined) usage.peakMemoryBytes = counters.peakMemoryBytes;
     const peak = Math.max(counters.peakProcesses ?? 0, this.sampledProcesses);

@@ -180,6 +180,26 @@ describe("finishing a run", () => {
     expect((await run.finish(report())).usage).toStrictEqual({ source: "none", wallMs: 42, calls: 0 });
   });
 
+  it("without a cgroup, on Linux: the watched process tree's figures from /proc (this process, sampled by the watch and once more)", async () => {
+    if (process.platform !== "linux") return;
+    vi.useFakeTimers();
+    const { run } = prepared({}, NONE);
+    run.watch(() => {}, process.pid);
+    vi.advanceTimersByTime(WATCH_MS);
+    run.sample();
+    const { usage } = await run.finish(report());
+    expect(usage.source).toBe("proc");
+    expect(usage.cpuMs).toBeGreaterThan(0);
+    expect(usage.peakMemoryBytes).toBeGreaterThan(1024 * 1024);
+    expect(usage.peakProcesses).toBeGreaterThanOrEqual(1);
+    // A tree never seen (its first process is gone) measured nothing.
+    const { run: gone } = prepared({}, NONE);
+    gone.watch(() => {}, 2 ** 30);
+    vi.advanceTimersByTime(WATCH_MS);
+    gone.sample();
+    expect((await gone.finish(report())).usage).toStrictEqual({ source: "none", wallMs: 42, calls: 0 });
+  });
+
   it("stops its watch, and a run that never exited (no exit in the report) is judged without one", async () => {
     vi.useFakeTimers();
     const { run } = prepared({ cpuTimeMs: 1500 });

@@ -1,0 +1,129 @@
+/**
+ * Usage where a run has no cgroup (issue 18's "the kernel's accounting of the child otherwise"): the
+ * guest's process tree, walked from its first process through /proc's children lists, sampled while it
+ * lives. Each sample sums the tree's CPU time (its processes' own and that of the children they waited
+ * for), its resident memory and its threads; the run's usage is the largest of each seen, and a process's
+ * own high-water mark (VmHWM) where that is larger. A lower bound: what the tree did after the last
+ * sample, and processes that came and went between two samples, are not seen (docs/host.md, "Resource
+ * limits"). Linux only; reads the file system through {@link ProcFiles}, so it is tested on data.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+
+/** How the sampler reads /proc (the real one by default; data in tests). */
+export interface ProcFiles {
+  /** A file's text, or undefined when it cannot be read (the process is gone). */
+  read(path: string): string | undefined;
+  /** A directory's entries, or undefined when it cannot be read. */
+  list(path: string): string[] | undefined;
+}
+
+export const realProcFiles: ProcFiles = {
+  read: (path) => {
+    try {
+      return readFileSync(path, "utf8");
+    } catch {
+      return undefined;
+    }
+  },
+  list: (path) => {
+    try {
+      return readdirSync(path);
+    } catch {
+      return undefined;
+    }
+  },
+};
+
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every architecture Node runs on. */
+const TICKS_PER_SECOND = 100;
+/** At most this many processes are read per sample: a fork bomb must not make the host's sampling unbounded. */
+export const MAX_SAMPLED_PROCESSES = 2000;
+
+/** One look at the tree. */
+export interface TreeSample {
+  /** User + system CPU of the tree's processes and of the children they reaped, in ms. */
+  cpuMs: number;
+  /** The tree's resident memory now (sum of VmRSS), and the largest VmHWM of one of its processes, in bytes. */
+  residentBytes: number;
+  highWaterBytes: number;
+  /** Threads in the tree (what a pids cgroup counts). */
+  threads: number;
+  /** Processes read (at most {@link MAX_SAMPLED_PROCESSES}). */
+  processes: number;
+}
+
+/** The pids of the tree under and including `root`, breadth first, at most `max`. */
+export function processTree(root: number, files: ProcFiles = realProcFiles, max = MAX_SAMPLED_PROCESSES): number[] {
+  const tree = [root];
+  const seen = new Set(tree);
+  for (let next = 0; next < tree.length && tree.length < max; next += 1) {
+    const pid = tree[next]!;
+    for (const task of files.list(`/proc/${pid}/task`) ?? []) {
+      for (const word of (files.read(`/proc/${pid}/task/${task}/children`) ?? "").split(" ")) {
+        const child = Number(word);
+        if (word.trim() === "" || !Number.isSafeInteger(child) || child <= 0 || seen.has(child)) continue;
+        seen.add(child);
+        tree.push(child);
+        if (tree.length >= max) break;
+      }
+    }
+  }
+  return tree;
+}
+
+/** The value of a "Name:   123 kB" line of /proc/<pid>/status, in bytes. */
+function statusBytes(status: string, name: string): number {
+  const match = new RegExp(`^${name}:\\s+(\\d+)\\s+kB$`, "m").exec(status);
+  return match === null ? 0 : Number(match[1]) * 1024;
+}
+
+/** Samples the tree under `root` once; undefined when its first process is gone. */
+export function sampleTree(root: number, files: ProcFiles = realProcFiles): TreeSample | undefined {
+  const sample: TreeSample = { cpuMs: 0, residentBytes: 0, highWaterBytes: 0, threads: 0, processes: 0 };
+  for (const pid of processTree(root, files)) {
+    const stat = files.read(`/proc/${pid}/stat`);
+    const status = files.read(`/proc/${pid}/status`);
+    if (stat === undefined || status === undefined) {
+      if (pid === root) return undefined;
+      continue;
+    }
+    // After the command name (which may hold spaces and parentheses): state is field 3; utime, stime,
+    // cutime, cstime are 14 to 17; num_threads 20.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = [11, 12, 13, 14].reduce((sum, at) => sum + (Number(fields[at]) || 0), 0);
+    sample.cpuMs += (ticks * 1000) / TICKS_PER_SECOND;
+    sample.threads += Number(fields[17]) || 0;
+    sample.residentBytes += statusBytes(status, "VmRSS");
+    sample.highWaterBytes = Math.max(sample.highWaterBytes, statusBytes(status, "VmHWM"));
+    sample.processes += 1;
+  }
+  return sample;
+}
+
+/** The largest of each figure over a run's samples. */
+export class TreeUsage {
+  private samples = 0;
+  cpuMs = 0;
+  peakMemoryBytes = 0;
+  peakProcesses = 0;
+
+  constructor(
+    private readonly root: number,
+    private readonly files: ProcFiles = realProcFiles,
+  ) {}
+
+  /** Takes one sample (nothing when the tree is gone). */
+  sample(): void {
+    const sample = sampleTree(this.root, this.files);
+    if (sample === undefined) return;
+    this.samples += 1;
+    this.cpuMs = Math.max(this.cpuMs, sample.cpuMs);
+    this.peakMemoryBytes = Math.max(this.peakMemoryBytes, sample.residentBytes, sample.highWaterBytes);
+    this.peakProcesses = Math.max(this.peakProcesses, sample.threads);
+  }
+
+  /** Whether any sample saw the tree. */
+  get seen(): boolean {
+    return this.samples > 0;
+  }
+}

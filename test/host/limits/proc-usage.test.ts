@@ -1,0 +1,48 @@
+/**
+ * Usage on a host with no cgroup (issue 18: "the kernel's accounting of the child otherwise"): the same
+ * body as limits.test.ts's tolerance test, run with the host's cgroup plan taken away, reports `source:
+ * "proc"` and figures within docs/host.md's tolerance for that source (a lower bound, sampled), sandboxed
+ * and not.
+ */
+import { fileURLToPath } from "node:url";
+import { describe, expect, it, vi } from "vitest";
+import { runGuest } from "../../../src/host/index.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
+import { failOnUnhandledRejections } from "../../helpers/host.js";
+
+vi.mock("../../../src/host/limits/cgroup.js", async (importOriginal) => ({
+  ...(await importOriginal<typeof import("../../../src/host/limits/cgroup.js")>()),
+  hostCgroupPlan: () => ({ version: null, reason: "no cgroup in this test (test/host/limits/proc-usage.test.ts)" }),
+}));
+
+failOnUnhandledRejections();
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const consume = `${root}fixtures/hostile/consume.mjs`;
+const MiB = 1024 * 1024;
+
+describe.runIf(process.platform === "linux")("usage without a cgroup, from /proc", () => {
+  for (const sandbox of bwrapPath === undefined ? [false] : [false, true]) {
+    it(`${sandbox ? "sandboxed" : "unconfined"}: CPU, peak memory and processes of what the body burned and held`, async () => {
+      const report = await runGuest({
+        command: process.execPath,
+        args: [consume],
+        cwd: root,
+        sandbox,
+        input: { action: "hold", mib: 64, ms: 300 },
+      });
+      expect(report.ok, JSON.stringify(report.failure)).toBe(true);
+      const usage = report.usage!;
+      expect(usage.source).toBe("proc");
+      // Sampled when the result arrives, after the burn: at least the body's 300 ms (less one 10 ms tick).
+      expect(usage.cpuMs).toBeGreaterThanOrEqual(290);
+      expect(usage.cpuMs).toBeLessThanOrEqual(300 + 1500);
+      // Resident memory, which counts the runtime's mapped binary and heap beside the 64 MiB.
+      expect(usage.peakMemoryBytes).toBeGreaterThanOrEqual(64 * MiB);
+      expect(usage.peakMemoryBytes).toBeLessThanOrEqual(64 * MiB + 192 * MiB);
+      // Node runs several threads; a pids cgroup would count them too.
+      expect(usage.peakProcesses).toBeGreaterThanOrEqual(2);
+      expect(report.limits?.memoryBytes.enforcedBy).toBeNull();
+    });
+  }
+});

@@ -180,7 +180,7 @@ describe("finishing a run", () => {
     expect((await run.finish(report())).usage).toStrictEqual({ source: "none", wallMs: 42, calls: 0 });
   });
 
-  it("without a cgroup, on Linux: the watched process tree's figures from /proc (this process, sampled by the watch and once more)", async () => {
+  it("without a cgroup, on Linux: the watched process tree's figures from /proc (this process, by the watch and once more)", async () => {
     if (process.platform !== "linux") return;
     vi.useFakeTimers();
     const { run } = prepared({}, NONE);

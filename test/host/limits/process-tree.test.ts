@@ -6,7 +6,14 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_SAMPLED_PROCESSES, processTree, sampleTree, TreeUsage, type ProcFiles } from "../../../src/host/limits/process-tree.js";
+import {
+  MAX_SAMPLED_PROCESSES,
+  processTree,
+  realProcFiles,
+  sampleTree,
+  TreeUsage,
+  type ProcFiles,
+} from "../../../src/host/limits/process-tree.js";
 
 interface FakeProcess {
   comm?: string;
@@ -68,7 +75,23 @@ describe("the process tree", () => {
   });
 });
 
+describe("reading the real /proc", () => {
+  it("gives this process's files, and nothing (no throw) for a process or directory that is not there", () => {
+    if (process.platform !== "linux") return;
+    expect(realProcFiles.read(`/proc/${process.pid}/stat`)).toMatch(new RegExp(`^${process.pid} \\(`));
+    expect(realProcFiles.list(`/proc/${process.pid}/task`)).toContain(String(process.pid));
+    expect(realProcFiles.read("/proc/0/stat")).toBeUndefined();
+    expect(realProcFiles.list("/proc/0/task")).toBeUndefined();
+  });
+});
+
 describe("a sample", () => {
+  it("takes a status without a VmRSS or VmHWM line (a kernel thread, a zombie) as 0, not NaN", () => {
+    const files = proc({ 1: { ticks: [2, 0, 0, 0] } });
+    const bare: ProcFiles = { ...files, read: (path) => (path.endsWith("/status") ? "Name:\tx\n" : files.read(path)) };
+    expect(sampleTree(1, bare)).toMatchObject({ cpuMs: 20, residentBytes: 0, highWaterBytes: 0 });
+  });
+
   it("sums CPU (own and reaped children's), resident memory and threads over the tree; the high-water mark is the largest one", () => {
     const files = proc({
       1: { comm: "a) (b c", ticks: [10, 5, 3, 2], threads: 7, rssKiB: 1000, hwmKiB: 4000, children: { 1: [2] } },
@@ -85,6 +108,10 @@ describe("a sample", () => {
 
   it("is nothing when the first process is gone, and leaves out a child that went between the walk and its read", () => {
     expect(sampleTree(1, proc({}))).toBeUndefined();
+    // Gone between its two reads (stat there, status not), or the other way round.
+    const half = proc({ 1: { ticks: [1, 0, 0, 0] } });
+    expect(sampleTree(1, { ...half, read: (path) => (path.endsWith("/status") ? undefined : half.read(path)) })).toBeUndefined();
+    expect(sampleTree(1, { ...half, read: (path) => (path.endsWith("/stat") ? undefined : half.read(path)) })).toBeUndefined();
     const files = proc({ 1: { ticks: [1, 0, 0, 0], children: { 1: [2] } } });
     expect(sampleTree(1, files)).toMatchObject({ cpuMs: 10, processes: 1 });
   });

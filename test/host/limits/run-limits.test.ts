@@ -184,14 +184,18 @@ describe("finishing a run", () => {
     if (process.platform !== "linux") return;
     vi.useFakeTimers();
     const { run } = prepared({}, NONE);
+    // By the watch alone, and by the last look alone: each one measures.
     run.watch(() => {}, process.pid);
     vi.advanceTimersByTime(WATCH_MS);
-    run.sample();
     const { usage } = await run.finish(report());
     expect(usage.source).toBe("proc");
     expect(usage.cpuMs).toBeGreaterThan(0);
     expect(usage.peakMemoryBytes).toBeGreaterThan(1024 * 1024);
     expect(usage.peakProcesses).toBeGreaterThanOrEqual(1);
+    const { run: last } = prepared({}, NONE);
+    last.watch(() => {}, process.pid);
+    last.sample();
+    expect((await last.finish(report())).usage.source).toBe("proc");
     // A tree never seen (its first process is gone) measured nothing.
     const { run: gone } = prepared({}, NONE);
     gone.watch(() => {}, 2 ** 30);

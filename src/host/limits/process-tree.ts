@@ -61,7 +61,8 @@ export function processTree(root: number, files: ProcFiles = realProcFiles, max 
     for (const task of files.list(`/proc/${pid}/task`) ?? []) {
       for (const word of (files.read(`/proc/${pid}/task/${task}/children`) ?? "").split(" ")) {
         const child = Number(word);
-        if (word.trim() === "" || !Number.isSafeInteger(child) || child <= 0 || seen.has(child)) continue;
+        // An empty word is Number("") = 0: skipped with the other non-pids.
+        if (!Number.isSafeInteger(child) || child <= 0 || seen.has(child)) continue;
         seen.add(child);
         tree.push(child);
         if (tree.length >= max) break;

@@ -52,21 +52,34 @@ export interface TreeSample {
   processes: number;
 }
 
+/**
+ * The children of every thread of `pid` (Linux's /proc/<pid>/task/<tid>/children); empty when the process
+ * is gone, undefined when this kernel has no children lists (its own task has none to read).
+ */
+export function childrenOf(pid: number, files: ProcFiles = realProcFiles): number[] | undefined {
+  const children: number[] = [];
+  for (const task of files.list(`/proc/${pid}/task`) ?? []) {
+    const text = files.read(`/proc/${pid}/task/${task}/children`);
+    if (text === undefined && task === String(pid)) return undefined;
+    for (const word of (text ?? "").split(" ")) {
+      const child = Number(word);
+      // An empty word is Number("") = 0: skipped with the other non-pids.
+      if (Number.isSafeInteger(child) && child > 0) children.push(child);
+    }
+  }
+  return children;
+}
+
 /** The pids of the tree under and including `root`, breadth first, at most `max`. */
 export function processTree(root: number, files: ProcFiles = realProcFiles, max = MAX_SAMPLED_PROCESSES): number[] {
   const tree = [root];
   const seen = new Set(tree);
   for (let next = 0; next < tree.length && tree.length < max; next += 1) {
-    const pid = tree[next]!;
-    for (const task of files.list(`/proc/${pid}/task`) ?? []) {
-      for (const word of (files.read(`/proc/${pid}/task/${task}/children`) ?? "").split(" ")) {
-        const child = Number(word);
-        // An empty word is Number("") = 0: skipped with the other non-pids.
-        if (!Number.isSafeInteger(child) || child <= 0 || seen.has(child)) continue;
-        seen.add(child);
-        tree.push(child);
-        if (tree.length >= max) break;
-      }
+    for (const child of childrenOf(tree[next]!, files) ?? []) {
+      if (seen.has(child)) continue;
+      seen.add(child);
+      tree.push(child);
+      if (tree.length >= max) break;
     }
   }
   return tree;

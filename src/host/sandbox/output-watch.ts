@@ -5,7 +5,8 @@
  * sandbox ends. So the host looks: when no process inside but bubblewrap's holds the stream bubblewrap
  * was given as stdout, the guest has closed it. Linux /proc only; elsewhere there is no bubblewrap.
  */
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { readdirSync, readlinkSync } from "node:fs";
+import { childrenOf } from "../limits/process-tree.js";
 
 /** How often a confined run's stdout is checked. */
 export const OUTPUT_WATCH_MS = 250;
@@ -39,26 +40,6 @@ export function guestHoldsOutput(monitor: number): boolean | undefined {
     queue.push(...(childrenOf(pid) ?? []));
   }
   return false;
-}
-
-/** The children of every thread of `pid`, or undefined when /proc has no children lists. */
-function childrenOf(pid: number): number[] | undefined {
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return [];
-  }
-  const children: number[] = [];
-  for (const task of tasks) {
-    try {
-      const text = readFileSync(`/proc/${pid}/task/${task}/children`, "utf8");
-      for (const part of text.split(" ")) if (part.trim() !== "") children.push(Number(part));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT" && task === String(pid)) return undefined;
-    }
-  }
-  return children;
 }
 
 /** Whether `pid` holds `stream`; undefined when the budget ran out before it could tell. */

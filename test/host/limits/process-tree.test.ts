@@ -7,6 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  childrenOf,
   MAX_SAMPLED_PROCESSES,
   processTree,
   realProcFiles,
@@ -60,6 +61,16 @@ describe("the process tree", () => {
     expect(processTree(10, files)).toEqual([10, 11, 13, 14]);
     const odd: ProcFiles = { read: (path) => (path.endsWith("children") ? "x -3 0 7 " : undefined), list: () => ["1"] };
     expect(processTree(5, odd)).toEqual([5, 7]);
+  });
+
+  it("a process's children: every thread's, none when it is gone, undefined when the kernel keeps no children lists", () => {
+    const files = proc({ 10: { children: { 10: [11], 12: [13] } } });
+    expect(childrenOf(10, files)).toEqual([11, 13]);
+    expect(childrenOf(99, files)).toEqual([]);
+    const noLists: ProcFiles = { list: () => ["10", "12"], read: () => undefined };
+    expect(childrenOf(10, noLists)).toBeUndefined();
+    // Another thread's list missing (it ended meanwhile) is no answer about the kernel.
+    expect(childrenOf(10, { ...files, read: (path) => (path.includes("/task/12/") ? undefined : files.read(path)) })).toEqual([11]);
   });
 
   it("stops at its bound, however many processes a fork bomb makes", () => {

@@ -2,12 +2,11 @@
  * docs/code.md's host loop is code users copy: it type-checks (strict, nodenext, against the built
  * package, with the project's tsc) and runs as written, its types stripped the way runCode strips a body's.
  */
-import { execFileSync } from "node:child_process";
-import { createRequire } from "node:module";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { runStripped, typeErrors as typeErrorsIn } from "../../helpers/doc-examples.js";
 
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 // Inside the repository, where the package name resolves to this package's build and zod is installed.
@@ -17,39 +16,8 @@ const example = /<!-- code-example: host-loop -->\n```ts\n([\s\S]*?)```/.exec(do
 const declarationsOutput = /<!-- code-example: declarations-output -->\n```ts\n([\s\S]*?)```/.exec(docs)?.[1];
 const readmeExample = /<!-- code-example: readme -->\n```ts\n([\s\S]*?)```/.exec(readFileSync(join(root, "README.md"), "utf8"))?.[1];
 
-/** tsc's output for one file (strict, nodenext, against the built package): "" when it type-checks. */
-function typeErrors(name: string, code: string): string {
-  mkdirSync(scratch, { recursive: true });
-  writeFileSync(join(scratch, name), code);
-  const tsc = join(root, "node_modules/typescript/bin/tsc");
-  const args = [
-    "--ignoreConfig",
-    "--strict",
-    "--noEmit",
-    "--module",
-    "nodenext",
-    "--target",
-    "es2022",
-    "--types",
-    "node",
-    "--skipLibCheck",
-    join(scratch, name),
-  ];
-  try {
-    execFileSync(process.execPath, [tsc, ...args], { cwd: root, encoding: "utf8" });
-    return "";
-  } catch (error) {
-    return String((error as { stdout?: string }).stdout);
-  }
-}
-
-/** Runs a TypeScript example, its types stripped as runCode strips a body's; its stdout. */
-function runExample(name: string, code: string): string {
-  mkdirSync(scratch, { recursive: true });
-  const amaro = createRequire(import.meta.url)("amaro") as { transformSync(code: string, options: { mode: string }): { code: string } };
-  writeFileSync(join(scratch, name), amaro.transformSync(code, { mode: "strip-only" }).code);
-  return execFileSync(process.execPath, [join(scratch, name)], { cwd: root, encoding: "utf8" });
-}
+const typeErrors = (name: string, code: string) => typeErrorsIn(scratch, name, code);
+const runExample = (name: string, code: string) => runStripped(scratch, name, code);
 
 describe("docs/code.md", () => {
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -2,25 +2,24 @@
  * How runCode starts its runner, cold or in a run pool: the runner script, its launch (runGuest's checks,
  * the sandbox showing it this package's dist/), and the private working directory each runner gets.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import * as failures from "../failures.js";
 import { checkLaunch, withPaths, type CheckedLaunch } from "../run-guest.js";
 import type { GuestCommand, HostFailure } from "../types.js";
+import { builtScript } from "./built-script.js";
 
 let runnerPath: string | undefined;
 
 /** The runner script in this package's dist/ (this module may be bundled into dist/host or dist/chunks). */
 export function codeRunner(): string {
-  if (runnerPath !== undefined) return runnerPath;
   // dist/host/index.js, dist/chunks/*.js, or the sources run by vitest (src/host/code/): the built runner.
-  for (const candidate of ["../guest/code-runner.js", "../../../dist/guest/code-runner.js"]) {
-    const path = fileURLToPath(new URL(candidate, import.meta.url));
-    if (existsSync(path)) return (runnerPath = path);
-  }
-  throw new Error("runCode: the code runner (dist/guest/code-runner.js) is missing from this installation of @posoco/ears");
+  return (runnerPath ??= builtScript(
+    ["../guest/code-runner.js", "../../../dist/guest/code-runner.js"],
+    import.meta.url,
+    "runCode: the code runner (dist/guest/code-runner.js) is missing from this installation of @posoco/ears",
+  ));
 }
 
 /**

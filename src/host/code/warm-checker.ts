@@ -7,12 +7,11 @@
  * the host (its stdin closes, and the watchdog of its process group SIGKILLs it). docs/code.md says why.
  */
 import type { ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { BoundedChild, spawnInGroup } from "../bounded-child.js";
+import { builtScript } from "./built-script.js";
 import type { BodyError, CheckAnswer } from "./check-protocol.js";
 
 /** A check gets this long once the checker has it; a checker that hangs must not hold the run forever. */
@@ -56,12 +55,11 @@ export function installedTypeScript(): string | undefined {
 let serverPath: string | undefined;
 /** The checker's script in this package's dist/ (this module may be bundled into dist/host or dist/chunks). */
 function checkerScript(): string {
-  if (serverPath !== undefined) return serverPath;
-  for (const candidate of ["./typecheck-server.js", "../host/typecheck-server.js", "../../../dist/host/typecheck-server.js"]) {
-    const path = fileURLToPath(new URL(candidate, import.meta.url));
-    if (existsSync(path)) return (serverPath = path);
-  }
-  throw new Error("the type checker (dist/host/typecheck-server.js) is missing from this installation of @posoco/ears");
+  return (serverPath ??= builtScript(
+    ["./typecheck-server.js", "../host/typecheck-server.js", "../../../dist/host/typecheck-server.js"],
+    import.meta.url,
+    "the type checker (dist/host/typecheck-server.js) is missing from this installation of @posoco/ears",
+  ));
 }
 
 /**

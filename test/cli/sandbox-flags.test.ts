@@ -10,6 +10,7 @@ import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunReport } from "../../src/host/index.js";
 import { goneWithin, killAllWith, uniqueMarker } from "../helpers/processes.js";
+import { canHideBubblewrap, withoutBubblewrap } from "../helpers/no-bwrap.js";
 import { EARS, type EarsRun } from "../helpers/spawn-ears.js";
 
 const PROBE = resolve("fixtures/hostile/probe.mjs");
@@ -20,9 +21,11 @@ function earsWith(
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
   onStderr?: (soFar: string, kill: (signal: NodeJS.Signals) => void) => void,
+  prefix: string[] = [],
 ): Promise<EarsRun> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [EARS, ...args], { stdio: ["ignore", "pipe", "pipe"], env });
+    const [command, ...rest] = [...prefix, process.execPath, EARS, ...args];
+    const child = spawn(command!, rest, { stdio: ["ignore", "pipe", "pipe"], env });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
@@ -38,6 +41,8 @@ function earsWith(
 describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
   let dir: string;
   let noBwrap: NodeJS.ProcessEnv;
+  /** Runs the CLI as on a machine without bubblewrap (not on PATH, nor in the standard places). */
+  let hidden: string[];
   const markers: string[] = [];
 
   beforeAll(() => {
@@ -48,6 +53,7 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     mkdirSync(bin);
     symlinkSync(process.execPath, join(bin, "node"));
     noBwrap = { PATH: bin };
+    hidden = withoutBubblewrap(mkdtempSync(join(dir, "hide-")));
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   afterEach(() => {
@@ -115,18 +121,18 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     expect(open.stderr).not.toContain("without a sandbox");
   });
 
-  const withoutBubblewrap =
+  const withoutBwrap =
     "without bubblewrap: auto runs unconfined with a one-line note (none with --quiet); --sandbox refuses to start the guest (exit 2)";
-  it(withoutBubblewrap, async () => {
-    const auto = await earsWith(["run", "--input", "{}", "--", "node", PROBE], noBwrap);
+  it.runIf(canHideBubblewrap)(withoutBwrap, async () => {
+    const auto = await earsWith(["run", "--input", "{}", "--", "node", PROBE], noBwrap, undefined, hidden);
     expect(auto.code).toBe(0);
     expect(auto.stderr).toMatch(
-      /^ears: the guest ran without a sandbox: bubblewrap \(bwrap\) is not installed; install the OS package bubblewrap \(--sandbox requires one, --no-sandbox silences this note\)$/m,
+      /^ears: the guest ran without a sandbox: bubblewrap \(bwrap\) is not installed \(not on PATH, nor in \/usr\/local\/bin, \/usr\/bin, \/bin\); install the OS package bubblewrap \(--sandbox requires one, --no-sandbox silences this note\)$/m,
     );
     expect(auto.stderr.split("\n").filter((line) => line.includes("without a sandbox"))).toHaveLength(1);
-    const quiet = await earsWith(["run", "--quiet", "--input", "{}", "--", "node", PROBE], noBwrap);
+    const quiet = await earsWith(["run", "--quiet", "--input", "{}", "--", "node", PROBE], noBwrap, undefined, hidden);
     expect(quiet.stderr).toBe("");
-    const required = await earsWith(["run", "--sandbox", "--json", "--", "node", PROBE], noBwrap);
+    const required = await earsWith(["run", "--sandbox", "--json", "--", "node", PROBE], noBwrap, undefined, hidden);
     expect(required.code).toBe(2);
     const report = JSON.parse(required.stdout) as RunReport;
     expect(report.failure?.code).toBe("SandboxUnavailable");

@@ -9,7 +9,7 @@
  */
 import { delimiter, isAbsolute, join } from "node:path";
 import type { FileSystemView } from "./file-system-view.js";
-import { SANDBOX_HOME, type SandboxPolicy } from "./policy.js";
+import { SANDBOX_HOME, SANDBOX_PATH, type SandboxPolicy } from "./policy.js";
 import type { SandboxReport } from "./types.js";
 
 // The lists below are built when asked (once per run), not at load: a module-level table would make each
@@ -43,9 +43,10 @@ export function networkEtc(): string[] {
  * What of /proc is re-bound read-only over the sandbox's own /proc (the list container runtimes keep):
  * a guest that is uid 0 on the host (a root host) could otherwise change kernel settings
  * (`/proc/sys/kernel/core_pattern` runs a program as root on the next crash) or trigger SysRq.
+ * `/proc/pressure` too: writing one of its files sets a pressure (PSI) trigger, kernel work host-wide.
  */
 export function readOnlyProc(): string[] {
-  return ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
+  return ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure"];
 }
 
 /** What the host's system directories are: links (merged /usr) or directories; absent ones are left out. */
@@ -152,14 +153,33 @@ export function spellApart(path: string): string {
   return `${path.slice(0, slash)}/.${path.slice(slash)}`;
 }
 
-/** The `bwrap` executable on PATH, or undefined. */
-export function findBwrap(fs: FileSystemView, path = process.env.PATH): string | undefined {
-  for (const dir of (path ?? "").split(delimiter)) {
+/**
+ * Where bwrap is looked for after PATH: the sandbox's own PATH (`/usr/local/bin`, `/usr/bin`, `/bin`), so that a
+ * stripped PATH (`env -i`, a service manager's, an MCP client's) never hides an installed sandbox.
+ */
+export function standardBinDirs(): string[] {
+  return SANDBOX_PATH.split(":");
+}
+
+/** What the look for bwrap found: an executable, or a `bwrap` that is there but cannot be run. */
+export interface BwrapFound {
+  path: string;
+  executable: boolean;
+}
+
+/**
+ * The `bwrap` on PATH or in the {@link standardBinDirs}, the first executable one; else the first entry named
+ * `bwrap` that is not (installed, but unusable); else undefined (not installed).
+ */
+export function findBwrap(fs: FileSystemView, path = process.env.PATH): BwrapFound | undefined {
+  let unusable: string | undefined;
+  for (const dir of new Set([...(path ?? "").split(delimiter), ...standardBinDirs()])) {
     if (!isAbsolute(dir)) continue;
     const candidate = join(dir, "bwrap");
-    if (fs.executable(candidate)) return candidate;
+    if (fs.executable(candidate)) return { path: candidate, executable: true };
+    if (unusable === undefined && fs.kind(candidate) !== undefined) unusable = candidate;
   }
-  return undefined;
+  return unusable === undefined ? undefined : { path: unusable, executable: false };
 }
 
 /**

@@ -5,9 +5,8 @@
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { findBwrap } from "./bubblewrap.js";
-import { nodeFileSystem } from "./file-system-view.js";
-import { sandboxStartProblem } from "./index.js";
+import { standardBinDirs } from "./bubblewrap.js";
+import { locateSandbox, sandboxStartProblem } from "./index.js";
 import { seccompArch } from "./seccomp.js";
 
 /** One finding. */
@@ -27,8 +26,10 @@ export interface MachineView {
   arch: string;
   /** Whether this process runs as root. */
   root: boolean;
-  /** The bwrap on PATH, or undefined. */
+  /** The bwrap a run would use (on PATH or in /usr/local/bin, /usr/bin, /bin), or undefined. */
   bwrap: string | undefined;
+  /** When there is none to use: why the one installed cannot be used (it is not executable), or undefined (none installed). */
+  bwrapUnusable?: string;
   /** `bwrap --version`'s output, or undefined. */
   bwrapVersion(bwrap: string): string | undefined;
   /** Why a throw-away sandbox does not start, or undefined when it does. */
@@ -39,11 +40,13 @@ export interface MachineView {
 
 /** This machine. */
 export function thisMachine(): MachineView {
+  const found = locateSandbox();
   return {
     platform: process.platform,
     arch: process.arch,
     root: process.getuid?.() === 0,
-    bwrap: findBwrap(nodeFileSystem),
+    bwrap: "bwrap" in found ? found.bwrap : undefined,
+    bwrapUnusable: "unusable" in found ? found.unusable : undefined,
     bwrapVersion(bwrap) {
       try {
         return execFileSync(bwrap, ["--version"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5000 }).trim();
@@ -75,11 +78,18 @@ export async function diagnoseSandbox(machine: MachineView = thisMachine()): Pro
     return { confined: false, checks };
   }
   checks.push({ name: "platform", ok: true, detail: `linux ${machine.arch}` });
-  if (machine.bwrap === undefined) {
+  if (machine.bwrap === undefined && machine.bwrapUnusable !== undefined) {
     checks.push({
       name: "bubblewrap",
       ok: false,
-      detail: "not installed (no bwrap on PATH)",
+      detail: `${machine.bwrapUnusable} (every run is refused until it is fixed)`,
+      fix: "apt-get install --reinstall bubblewrap (Debian, Ubuntu) or dnf reinstall bubblewrap (Fedora, RHEL)",
+    });
+  } else if (machine.bwrap === undefined) {
+    checks.push({
+      name: "bubblewrap",
+      ok: false,
+      detail: `not installed (no bwrap on PATH, nor in ${standardBinDirs().join(", ")})`,
       fix: "apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora, RHEL)",
     });
   } else {
@@ -101,7 +111,11 @@ export async function diagnoseSandbox(machine: MachineView = thisMachine()): Pro
   const seccompKernel = machine.proc("/proc/self/status")?.match(/^Seccomp:\s*(\d+)/m) !== null;
   checks.push(
     arch !== undefined && seccompKernel
-      ? { name: "seccomp", ok: true, detail: `filter for ${arch}: setuid/setgid bits, user namespaces and kernel-facing calls refused` }
+      ? {
+          name: "seccomp",
+          ok: true,
+          detail: `filter for ${arch}: setuid/setgid bits, user namespaces, socket families and kernel-facing calls refused`,
+        }
       : {
           name: "seccomp",
           ok: false,

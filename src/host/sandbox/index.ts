@@ -6,8 +6,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import type { Writable } from "node:stream";
 import { homedir, tmpdir } from "node:os";
-import { bubblewrapArgs, findBwrap, probeArgs, systemLayout } from "./bubblewrap.js";
-import { nodeFileSystem } from "./file-system-view.js";
+import { bubblewrapArgs, findBwrap, probeArgs, standardBinDirs, systemLayout } from "./bubblewrap.js";
+import { nodeFileSystem, type FileSystemView } from "./file-system-view.js";
 import { runBounded } from "../bounded-child.js";
 import {
   checkSandboxOptions,
@@ -92,17 +92,32 @@ export function sandboxRequest(setting: unknown, caller: string): SandboxRequest
 }
 
 /** Why there is no sandbox to have here at all (so "auto" may run unconfined), or undefined. */
-export function sandboxMissing(path = process.env.PATH): string | undefined {
-  const found = locateSandbox(path);
+export function sandboxMissing(path = process.env.PATH, fs: FileSystemView = nodeFileSystem): string | undefined {
+  const found = locateSandbox(path, fs);
   return "missing" in found ? found.missing : undefined;
 }
 
-/** The bwrap this run would use, or why there is none to have (one look along PATH). */
-function locateSandbox(path = process.env.PATH): { bwrap: string } | { missing: string } {
+/**
+ * The bwrap this run would use; or why there is none to have (`missing`: "auto" may run unconfined); or why
+ * the one installed cannot be used (`unusable`: every run is refused, as a sandbox that fails to start).
+ */
+export function locateSandbox(
+  path = process.env.PATH,
+  fs: FileSystemView = nodeFileSystem,
+): { bwrap: string } | { missing: string } | { unusable: string } {
   if (process.platform !== "linux")
     return { missing: `no OS sandbox is supported on ${process.platform} yet (only Linux, with bubblewrap)` };
-  const bwrap = findBwrap(nodeFileSystem, path);
-  return bwrap === undefined ? { missing: "bubblewrap (bwrap) is not installed; install the OS package bubblewrap" } : { bwrap };
+  const found = findBwrap(fs, path);
+  if (found === undefined) {
+    return {
+      missing:
+        `bubblewrap (bwrap) is not installed (not on PATH, nor in ${standardBinDirs().join(", ")}); ` + "install the OS package bubblewrap",
+    };
+  }
+  if (!found.executable) {
+    return { unusable: `bubblewrap is installed at ${found.path} but is not an executable file; reinstall the OS package bubblewrap` };
+  }
+  return { bwrap: found.path };
 }
 
 /** How long one start of the sandbox may take before it counts as failing (for this run only). */
@@ -158,19 +173,27 @@ export function hostPlaces(env: NodeJS.ProcessEnv = process.env): HostPlaces {
   return { homes: [homedir(), ...(env.HOME ? [env.HOME] : [])], temporaryRoots: [tmpdir(), "/tmp"] };
 }
 
-/** Decides how to start the guest. Never rejects: a policy that cannot be built is "unavailable" with the reason. */
-export async function planSandbox(request: SandboxRequest, launch: Launch, wiring: { tmpBytes?: number } = {}): Promise<SandboxPlan> {
+/**
+ * Decides how to start the guest. Never rejects: a policy that cannot be built is "unavailable" with the reason.
+ * `wiring.lookup` is where bwrap is looked for (tests; default the host's file system).
+ */
+export async function planSandbox(
+  request: SandboxRequest,
+  launch: Launch,
+  wiring: { tmpBytes?: number; lookup?: FileSystemView } = {},
+): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
-  const found = locateSandbox();
+  const found = locateSandbox(process.env.PATH, wiring.lookup);
   if ("missing" in found) {
     return request.mode === "auto" ? { kind: "unconfined", fallback: found.missing } : { kind: "unavailable", reason: found.missing };
   }
+  if ("unusable" in found) return { kind: "unavailable", reason: found.unusable };
   const { bwrap } = found;
   const problem = await sandboxStartProblem(bwrap);
   if (problem !== undefined) return { kind: "unavailable", reason: problem };
   try {
     const policy = sandboxPolicy(launch, request.options, nodeFileSystem, hostPlaces(launch.env), maskCache);
-    const seccomp = seccompProgram();
+    const seccomp = seccompProgram({ network: policy.network });
     const { args, report } = bubblewrapArgs(policy, systemLayout(nodeFileSystem), {
       seccompFd: seccomp === undefined ? undefined : SECCOMP_FD,
       tmpBytes: wiring.tmpBytes,

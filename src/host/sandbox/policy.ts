@@ -25,12 +25,17 @@ export const SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin";
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Names masked inside every shown directory (a file appears empty, a directory empty), at any depth the
- * walk reaches ({@link MASK_DEPTH}). `*` stands for any run of characters. The list is docs/host.md's.
+ * Names masked inside every shown directory (a file appears empty, a directory empty), down to
+ * {@link MASK_DEPTH} levels. `*` stands for any run of characters (one per pattern); a pattern with `/` also
+ * names the directories just above (`.config/gh`: a `gh` directory inside a `.config` one). The list is
+ * docs/host.md's: the file-name signatures secret scanners keep (gitrob's, which shhgit and its successors
+ * extend), the credential files of the common cloud, package and developer tools, and shell histories.
+ * Masking by name is a safety net, not a boundary: a secret under another name is shown.
  * Built when asked (once per walk), not at load, as seccomp.ts's rules are.
  */
 export function secretNames(): readonly string[] {
   return [
+    // Environment files and local secret stores.
     ".env",
     ".env.*",
     ".env-*",
@@ -38,41 +43,115 @@ export function secretNames(): readonly string[] {
     ".dev.vars",
     ".vault-token",
     "secrets.toml",
+    "secrets.json",
+    "secrets.yaml",
+    "secrets.yml",
     "credentials.json",
+    "credentials.xml",
+    "local.settings.json",
+    // Infrastructure as code.
     "*.tfstate",
     "*.tfstate.backup",
+    "*.tfvars",
+    "*.tfvars.json",
+    ".terraform.d",
+    ".terraformrc",
+    "terraform.rc",
+    // Package registries and build tools.
     ".npmrc",
     ".yarnrc",
     ".yarnrc.yml",
     ".pypirc",
+    "pip.conf",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".composer/auth.json",
+    "composer/auth.json",
+    ".dockercfg",
+    ".dockerconfigjson",
+    // Network and service logins.
     ".netrc",
+    "_netrc",
     ".pgpass",
     ".git-credentials",
     ".htpasswd",
-    ".git",
-    ".ssh",
-    ".gnupg",
+    ".s3cfg",
+    ".boto",
+    ".passwd-s3fs",
+    "rclone.conf",
+    ".databrickscfg",
+    "sftp-config.json",
+    "*.ovpn",
+    "*.rdp",
+    // Cloud and cluster credentials.
     ".aws",
     ".azure",
     ".kube",
+    "kubeconfig",
+    "kubeconfig.yaml",
+    "kubeconfig.yml",
+    "*.kubeconfig",
+    ".config/gcloud",
+    "application_default_credentials.json",
+    "gha-creds-*.json",
+    "service-account.json",
+    "service-account*.json",
+    "service_account.json",
+    "service_account*.json",
+    ".config/gh",
+    ".config/hub",
+    // Version control, keys and key stores.
+    ".git",
+    ".ssh",
+    ".gnupg",
     ".docker",
     "*.pem",
     "*.key",
+    "*.p8",
     "*.p12",
     "*.pfx",
+    "*.pkcs12",
     "*.jks",
     "*.keystore",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
+    "*.ppk",
+    "*.kdb",
+    "*.kdbx",
+    "*.psafe3",
+    "*.agilekeychain",
+    "*.keychain",
+    "*.keychain-db",
+    ".otr.private_key",
+    "*_rsa",
+    "*_dsa",
+    "*_ecdsa",
+    "*_ed25519",
+    // Shell and client histories (commands typed with a token in them).
+    ".bash_history",
+    ".zsh_history",
+    ".sh_history",
+    ".history",
+    ".python_history",
+    ".node_repl_history",
+    ".mysql_history",
+    ".psql_history",
+    ".sqlite_history",
+    ".rediscli_history",
+    ".irb_history",
   ];
 }
 /** How many directory levels below a shown directory the mask walk looks (1: its own entries). */
 export const MASK_DEPTH = 3;
-/** The walk reads at most this many entries per run; a larger tree is refused rather than shown unmasked. */
+/** The walk checks at most this many entries by name per root; a larger tree is refused rather than shown unmasked. */
 export const MASK_BUDGET = 5000;
-/** The directory the walk does not enter: installed packages, not the user's secrets, and by far the largest part. */
+/**
+ * The walk reads at most this many entries per root in all (sockets and FIFOs are looked for at every depth, in
+ * node_modules too); a larger tree is refused rather than shown with a socket in it.
+ */
+export const WALK_BUDGET = 200_000;
+/** The directory whose insides are not checked by name: installed packages, not the user's secrets, and by far the largest part. */
 const UNWALKED = "node_modules";
 
 /** A path that cannot be shown as asked: the run must not start. */
@@ -179,17 +258,27 @@ export function within(root: string, path: string): boolean {
   return path === root || path.startsWith(root === "/" ? "/" : `${root}/`);
 }
 
-/** Whether `name` matches one of `patterns` ({@link secretNames}; `*` is any run of characters). */
-export function isSecretName(given: string, patterns: readonly string[]): boolean {
+/**
+ * Whether `given` matches one of `patterns` ({@link secretNames}; `*` is any run of characters). A pattern's
+ * leading parts (`.config/gh`) must name the directories just above, given in `parents` (nearest last).
+ */
+export function isSecretName(given: string, patterns: readonly string[], parents: readonly string[] = []): boolean {
   // Case does not matter: key files exported from Windows or macOS tools come as SERVER.PEM or .ENV.
   const name = given.toLowerCase();
   return patterns.some((pattern) => {
-    const star = pattern.indexOf("*");
-    if (star < 0) return name === pattern;
-    const head = pattern.slice(0, star);
-    const tail = pattern.slice(star + 1);
-    return name.length > head.length + tail.length && name.startsWith(head) && name.endsWith(tail);
+    const parts = pattern.split("/");
+    const last = parts.pop()!;
+    const above = parents.slice(parents.length - parts.length).map((part) => part.toLowerCase());
+    return matchesName(name, last) && above.length === parts.length && parts.every((part, i) => above[i] === part);
   });
+}
+
+function matchesName(name: string, pattern: string): boolean {
+  const star = pattern.indexOf("*");
+  if (star < 0) return name === pattern;
+  const head = pattern.slice(0, star);
+  const tail = pattern.slice(star + 1);
+  return name.length > head.length + tail.length && name.startsWith(head) && name.endsWith(tail);
 }
 
 /**
@@ -207,8 +296,10 @@ export function sandboxPolicy(
   const broad = broadPaths(places, fs);
   const allowBroad = options.allowBroadPaths === true;
   const binds = new Map<string, Bind>();
-  /** Directories whose insides are walked for secrets (every shown directory but node_modules). */
+  /** Directories whose insides are walked for secrets by name (every shown directory but node_modules). */
   const walked = new Set<string>();
+  /** The other shown directories (node_modules): walked for sockets, FIFOs and devices only. */
+  const walkedForSpecials = new Set<string>();
   /** Paths the host named itself: never masked, even when their name looks like a secret. */
   const named = new Set<string>();
 
@@ -261,8 +352,11 @@ export function sandboxPolicy(
       }
     }
     if (!within(root, real) || broad.has(real)) return undefined;
+    // Only a file or a directory: a socket or FIFO named package.json is a way to a host process, not a manifest.
+    const target = fs.targetKind(real);
+    if (target !== "file" && target !== "directory") return undefined;
     bind(real, path, false);
-    if (walk && fs.targetKind(real) === "directory") walked.add(real);
+    if (target === "directory") (walk ? walked : walkedForSpecials).add(real);
     return real;
   };
 
@@ -275,6 +369,12 @@ export function sandboxPolicy(
   let scriptDir: string | undefined;
   if (script !== undefined) {
     scriptDir = resolveNamed(dirname(script), "the script's directory");
+    refusePlanted(
+      dirname(script),
+      scriptDir,
+      [resolve(launch.cwd), ...(options.writable ?? []).map((path) => resolve(launch.cwd, path))],
+      fs,
+    );
     refuseBroad(scriptDir, dirname(script), "the script's directory");
     bind(scriptDir, dirname(script), false);
     walked.add(scriptDir);
@@ -303,7 +403,12 @@ export function sandboxPolicy(
   const shown = [...binds.values()]
     .filter((b) => !shadowed(b))
     .sort((a, b) => depth(a.target) - depth(b.target) || a.target.localeCompare(b.target));
-  const found = options.showSecrets === true ? [] : secretsIn([...walked], named, fs, cache);
+  const patterns = options.showSecrets === true ? undefined : secretNames();
+  const roots = [
+    ...[...walked].map((root) => ({ root, patterns })),
+    ...[...walkedForSpecials].map((root) => ({ root, patterns: undefined })),
+  ];
+  const found = secretsIn(roots, named, fs, cache);
   // A directory bound where it was given (through a link) as well as at its real path shows its secrets
   // at both places: each mask goes wherever a bind shows it.
   const masks = new Map(found.map((mask) => [mask.path, mask]));
@@ -328,6 +433,28 @@ export function sandboxPolicy(
   };
 }
 
+/**
+ * Refuses a script directory (`given`, resolving to `real`) inside the working directory or a writable path that
+ * leads out of it through a link: a run that could write there may have planted the link (`src -> /victim/src`)
+ * so that the next run shows, and runs, what it points at. Links that stay inside are followed.
+ */
+function refusePlanted(given: string, real: string, areas: readonly string[], fs: FileSystemView): void {
+  for (const area of areas) {
+    let areaReal: string;
+    try {
+      areaReal = fs.realpath(area);
+    } catch {
+      continue; // a writable path that does not exist is refused by its own check
+    }
+    if ((within(area, given) || within(areaReal, given)) && !within(areaReal, real)) {
+      throw new SandboxPathError(
+        `the script's directory ${JSON.stringify(given)} is inside ${JSON.stringify(area)} but leads out of it through a link ` +
+          `(to ${real}); a link a run could have planted there is not followed: name the script by its real path`,
+      );
+    }
+  }
+}
+
 /** `/`, every home and temporary root, and each of their ancestors, as real paths. */
 function broadPaths(places: HostPlaces, fs: FileSystemView): Set<string> {
   const broad = new Set<string>(["/"]);
@@ -350,31 +477,68 @@ function broadPaths(places: HostPlaces, fs: FileSystemView): Set<string> {
 }
 
 /**
- * The secrets inside `roots`, found by a walk that follows no link, does not enter node_modules or a
- * masked directory, and stops at {@link MASK_DEPTH} levels. Past {@link MASK_BUDGET} entries in one
- * root it throws: a tree too large to check is refused, never shown unmasked. A path the host named is
- * not masked. With a {@link MaskCache}, a root whose directories did not change is not walked again.
+ * What to mask inside `roots`: sockets, FIFOs and devices at any depth (node_modules too), and, for a root with
+ * `patterns`, files and directories with a secret's name down to {@link MASK_DEPTH} levels, outside node_modules.
+ * The walk follows no link and does not enter a masked directory. Past {@link MASK_BUDGET} entries checked by
+ * name, or {@link WALK_BUDGET} entries in all, in one root it throws: a tree too large to check is refused, never
+ * shown unmasked. A path the host named is not masked. With a {@link MaskCache}, a root whose directories did
+ * not change is not walked again.
  */
-function secretsIn(roots: readonly string[], named: ReadonlySet<string>, fs: FileSystemView, cache?: MaskCache): Mask[] {
-  // Each root is walked from itself, a root inside another too: its depth counts from where it is shown.
+function secretsIn(
+  roots: readonly { root: string; patterns: readonly string[] | undefined }[],
+  named: ReadonlySet<string>,
+  fs: FileSystemView,
+  cache?: MaskCache,
+): Mask[] {
+  const every = roots.map((r) => r.root);
+  // A root inside another is walked from itself when names are checked (its depth counts from where it is shown);
+  // for special files alone the outer walk, which goes to the bottom, has found them already.
+  const needed = roots.filter(
+    ({ root, patterns }) => patterns !== undefined || !every.some((other) => other !== root && within(other, root)),
+  );
   const masks = [
-    ...new Map(roots.flatMap((root) => cache?.reuse(root, fs) ?? walkForSecrets(root, fs, cache)).map((m) => [m.path, m])).values(),
+    ...new Map(
+      needed
+        .flatMap(({ root, patterns }) => {
+          const key = `${patterns === undefined ? "special" : "named"}:${root}`;
+          return cache?.reuse(key, fs) ?? walkForMasks(root, patterns, fs, (record) => cache?.remember(key, record));
+        })
+        .map((m) => [m.path, m]),
+    ).values(),
   ];
   // A named path is shown: neither it nor a directory holding it is masked.
   const shown = [...named];
   return masks.filter((mask) => !shown.some((path) => within(mask.path, path))).sort((a, b) => a.path.localeCompare(b.path));
 }
 
-function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | undefined): Mask[] {
+/**
+ * One root's walk. A directory's `level` is how deep it is for names: 1 for the root's own entries, 0 where names
+ * are not checked (no patterns, below MASK_DEPTH, inside node_modules); special files are looked for everywhere.
+ */
+function walkForMasks(
+  root: string,
+  patterns: readonly string[] | undefined,
+  fs: FileSystemView,
+  remember: (record: { startedAt: number; dirs: Map<string, number | undefined>; masks: Mask[] }) => void,
+): Mask[] {
   const masks: Mask[] = [];
-  const patterns = secretNames();
   const dirs = new Map<string, number | undefined>();
   const startedAt = Date.now();
+  let byName = 0;
   let read = 0;
-  const visit = (dir: string, level: number) => {
+  // Depth first with a stack of its own: a tree thousands of levels deep must not overflow the host's call stack.
+  const pending: { dir: string; level: number; parents: string[] }[] = [{ dir: root, level: patterns === undefined ? 0 : 1, parents: [] }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { dir, level, parents } = next;
     dirs.set(dir, fs.changedMs(dir));
     for (const { name, kind } of fs.list(dir)) {
-      if (++read > MASK_BUDGET) {
+      if (++read > WALK_BUDGET) {
+        throw new SandboxPathError(
+          `${JSON.stringify(root)} has more than ${WALK_BUDGET} entries, too many to check for sockets and FIFOs (ways to host ` +
+            "processes); name a smaller directory",
+        );
+      }
+      if (level > 0 && ++byName > MASK_BUDGET) {
         throw new SandboxPathError(
           `${JSON.stringify(root)} has more than ${MASK_BUDGET} entries within ${MASK_DEPTH} levels, too many to check for secrets; ` +
             "name a smaller directory, or pass sandbox.showSecrets: true",
@@ -382,14 +546,16 @@ function walkForSecrets(root: string, fs: FileSystemView, cache: MaskCache | und
       }
       const path = join(dir, name);
       // A socket or FIFO is a way to a host process (a unix socket is a network the namespace does not cut):
-      // masked as a file, whatever its name.
+      // masked as a file, whatever its name or depth.
       if (kind === "other") masks.push({ path, kind: "file" });
-      else if (isSecretName(name, patterns) && (kind === "file" || kind === "directory")) masks.push({ path, kind });
-      else if (kind === "directory" && level < MASK_DEPTH && name !== UNWALKED) visit(path, level + 1);
+      else if (level > 0 && isSecretName(name, patterns!, parents) && (kind === "file" || kind === "directory")) masks.push({ path, kind });
+      else if (kind === "directory") {
+        const deeper = level > 0 && level < MASK_DEPTH && name !== UNWALKED;
+        pending.push({ dir: path, level: deeper ? level + 1 : 0, parents: deeper ? [...parents, name] : [] });
+      }
     }
-  };
-  visit(root, 1);
-  cache?.remember(root, { startedAt, dirs, masks });
+  }
+  remember({ startedAt, dirs, masks });
   return masks;
 }
 

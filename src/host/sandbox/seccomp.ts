@@ -12,6 +12,11 @@
  * - calls a guest has no use for and that widen the kernel it can reach: tracing other processes,
  *   kernel keyrings, eBPF, perf events, userfaultfd, io_uring (it bypasses seccomp for the calls it
  *   makes), mounting, module loading, kexec, swap, reboot, accounting, quotas and the kernel log.
+ * - socket families a guest has no use for: the network namespace covers IP but not AF_VSOCK (a VM's
+ *   channel to its hypervisor and host, which shares the host's port space), nor the many other
+ *   families whose kernel code is reachable without one. Allowed: AF_UNIX (Node's own pipes and socket
+ *   pairs) and AF_NETLINK's routing protocol only (the interface list, `os.networkInterfaces()`: in the
+ *   sandbox's own network namespace, its loopback); with the network also AF_INET and AF_INET6.
  * Anything not listed is allowed: the sandbox's namespaces and dropped capabilities do the rest.
  */
 
@@ -28,7 +33,24 @@ export type SeccompAction =
    * Fails with EPERM when argument `arg` has any bit of `mask` set; with `when`, only if argument
    * `when.arg` also has a bit of `when.mask` (open's mode matters only when it creates a file).
    */
-  | { kind: "denyBits"; arg: number; mask: number; when?: { arg: number; mask: number } };
+  | { kind: "denyBits"; arg: number; mask: number; when?: { arg: number; mask: number } }
+  /**
+   * Fails with `errno` unless argument `arg` is one of `values` (a socket's family), and, for a value with
+   * `only`, argument `only.arg` is `only.value` too (the family's protocol).
+   */
+  | { kind: "allowOnly"; arg: number; values: readonly AllowedValue[]; errno: number };
+
+/** One value an `allowOnly` rule lets through. */
+export interface AllowedValue {
+  value: number;
+  only?: { arg: number; value: number };
+}
+
+/** What the filter depends on besides the architecture. */
+export interface SeccompOptions {
+  /** Whether the guest shares the host's network (more socket families are then allowed). */
+  network: boolean;
+}
 
 export interface SeccompRule {
   /** The system call's name (for messages and docs). */
@@ -43,6 +65,23 @@ export const SET_ID_BITS = 0o6000;
 /** O_CREAT | __O_TMPFILE: the open flags under which the mode argument is used. */
 export const CREATING_OPEN = 0o100 | 0o20000000;
 export const CLONE_NEWUSER = 0x10000000;
+/** Address families (linux/socket.h). */
+export const AF_UNIX = 1;
+export const AF_INET = 2;
+export const AF_INET6 = 10;
+export const AF_NETLINK = 16;
+export const AF_VSOCK = 40;
+/** What a refused family gets: "not supported", which programs already handle (an IPv6-less host says the same). */
+export const EAFNOSUPPORT = 97;
+
+/** NETLINK_ROUTE: the interface and address lists. */
+export const NETLINK_ROUTE = 0;
+
+/** The socket families a guest may create (socket's and socketpair's first argument; the protocol is the third). */
+export function socketFamilies(options: SeccompOptions): AllowedValue[] {
+  const local: AllowedValue[] = [{ value: AF_UNIX }, { value: AF_NETLINK, only: { arg: 2, value: NETLINK_ROUTE } }];
+  return options.network ? [...local, { value: AF_INET }, { value: AF_INET6 }] : local;
+}
 
 const setId = (arg: number): SeccompAction => ({ kind: "denyBits", arg, mask: SET_ID_BITS });
 const creatingSetId = (flagsArg: number, modeArg: number): SeccompAction => ({
@@ -58,8 +97,11 @@ const deny: SeccompAction = { kind: "deny" };
  * each is refused is in this file's header and docs/host.md. Built when asked (once per run), not at
  * load: a module-level table would make each of its values a mutant every test must run for.
  */
-export function seccompRules(): readonly SeccompRule[] {
+export function seccompRules(options: SeccompOptions = { network: false }): readonly SeccompRule[] {
+  const families: SeccompAction = { kind: "allowOnly", arg: 0, values: socketFamilies(options), errno: EAFNOSUPPORT };
   return [
+    { name: "socket", numbers: { x64: 41, arm64: 198 }, action: families },
+    { name: "socketpair", numbers: { x64: 53, arm64: 199 }, action: families },
     { name: "chmod", numbers: { x64: 90 }, action: setId(1) },
     { name: "fchmod", numbers: { x64: 91, arm64: 52 }, action: setId(1) },
     { name: "fchmodat", numbers: { x64: 268, arm64: 53 }, action: setId(2) },
@@ -156,8 +198,8 @@ export function seccompArch(arch: string = process.arch): SeccompArch | undefine
  * kernel numbers its calls differently) is killed; on x86-64 an x32 number is refused; then one
  * comparison per rule, each jumping to its own short check; whatever matched no rule is allowed.
  */
-export function seccompInstructions(arch: SeccompArch): BpfInstruction[] {
-  const rules = seccompRules().filter((rule) => rule.numbers[arch] !== undefined);
+export function seccompInstructions(arch: SeccompArch, options: SeccompOptions = { network: false }): BpfInstruction[] {
+  const rules = seccompRules(options).filter((rule) => rule.numbers[arch] !== undefined);
   // Each rule's check is a block placed after the dispatch table; the table jumps to it by offset.
   const blocks = rules.map((rule) => checkBlock(rule.action));
   const head: BpfInstruction[] = [
@@ -208,6 +250,26 @@ function checkBlock(action: SeccompAction): BpfInstruction[] {
         ...test,
       ];
     }
+    case "allowOnly": {
+      // Layout: load; one comparison per value; the refusal; ALLOW; then a check of its own for each value with `only`.
+      const refuse = ret(RET_ERRNO | action.errno);
+      const count = action.values.length;
+      const compare: BpfInstruction[] = [];
+      const checks: BpfInstruction[] = [];
+      action.values.forEach(({ value, only }, i) => {
+        const toAllow = count - i; // past the comparisons after this one and the refusal
+        compare.push({ code: BPF_JEQ_K, jt: only === undefined ? toAllow : toAllow + 1 + checks.length, jf: 0, k: value });
+        if (only !== undefined) {
+          checks.push(
+            { code: BPF_LD_W_ABS, jt: 0, jf: 0, k: argLow(only.arg) },
+            { code: BPF_JEQ_K, jt: 1, jf: 0, k: only.value },
+            refuse,
+            ret(RET_ALLOW),
+          );
+        }
+      });
+      return [{ code: BPF_LD_W_ABS, jt: 0, jf: 0, k: argLow(action.arg) }, ...compare, refuse, ret(RET_ALLOW), ...checks];
+    }
   }
 }
 
@@ -224,7 +286,7 @@ export function encodeBpf(instructions: readonly BpfInstruction[]): Buffer {
 }
 
 /** The encoded filter for this process's architecture, or undefined where there is none. */
-export function seccompProgram(arch: string = process.arch): Buffer | undefined {
+export function seccompProgram(options: SeccompOptions = { network: false }, arch: string = process.arch): Buffer | undefined {
   const known = seccompArch(arch);
-  return known === undefined ? undefined : encodeBpf(seccompInstructions(known));
+  return known === undefined ? undefined : encodeBpf(seccompInstructions(known, options));
 }

@@ -1,6 +1,6 @@
 /**
  * "auto" never turns confinement off for a transient failure (a fake bwrap slow only on its first
- * start): that run fails, the next one is confined.
+ * start): that run fails, the next one is confined. Nor for a stripped PATH (28.5).
  */
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -44,5 +44,29 @@ describe.runIf(process.platform === "linux" && realBwrap !== undefined)('sandbox
     } finally {
       rmSync(bin, { recursive: true, force: true });
     }
+  }, 30_000);
+});
+
+// Was a hole (28.5): bwrap was looked for on PATH only, so a host started with a stripped PATH (`env -i`, an MCP client's
+// `PATH=/usr/local/bin`) ran every "auto" body unconfined with the note "not installed".
+const inStandardPlace = realBwrap !== undefined && ["/usr/local/bin/bwrap", "/usr/bin/bwrap", "/bin/bwrap"].includes(realBwrap);
+describe.runIf(process.platform === "linux" && inStandardPlace)('sandbox "auto" under a stripped PATH', () => {
+  it("confines the runs of a host started with env -i and PATH=/usr/local/bin (bwrap found in /usr/bin or /bin)", async () => {
+    const host = spawn(process.execPath, [`${root}fixtures/hostile/auto-host.mjs`], {
+      cwd: root,
+      env: { PATH: "/usr/local/bin" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    host.stdout.setEncoding("utf8").on("data", (text: string) => (out += text));
+    await new Promise((resolve) => host.on("close", resolve));
+    const runs = out
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as unknown);
+    expect(runs).toEqual([
+      { run: 1, failure: "ok", sandbox: "bubblewrap", fallback: null },
+      { run: 2, failure: "ok", sandbox: "bubblewrap", fallback: null },
+    ]);
   }, 30_000);
 });

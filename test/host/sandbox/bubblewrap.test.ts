@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import {
   bubblewrapArgs,
   findBwrap,
+  standardBinDirs,
   probeArgs,
   networkEtc,
   readOnlyProc,
@@ -89,7 +90,7 @@ describe("bubblewrap's command line", () => {
       const bind = at(args, "--ro-bind", path, path);
       expect(bind, path).toBeGreaterThan(proc);
     }
-    expect(readOnlyProc()).toEqual(["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"]);
+    expect(readOnlyProc()).toEqual(["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure"]);
   });
 
   it("loads the seccomp filter from the descriptor given, and says so; none without one", () => {
@@ -174,8 +175,25 @@ describe("bubblewrap's command line", () => {
     ]);
     expect(read.etc).toEqual(["/etc/ld.so.cache"]);
     expect(read.proc).toEqual(["/proc/sys"]);
-    expect(findBwrap(fs, "relative:/nowhere:/usr/bin")).toBe("/usr/bin/bwrap");
-    expect(findBwrap(fs, "/nowhere")).toBeUndefined();
+    expect(findBwrap(fs, "relative:/nowhere:/usr/bin")).toEqual({ path: "/usr/bin/bwrap", executable: true });
+    expect(findBwrap(new FakeFileSystem({ "/usr/": "" }), "/nowhere")).toBeUndefined();
+  });
+
+  it("looks for bwrap on PATH, then in /usr/local/bin, /usr/bin and /bin; one there but not executable is unusable (28.5)", () => {
+    const fs = new FakeFileSystem({
+      "/usr/bin/bwrap": { kind: "file", executable: true },
+      "/opt/bin/bwrap": { kind: "file", executable: true },
+    });
+    // A stripped PATH (env -i, PATH=/usr/local/bin) still finds the installed sandbox.
+    expect(findBwrap(fs, "/usr/local/bin")).toEqual({ path: "/usr/bin/bwrap", executable: true });
+    expect(findBwrap(fs, undefined)).toEqual({ path: "/usr/bin/bwrap", executable: true });
+    expect(findBwrap(fs, "/opt/bin")).toEqual({ path: "/opt/bin/bwrap", executable: true }); // PATH first
+    expect(standardBinDirs()).toEqual(["/usr/local/bin", "/usr/bin", "/bin"]);
+    const broken = new FakeFileSystem({ "/usr/bin/bwrap": "not executable", "/bin/bwrap": "->nowhere" });
+    expect(findBwrap(broken, "/opt/bin")).toEqual({ path: "/usr/bin/bwrap", executable: false });
+    expect(findBwrap(new FakeFileSystem({ "/bin/bwrap": "->nowhere" }), "")).toEqual({ path: "/bin/bwrap", executable: false });
+    const both = new FakeFileSystem({ "/usr/local/bin/bwrap": "", "/bin/bwrap": { kind: "file", executable: true } });
+    expect(findBwrap(both, "")).toEqual({ path: "/bin/bwrap", executable: true }); // an executable one wins wherever it is
   });
 
   it("names exactly the system paths docs/host.md lists: never /etc/passwd, /etc/ssl/private or a home", () => {

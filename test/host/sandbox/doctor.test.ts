@@ -44,7 +44,7 @@ describe("ears doctor's findings", () => {
         "ok  bubblewrap       /usr/bin/bwrap (bubblewrap 0.8.0)",
         "ok  user namespaces  allowed (max 1000)",
         "ok  sandbox starts   a throw-away sandbox with every namespace started",
-        "ok  seccomp          filter for x64: setuid/setgid bits, user namespaces and kernel-facing calls refused",
+        "ok  seccomp          filter for x64: setuid/setgid bits, user namespaces, socket families and kernel-facing calls refused",
         "ok  host user        not root: the guest has this user's rights on what it is shown, no more",
         "",
         'Runs here are confined (sandbox: "auto" and true start guests under bubblewrap).',
@@ -58,8 +58,15 @@ describe("ears doctor's findings", () => {
     expect(await find(machine({ bwrap: undefined }), "bubblewrap")).toEqual({
       name: "bubblewrap",
       ok: false,
-      detail: "not installed (no bwrap on PATH)",
+      detail: "not installed (no bwrap on PATH, nor in /usr/local/bin, /usr/bin, /bin)",
       fix: "apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora, RHEL)",
+    });
+    const unusable = "bubblewrap is installed at /usr/bin/bwrap but is not an executable file; reinstall the OS package bubblewrap";
+    expect(await find(machine({ bwrap: undefined, bwrapUnusable: unusable }), "bubblewrap")).toEqual({
+      name: "bubblewrap",
+      ok: false,
+      detail: `${unusable} (every run is refused until it is fixed)`,
+      fix: "apt-get install --reinstall bubblewrap (Debian, Ubuntu) or dnf reinstall bubblewrap (Fedora, RHEL)",
     });
     expect(await find(machine({ bwrapVersion: () => undefined }), "bubblewrap")).toMatchObject({
       detail: "/usr/bin/bwrap (version unknown)",

@@ -3,13 +3,20 @@
  * links, with realpath resolved the way the kernel does (component by component, links relative to
  * their directory, at most 40 hops).
  */
-import { dirname, isAbsolute, join, normalize } from "node:path";
+import { basename, dirname, isAbsolute, join, normalize } from "node:path";
 import type { EntryKind, FileSystemView } from "../../../src/host/sandbox/file-system-view.js";
 
-export type FakeEntry = { kind: "file"; text?: string; executable?: boolean } | { kind: "directory" } | { kind: "link"; target: string };
+export type FakeEntry =
+  | { kind: "file"; text?: string; executable?: boolean }
+  | { kind: "directory" }
+  | { kind: "link"; target: string }
+  /** A socket, FIFO or device. */
+  | { kind: "other" };
 
 export class FakeFileSystem implements FileSystemView {
   readonly entries = new Map<string, FakeEntry>([["/", { kind: "directory" }]]);
+  /** Each directory's entries' names, so that listing a directory does not scan every entry (trees of 200,000). */
+  private readonly children = new Map<string, Set<string>>();
   /** Each directory's modification time: set when an entry is added to or removed from it. */
   readonly modified = new Map<string, number>();
   /** The clock `add` and `remove` stamp directories with; tests move it. */
@@ -22,7 +29,7 @@ export class FakeFileSystem implements FileSystemView {
 
   add(path: string, entry: string | FakeEntry): this {
     const clean = normalize(path).replace(/\/$/, "") || "/";
-    for (let at = dirname(clean); at !== "/" && !this.entries.has(at); at = dirname(at)) this.entries.set(at, { kind: "directory" });
+    for (let at = dirname(clean); at !== "/" && !this.entries.has(at); at = dirname(at)) this.set(at, { kind: "directory" });
     const parsed: FakeEntry =
       typeof entry !== "string"
         ? entry
@@ -31,14 +38,28 @@ export class FakeFileSystem implements FileSystemView {
           : entry.startsWith("->")
             ? { kind: "link", target: entry.slice(2) }
             : { kind: "file", text: entry };
-    this.entries.set(clean, parsed);
+    this.set(clean, parsed);
     this.modified.set(dirname(clean), this.now);
     return this;
   }
 
+  private set(path: string, entry: FakeEntry): void {
+    this.entries.set(path, entry);
+    if (path === "/") return;
+    const parent = dirname(path);
+    if (!this.children.has(parent)) this.children.set(parent, new Set());
+    this.children.get(parent)!.add(path.slice(parent === "/" ? 1 : parent.length + 1));
+  }
+
   remove(path: string): this {
     const clean = normalize(path);
-    for (const key of [...this.entries.keys()]) if (key === clean || key.startsWith(`${clean}/`)) this.entries.delete(key);
+    for (const key of [...this.entries.keys()]) {
+      if (key !== clean && !key.startsWith(`${clean}/`)) continue;
+      this.entries.delete(key);
+      this.children.delete(key);
+      const parent = dirname(key);
+      this.children.get(parent)?.delete(key.slice(parent === "/" ? 1 : parent.length + 1));
+    }
     this.modified.set(dirname(clean), this.now);
     return this;
   }
@@ -48,8 +69,16 @@ export class FakeFileSystem implements FileSystemView {
     return entry === undefined ? undefined : (this.modified.get(normalize(path)) ?? 0);
   }
 
+  /** lstat: links in the parent directories are followed, the last one not. */
   kind(path: string): EntryKind | undefined {
-    return this.entries.get(normalize(path))?.kind;
+    const clean = normalize(path);
+    const own = this.entries.get(clean);
+    if (own !== undefined || clean === "/") return own?.kind;
+    try {
+      return this.entries.get(join(this.realpath(dirname(clean)), basename(clean)))?.kind;
+    } catch {
+      return undefined;
+    }
   }
 
   targetKind(path: string): EntryKind | undefined {
@@ -89,10 +118,7 @@ export class FakeFileSystem implements FileSystemView {
   list(path: string): { name: string; kind: EntryKind }[] {
     const dir = normalize(path);
     if (this.entries.get(dir)?.kind !== "directory") return [];
-    const prefix = dir === "/" ? "/" : `${dir}/`;
-    return [...this.entries.keys()]
-      .filter((key) => key.startsWith(prefix) && key !== dir && !key.slice(prefix.length).includes("/"))
-      .map((key) => ({ name: key.slice(prefix.length), kind: this.entries.get(key)!.kind }));
+    return [...(this.children.get(dir) ?? [])].map((name) => ({ name, kind: this.entries.get(join(dir, name))!.kind }));
   }
 
   read(path: string): string | undefined {

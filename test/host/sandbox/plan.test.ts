@@ -12,6 +12,7 @@ import { nodeFileSystem } from "../../../src/host/sandbox/file-system-view.js";
 import {
   forgetSandboxStart,
   hostPlaces,
+  locateSandbox,
   planSandbox,
   sandboxMissing,
   sandboxRequest,
@@ -20,11 +21,14 @@ import {
   spawnConfined,
   type ConfinedPlan,
 } from "../../../src/host/sandbox/index.js";
+import { FakeFileSystem } from "./fake-file-system.js";
 import { guestHoldsOutput } from "../../../src/host/sandbox/output-watch.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { killAllWith, liveWith, uniqueMarker } from "../../helpers/processes.js";
 
 const hasBwrap = bwrapPath !== undefined;
+const NOT_INSTALLED =
+  "bubblewrap (bwrap) is not installed (not on PATH, nor in /usr/local/bin, /usr/bin, /bin); install the OS package bubblewrap";
 
 describe("the sandbox option", () => {
   it("maps auto, true, false and an options object to a mode; an object is required", () => {
@@ -49,25 +53,36 @@ describe("the sandbox option", () => {
     }
   });
 
-  it("knows where nothing can be had: no bubblewrap on PATH", () => {
-    expect(sandboxMissing("/nonexistent")).toBe("bubblewrap (bwrap) is not installed; install the OS package bubblewrap");
+  it("knows where nothing can be had: no bubblewrap on PATH nor in the standard places", () => {
+    const none = new FakeFileSystem({ "/usr/bin/": "" });
+    expect(sandboxMissing("/nonexistent", none)).toBe(NOT_INSTALLED);
+    const installed = new FakeFileSystem({ "/usr/bin/bwrap": { kind: "file", executable: true } });
+    expect(sandboxMissing("/usr/local/bin", installed)).toBeUndefined();
   });
 
   it.runIf(process.platform === "linux")(
     "without bubblewrap: auto runs unconfined with the reason, required is refused with it",
     async () => {
-      const path = process.env.PATH;
-      process.env.PATH = "/nonexistent";
-      try {
-        const launch = { command: "/bin/sh", args: [], cwd: tmpdir(), env: {} };
-        const reason = "bubblewrap (bwrap) is not installed; install the OS package bubblewrap";
-        expect(await planSandbox({ mode: "auto", options: {} }, launch)).toEqual({ kind: "unconfined", fallback: reason });
-        expect(await planSandbox({ mode: "required", options: {} }, launch)).toEqual({ kind: "unavailable", reason });
-      } finally {
-        process.env.PATH = path;
-      }
+      const launch = { command: "/bin/sh", args: [], cwd: tmpdir(), env: {} };
+      const lookup = new FakeFileSystem({ "/usr/bin/": "" });
+      expect(await planSandbox({ mode: "auto", options: {} }, launch, { lookup })).toEqual({ kind: "unconfined", fallback: NOT_INSTALLED });
+      expect(await planSandbox({ mode: "required", options: {} }, launch, { lookup })).toEqual({
+        kind: "unavailable",
+        reason: NOT_INSTALLED,
+      });
     },
   );
+
+  // Was a hole (28.5): a bwrap that is there but cannot be run counted as "not installed", and "auto" ran unconfined.
+  it.runIf(process.platform === "linux")("a bubblewrap installed but unusable refuses the run, auto as well as required", async () => {
+    const launch = { command: "/bin/sh", args: [], cwd: tmpdir(), env: {} };
+    const lookup = new FakeFileSystem({ "/usr/bin/bwrap": "not executable" });
+    const reason = "bubblewrap is installed at /usr/bin/bwrap but is not an executable file; reinstall the OS package bubblewrap";
+    expect(await planSandbox({ mode: "auto", options: {} }, launch, { lookup })).toEqual({ kind: "unavailable", reason });
+    expect(await planSandbox({ mode: "required", options: {} }, launch, { lookup })).toEqual({ kind: "unavailable", reason });
+    expect(locateSandbox("", lookup)).toEqual({ unusable: reason });
+    expect(sandboxMissing("", lookup)).toBeUndefined();
+  });
 
   it("lists the homes and temporary roots as too broad to show", () => {
     const places = hostPlaces({ HOME: "/home/x" });

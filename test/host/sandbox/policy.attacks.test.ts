@@ -5,7 +5,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { bubblewrapArgs, type SystemLayout } from "../../../src/host/sandbox/bubblewrap.js";
-import { MASK_BUDGET, SandboxPathError, sandboxPolicy, type Launch, type SandboxPolicy } from "../../../src/host/sandbox/policy.js";
+import {
+  MASK_BUDGET,
+  MASK_DEPTH,
+  SandboxPathError,
+  sandboxPolicy,
+  WALK_BUDGET,
+  type Launch,
+  type SandboxPolicy,
+} from "../../../src/host/sandbox/policy.js";
 import type { SandboxOptions } from "../../../src/host/sandbox/types.js";
 import { FakeFileSystem } from "./fake-file-system.js";
 
@@ -183,14 +191,34 @@ describe("the mask walk's budget", () => {
     expect(() => policy(fs, launch("/work/proj"), { showSecrets: true })).not.toThrow();
   });
 
-  it("a tree 200 levels deep is walked only MASK_DEPTH levels (no recursion to the bottom)", () => {
+  it("a tree 300 levels deep is walked to the bottom for sockets; names only MASK_DEPTH levels", () => {
     const fs = base();
     let at = "/work/proj";
-    for (let i = 0; i < 200; i++) at = `${at}/d`;
+    for (let i = 0; i < 300; i++) at = `${at}/d`;
     fs.add(`${at}/.env`, "deep");
+    fs.add(`${at}/app.sock`, { kind: "other" });
     fs.add("/work/proj/d/d/.env", "shallow");
     const masks = policy(fs, launch("/work/proj")).masks.map((mask) => mask.path);
-    expect(masks).toEqual(["/work/proj/d/d/.env"]);
+    expect(masks).toEqual(["/work/proj/d/d/.env", `${at}/app.sock`]);
+    expect(MASK_DEPTH).toBe(3);
+  });
+
+  it(`refuses a tree of more than ${WALK_BUDGET} entries in all (node_modules counted), even with showSecrets`, () => {
+    // One directory of many files, listed without being stored: the walk's count is what is tested.
+    let files = WALK_BUDGET - 2;
+    const fs = base().add("/work/proj/node_modules/pkg/", "");
+    const big = Object.assign(Object.create(fs) as FakeFileSystem, {
+      list: (path: string) =>
+        path === "/work/proj/node_modules/pkg"
+          ? Array.from({ length: files }, (_, i) => ({ name: `f${i}`, kind: "file" as const }))
+          : fs.list(path),
+    });
+    expect(() => policy(big, launch("/work/proj"))).not.toThrow();
+    files++;
+    const refused = /"\/work\/proj" has more than 200000 entries, too many to check for sockets and FIFOs .*name a smaller directory$/;
+    expect(() => policy(big, launch("/work/proj"))).toThrow(refused);
+    expect(() => policy(big, launch("/work/proj"), { showSecrets: true })).toThrow(refused);
+    expect(() => policy(big, launch("/work/proj"))).toThrow(SandboxPathError);
   });
 });
 
@@ -211,5 +239,95 @@ describe("paths that look like bubblewrap options", () => {
     expect(args.slice(args.indexOf("--"))).toEqual(["--", "/usr/bin/node", "--bind", "/", "/"]);
     expect(args).toContain(odd);
     expect(args[args.indexOf("--chdir") + 1]).toBe(cwd);
+  });
+});
+
+describe("sockets, FIFOs and devices at any depth (28.7)", () => {
+  // Was a hole (28.7): the walk stopped at MASK_DEPTH levels and never entered node_modules, so a host daemon's socket at
+  // a/b/c/d/app.sock or node_modules/.cache/daemon.sock was shown, and connected to from the sandbox.
+  it("masks a socket four levels down, one inside node_modules, and one in a node_modules found above the working directory", () => {
+    const fs = base()
+      .add("/work/proj/a/b/c/d/app.sock", { kind: "other" })
+      .add("/work/proj/node_modules/.cache/daemon.sock", { kind: "other" })
+      .add("/work/node_modules/pkg/deep/er/still/fifo", { kind: "other" })
+      .add("/work/node_modules/pkg/deep/.env", "not a secret of the user's: installed");
+    const p = policy(fs, launch("/work/proj"));
+    expect(p.binds.map((b) => b.target)).toContain("/work/node_modules");
+    expect(p.masks).toEqual([
+      { path: "/work/node_modules/pkg/deep/er/still/fifo", kind: "file" },
+      { path: "/work/proj/a/b/c/d/app.sock", kind: "file" },
+      { path: "/work/proj/node_modules/.cache/daemon.sock", kind: "file" },
+    ]);
+    // showSecrets shows secrets, not ways to host processes.
+    expect(policy(fs, launch("/work/proj"), { showSecrets: true }).masks).toEqual(p.masks);
+  });
+
+  it("masks a socket inside a workspace package at any depth, and shows no package.json that is a socket", () => {
+    const fs = base()
+      .add("/work/proj/package.json", { kind: "other" })
+      .add("/work/proj/packages/lib/x/y/z/w/run.sock", { kind: "other" })
+      .add("/work/proj/node_modules/lib", "->../packages/lib")
+      .add("/work/proj/app/main.mjs", "");
+    const p = policy(fs, launch("/work/proj/app", ["main.mjs"]));
+    expect(p.binds.map((b) => b.target)).not.toContain("/work/proj/package.json");
+    expect(p.masks.map((m) => m.path)).toContain("/work/proj/packages/lib/x/y/z/w/run.sock");
+    expect(unmasked(p, ["/work/proj/packages/lib/x/y/z/w/run.sock"])).toEqual([]);
+  });
+
+  it("walks a node_modules inside the working directory once, not again as a root of its own", () => {
+    const fs = base().add("/work/proj/node_modules/a/b/c/d/e.sock", { kind: "other" });
+    let lists = 0;
+    const counting = Object.assign(Object.create(fs) as FakeFileSystem, {
+      list: (path: string) => {
+        if (path === "/work/proj/node_modules/a/b/c/d") lists++;
+        return fs.list(path);
+      },
+    });
+    expect(policy(counting, launch("/work/proj")).masks.map((m) => m.path)).toEqual(["/work/proj/node_modules/a/b/c/d/e.sock"]);
+    expect(lists).toBe(1);
+  });
+});
+
+describe("a script directory planted as a link (28.9)", () => {
+  // Was a hole (28.9): a run that could write its working directory replaced src/ with a link to /victim/src, and the
+  // next run of `node src/guest.mjs` showed (and ran) the victim's script: the script's directory was resolved as named.
+  it("refuses a script directory inside the working directory that leads out of it through a link", () => {
+    const fs = base().add("/victim/src/guest.mjs", "").add("/work/proj/src", "->/victim/src");
+    const run = () => policy(fs, launch("/work/proj", ["src/guest.mjs"]));
+    expect(run).toThrow(SandboxPathError);
+    expect(run).toThrow(
+      'the script\'s directory "/work/proj/src" is inside "/work/proj" but leads out of it through a link (to /victim/src); ' +
+        "a link a run could have planted there is not followed: name the script by its real path",
+    );
+    // Named by its real path, it is the host's own choice.
+    expect(policy(fs, launch("/work/proj", ["/victim/src/guest.mjs"])).binds.map((b) => b.target)).toContain("/victim/src");
+  });
+
+  it("refuses one inside a writable path that leads out of it; links that stay inside are followed", () => {
+    const fs = base()
+      .add("/victim/tools/run.mjs", "")
+      .add("/work/shared/tools", "->/victim/tools")
+      .add("/work/shared/lib/run.mjs", "")
+      .add("/work/shared/current", "->lib")
+      .add("/work/proj/src", "->lib")
+      .add("/work/proj/lib/g.mjs", "");
+    expect(() => policy(fs, launch("/work/proj", ["/work/shared/tools/run.mjs"]), { writable: ["/work/shared"] })).toThrow(
+      /inside "\/work\/shared" but leads out of it through a link \(to \/victim\/tools\)/,
+    );
+    const inside = policy(fs, launch("/work/proj", ["/work/shared/current/run.mjs"]), { writable: ["/work/shared"] });
+    expect(inside.binds.map((b) => b.source)).toContain("/work/shared/lib");
+    expect(policy(fs, launch("/work/proj", ["src/g.mjs"])).binds.map((b) => b.source)).toContain("/work/proj"); // src -> lib stays inside
+  });
+
+  it("follows a link outside every area the run may write (the host named the path: /opt/tool -> /opt/tool-1.2)", () => {
+    const fs = base().add("/opt/tool-1.2/run.mjs", "").add("/opt/tool", "->tool-1.2");
+    const p = policy(fs, launch("/work/proj", ["/opt/tool/run.mjs"]));
+    expect(p.binds.map((b) => b.source)).toContain("/opt/tool-1.2");
+  });
+
+  it("a working directory given through a link runs a script in it as before", () => {
+    const fs = base().add("/data/app/src/g.mjs", "").add("/work/app", "->/data/app");
+    const p = policy(fs, launch("/work/app", ["src/g.mjs"]));
+    expect(p.binds.map((b) => b.source)).toContain("/data/app/src");
   });
 });

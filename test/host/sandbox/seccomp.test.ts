@@ -7,8 +7,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  AF_INET,
+  AF_INET6,
+  AF_NETLINK,
+  AF_UNIX,
+  AF_VSOCK,
   AUDIT_ARCH,
   CLONE_NEWUSER,
+  EAFNOSUPPORT,
   encodeBpf,
   ENOSYS,
   EPERM,
@@ -172,6 +178,33 @@ describe.each(ARCHES)("the seccomp filter on %s", (arch) => {
     expect(call("openat2", [0])).toBe(ERRNO(ENOSYS));
   });
 
+  it("creates sockets of AF_UNIX and AF_NETLINK's routing protocol only; with the network AF_INET and AF_INET6 too (fast-check)", () => {
+    const withNetwork = () => seccompInstructions(arch, { network: true });
+    const socketCall = (name: string, filter: BpfInstruction[], args: number[]) =>
+      run(filter, { arch: AUDIT_ARCH[arch], nr: number(name, arch)!, args });
+    fc.assert(
+      fc.property(
+        fc.constantFrom("socket", "socketpair"),
+        fc.oneof(fc.constantFrom(AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_VSOCK, 0, 17, 0x10001), fc.nat()),
+        fc.nat({ max: 10 }),
+        fc.nat(),
+        (name, family, type, protocol) => {
+          const args = [family, type, protocol];
+          const local = family === AF_UNIX || (family === AF_NETLINK && protocol === 0);
+          expect(socketCall(name, program(), args)).toBe(local ? RET_ALLOW : ERRNO(EAFNOSUPPORT));
+          const ip = family === AF_INET || family === AF_INET6;
+          expect(socketCall(name, withNetwork(), args)).toBe(local || ip ? RET_ALLOW : ERRNO(EAFNOSUPPORT));
+        },
+      ),
+      { seed: 28, numRuns: 400 },
+    );
+    expect(call("socket", [AF_VSOCK, 1, 0])).toBe(ERRNO(EAFNOSUPPORT));
+    expect(call("socket", [AF_NETLINK, 3, 0])).toBe(RET_ALLOW);
+    expect(call("socket", [AF_NETLINK, 3, 15])).toBe(ERRNO(EAFNOSUPPORT)); // NETLINK_KOBJECT_UEVENT
+    expect(call("socketpair", [AF_UNIX, 1, 0])).toBe(RET_ALLOW);
+    expect(socketCall("socket", withNetwork(), [AF_VSOCK, 1, 0])).toBe(ERRNO(EAFNOSUPPORT));
+  });
+
   it("allows every call it has no rule for (fast-check over the numbers)", () => {
     const ruled = new Set(
       seccompRules()
@@ -204,13 +237,17 @@ describe.each(ARCHES)("the seccomp filter on %s", (arch) => {
       expect(bytes[i * 8 + 3]).toBe(instruction.jf);
       expect(bytes.readUInt32LE(i * 8 + 4)).toBe(instruction.k >>> 0);
     });
-    expect(seccompProgram(arch)).toEqual(bytes);
+    expect(seccompProgram({ network: false }, arch)).toEqual(bytes);
   });
 });
 
 describe("the seccomp filter on x64 only", () => {
   it("has a rule for exactly the calls of the threat model, each numbered on x64", () => {
-    const expected = [...ALWAYS_REFUSED, ...Object.keys(MODE_ARG), "open", "openat", "openat2", "clone", "clone3", "unshare"];
+    const expected = [
+      ...ALWAYS_REFUSED,
+      ...Object.keys(MODE_ARG),
+      ...["open", "openat", "openat2", "clone", "clone3", "unshare", "socket", "socketpair"],
+    ];
     expect(
       seccompRules()
         .map((rule) => rule.name)
@@ -230,7 +267,7 @@ describe("the seccomp filter on x64 only", () => {
     expect(seccompArch("x64")).toBe("x64");
     expect(seccompArch("arm64")).toBe("arm64");
     expect(seccompArch("ia32")).toBeUndefined();
-    expect(seccompProgram("riscv64")).toBeUndefined();
+    expect(seccompProgram({ network: false }, "riscv64")).toBeUndefined();
   });
 
   it("numbers the calls as the kernel's headers do (spot checks)", () => {
@@ -240,5 +277,9 @@ describe("the seccomp filter on x64 only", () => {
     expect(number("clone", "arm64")).toBe(220);
     expect(number("unshare", "x64")).toBe(272);
     expect(number("ptrace", "arm64")).toBe(117);
+    expect(number("socket", "x64")).toBe(41);
+    expect(number("socketpair", "x64")).toBe(53);
+    expect(number("socket", "arm64")).toBe(198);
+    expect(number("socketpair", "arm64")).toBe(199);
   });
 });

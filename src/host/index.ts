@@ -18,6 +18,7 @@ export type {
   HostFailure,
   RunReport,
   GuestCommand,
+  RemoteRunner,
   TraceSetting,
   TraceOptions,
   TracerLike,
@@ -31,6 +32,7 @@ export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
 export { createRunPool, DEFAULT_POOL_SIZE, type RunPool, type RunPoolOptions } from "./code/run-pool.js";
+export type { RemoteWorkerState } from "./remote/remote-target.js";
 export { closeTypeChecker } from "./code/warm-checker.js";
 export {
   connectMcpServers,

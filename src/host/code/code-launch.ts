@@ -36,10 +36,11 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
 
 /**
  * @internal Gives a launch its private working directory (mode 0700, removed by `remove`, and by the
- * watchdog if the host dies first), unless the options named a `cwd`.
+ * watchdog if the host dies first), unless the options named a `cwd` or the runner is remote.
  */
 export function withWorkDir(launch: CheckedLaunch): { launch: CheckedLaunch; remove: () => void } | { failure: HostFailure } {
-  if (launch.cwd !== undefined) return { launch, remove: () => {} };
+  // A remote runner makes its own, on its machine.
+  if (launch.cwd !== undefined || launch.remote !== undefined) return { launch, remove: () => {} };
   let dir: string | undefined;
   const remove = () => {
     try {

@@ -19,6 +19,7 @@ export type {
   RunReport,
   GuestCommand,
   RemoteRunner,
+  RemoteWorkerState,
   TraceSetting,
   TraceOptions,
   TracerLike,
@@ -32,7 +33,6 @@ export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
 export { createRunPool, DEFAULT_POOL_SIZE, type RunPool, type RunPoolOptions } from "./code/run-pool.js";
-export type { RemoteWorkerState } from "./remote/remote-target.js";
 export { closeTypeChecker } from "./code/warm-checker.js";
 export {
   connectMcpServers,

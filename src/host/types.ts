@@ -406,6 +406,20 @@ export interface GuestCommand extends HostOptions {
   remote?: RemoteRunner | readonly RemoteRunner[];
 }
 
+/** One worker of a remote runner list, as a pool reports it (`pool.workers`). */
+export interface RemoteWorkerState {
+  command: string;
+  args: readonly string[];
+  /** Runners of this worker whose command is running (waiting or serving a run). */
+  running: number;
+  /** Starts that failed in a row (the command ended before the runner said what confined it). */
+  failuresInARow: number;
+  /** While it is taken out: milliseconds until it is tried again. */
+  retryInMs?: number;
+  /** Why its last start failed, until one succeeds. */
+  lastFailure?: string;
+}
+
 /** A remote runner: the local command that starts `ears runner` on another machine, with a stream to it. */
 export interface RemoteRunner {
   /** The program, run here without a shell (e.g. "ssh", "kubectl", "docker"). */

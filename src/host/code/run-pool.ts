@@ -17,8 +17,7 @@ import { StartedGuest, startGuest, type CheckedLaunch } from "../run-guest.js";
 import { sandboxRequest, type SandboxRequest } from "../sandbox/index.js";
 import type { SandboxSetting } from "../sandbox/types.js";
 import { DEFAULT_HOST_LIMITS, RESOURCE_LIMITS } from "../settings.js";
-import type { GuestCommand, HostFailure, HostLimits, RemoteRunner, RunReport } from "../types.js";
-import type { RemoteWorkerState } from "../remote/remote-target.js";
+import type { GuestCommand, HostFailure, HostLimits, RemoteRunner, RemoteWorkerState, RunReport } from "../types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
 
 /** The limits a pool's runners are started with: a pooled run may leave them out or repeat them, not change them. */

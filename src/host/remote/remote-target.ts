@@ -12,7 +12,7 @@ import * as failures from "../failures.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "../process-group.js";
 import type { SandboxReport } from "../sandbox/index.js";
 import type { CheckedLaunch, RunEnd, RunEndFacts } from "../run-guest.js";
-import type { HostFailure, RemoteRunner, RunReport } from "../types.js";
+import type { HostFailure, RemoteRunner, RemoteWorkerState, RunReport } from "../types.js";
 import { launchLine } from "./runner-lines.js";
 import { RunnerStream } from "./runner-stream.js";
 
@@ -26,20 +26,6 @@ const STDERR_TAIL_CHARS = 2000;
  * end's shell, so a word that shell would read differently is refused rather than changed.
  */
 const PLAIN_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
-
-/** One worker of a remote runner list, as a pool reports it (`pool.workers`). */
-export interface RemoteWorkerState {
-  command: string;
-  args: readonly string[];
-  /** Runners of this worker whose command is running (waiting or serving a run). */
-  running: number;
-  /** Starts that failed in a row (the command ended before the runner said what confined it). */
-  failuresInARow: number;
-  /** While it is taken out: milliseconds until it is tried again. */
-  retryInMs?: number;
-  /** Why its last start failed, until one succeeds. */
-  lastFailure?: string;
-}
 
 /** A worker and its load and health, shared by every run given the same `remote` value. */
 interface Worker {

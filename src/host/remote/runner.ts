@@ -76,12 +76,12 @@ export async function serveRunner(options: RunnerOptions, io: RunnerIo): Promise
   } catch (error) {
     return refuse(badLaunch(describeError(error)));
   }
-  const own = options.guest === undefined ? withWorkDir(checked) : { launch: checked, remove: () => {} };
+  const own = options.guest === undefined ? withWorkDir(checked) : { launch: checked, remove: () => Promise.resolve() };
   if ("failure" in own) return refuse(own.failure);
   const startedAt = performance.now();
   const started = await startGuest(own.launch, startedAt);
   if (!(started instanceof StartedGuest)) {
-    own.remove();
+    await own.remove();
     return refuse(started.failure ?? failures.hostFailed(new Error("the guest did not start")));
   }
   let nonce: string | undefined;
@@ -94,7 +94,7 @@ export async function serveRunner(options: RunnerOptions, io: RunnerIo): Promise
     io.stdout.write(`${JSON.stringify(header)}\n`);
     return relay(started, first.rest, io);
   }, startedAt);
-  own.remove();
+  await own.remove();
   if (nonce === undefined) return refuse(report.failure ?? failures.hostFailed(new Error("the guest did not start")));
   const trailer: RunnerTrailer = { exit: report.exit ?? { code: null, signal: null } };
   if (report.forcedStop !== undefined) trailer.forcedStop = report.forcedStop;

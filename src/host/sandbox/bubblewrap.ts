@@ -112,16 +112,18 @@ export function bubblewrapArgs(
     args.push("--ro-bind", path, path);
     readable.push(path);
   }
-  for (const bind of policy.executableBinds) {
-    if (layout.dirs.some((dir) => bind.target.startsWith(`${dir.path}/`))) continue;
-    args.push("--ro-bind", spell(bind.source), spell(bind.target));
-    readable.push(bind.target);
-  }
   args.push("--proc", "/proc");
   for (const path of layout.proc) args.push("--ro-bind", path, path);
   args.push("--dev", "/dev");
   if (wiring.tmpBytes !== undefined) args.push("--size", String(wiring.tmpBytes));
   args.push("--tmpfs", "/tmp", "--dir", SANDBOX_HOME);
+  // The program after the private /tmp: a runtime installed under /tmp (a project made in the temporary
+  // directory, Bun's or Deno's npm package in it) would otherwise be hidden by it (issue 29.4).
+  for (const bind of policy.executableBinds) {
+    if (layout.dirs.some((dir) => bind.target.startsWith(`${dir.path}/`))) continue;
+    args.push("--ro-bind", spell(bind.source), spell(bind.target));
+    readable.push(bind.target);
+  }
   const writable = ["/tmp"];
   for (const bind of policy.binds) {
     args.push(bind.writable ? "--bind" : "--ro-bind", spell(bind.source), spell(bind.target));

@@ -200,7 +200,9 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
       try {
         const report = await runGuest({ command: process.execPath, args: ["--eval", "process.exit(5)"], cwd: proj, sandbox: true });
         expect(report.exit?.code).toBe(5);
-        expect(report.sandbox?.readable).toContain(join(proj, "package.json"));
+        // Not shown as a package.json of its own (only a file or a directory is, issue 28.7); masked where the working directory shows it.
+        expect(report.sandbox?.readable).not.toContain(join(proj, "package.json"));
+        expect(report.sandbox?.masked).toEqual(expect.arrayContaining([join(proj, "package.json"), join(proj, "node_modules", "x")]));
       } finally {
         server.close();
       }

@@ -51,6 +51,19 @@ const triples = (args: string[], flag: string) => args.flatMap((arg, i) => (arg 
 const at = (args: string[], ...seq: string[]) => args.findIndex((_, i) => seq.every((part, j) => args[i + j] === part));
 
 describe("bubblewrap's command line", () => {
+  // Was a hole (29.4): the program was bound before the private /tmp, which then hid one installed under /tmp (Bun's or
+  // Deno's npm package in a project made there): "bwrap: execvp …/bun.exe: No such file or directory".
+  it("binds a program installed under /tmp after the private /tmp, so the tmpfs does not hide it", () => {
+    const bun = "/tmp/proj/node_modules/bun/bin/bun.exe";
+    const { args, report } = bubblewrapArgs(
+      policy({ executable: bun, executableBinds: [{ source: bun, target: bun, writable: false }] }),
+      layout,
+    );
+    expect(at(args, "--ro-bind", bun, bun)).toBeGreaterThan(at(args, "--tmpfs", "/tmp"));
+    expect(at(args, "--ro-bind", bun, bun)).toBeLessThan(at(args, "--ro-bind", "/work/proj", "/work/proj"));
+    expect(report.readable).toContain(bun);
+  });
+
   it("unshares every namespace, starts a new session, drops every capability, dies with the host", () => {
     const { args } = bubblewrapArgs(policy(), layout);
     expect(args.slice(0, 1)).toEqual(["--unshare-all"]);

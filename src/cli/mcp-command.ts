@@ -178,6 +178,11 @@ export function toolResult(report: RunReport): {
       isError: true,
     };
   }
+  if (report.paused !== undefined) {
+    const names = report.paused.pending.map((call) => JSON.stringify(call.name)).join(", ");
+    const message = `the run paused: ${names} waits for approval`;
+    return { content: [{ type: "text", text: `${message}${logs}` }], isError: false };
+  }
   const outcome = report.outcome;
   const structured =
     outcome.structured === undefined ? "" : `${outcome.content === "" ? "" : "\n"}${JSON.stringify(outcome.structured, null, 2)}`;

@@ -247,9 +247,9 @@ export class StartedGuest {
           this.limits.sample();
           guest.stop("result");
         },
-        release: (failure) => {
+        release: (failure, paused) => {
           void wire.close().catch(() => {});
-          if (failure !== undefined) {
+          if (failure !== undefined || paused === true) {
             child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
             guest.stop("failure");
           }

@@ -35,6 +35,8 @@ export const HostFailureCode = {
   MemoryLimit: "MemoryLimit",
   /** runGuest: the guest tree used more CPU time than `limits.cpuTimeMs`; the run was stopped. */
   CpuLimit: "CpuLimit",
+  /** The guest's result frame was over `limits.maxResultBytes`; the outcome was not kept. */
+  ResultTooLarge: "ResultTooLarge",
   /** resumeCode: the body took another path than before the pause (another call at a step); nothing ran for that call. */
   ReplayDiverged: "ReplayDiverged",
 } as const satisfies { [Code in HostFailureCodeType]: Code };

@@ -141,8 +141,8 @@ interface Runner {
   guest: StartedGuest;
   /** The hello line the runner wrote, read while it started. */
   hello: string;
-  /** Removes the runner's private working directory. */
-  remove: () => void;
+  /** Removes the runner's private working directory (resolves once it is gone). */
+  remove: () => Promise<void>;
   /** Hands the runner to its end: the run that took it, or its discard; settles when that is over. */
   release: (end: Promise<unknown>) => void;
 }
@@ -167,7 +167,7 @@ class WarmPool implements RunPool {
   private readonly idle: Runner[] = [];
   private readonly waiters: Waiter[] = [];
   /** Every runner's process not gone yet, whatever its state, with its directory's removal; for the exit hook. */
-  private readonly live = new Set<{ guest: StartedGuest; remove: () => void }>();
+  private readonly live = new Set<{ guest: StartedGuest; remove: () => Promise<void> }>();
   private readonly ends = new Set<Promise<unknown>>();
   /** The runners spawned that have not said hello yet. */
   private readonly warming = new Set<StartedGuest>();
@@ -309,12 +309,12 @@ class WarmPool implements RunPool {
       }
     }
     if (!(started instanceof StartedGuest)) {
-      if (!("failure" in own)) own.remove();
+      if (!("failure" in own)) await own.remove();
       uncount();
       return this.startFailed(started);
     }
     const guest = started;
-    const remove = "remove" in own ? own.remove : () => {};
+    const remove = "remove" in own ? own.remove : () => Promise.resolve();
     const entry = { guest, remove };
     this.live.add(entry);
     if (!this.closed) guest.process.holdHost(false);
@@ -326,7 +326,7 @@ class WarmPool implements RunPool {
     if (typeof hello !== "string" || this.closed) {
       const failure = typeof hello === "string" ? failures.poolClosed() : hello.failure;
       const report = await guest.discard(failure, typeof hello !== "string" && hello.endOfStream, startedAt);
-      remove();
+      await remove();
       this.live.delete(entry);
       this.startFailed(report);
       return;
@@ -411,11 +411,14 @@ class WarmPool implements RunPool {
     runner.release(runner.guest.discard(failure, false, performance.now()));
   }
 
-  /** Exit hook: SIGKILL every runner's process group at once (synchronous), and remove its directory. */
+  /**
+   * Exit hook: SIGKILL every runner's process group at once (synchronous), and start removing its directory
+   * (a bounded tmpfs is unmounted asynchronously: the watchdog, told of each directory, finishes the job).
+   */
   killAll(): void {
     for (const { guest, remove } of this.live) {
       guest.process.kill();
-      remove();
+      void remove();
     }
   }
 }

@@ -37,6 +37,8 @@ export const HostFailureCode = {
   CpuLimit: "CpuLimit",
   /** The guest's result frame was over `limits.maxResultBytes`; the outcome was not kept. */
   ResultTooLarge: "ResultTooLarge",
+  /** A remote runner's connection ended before its run did; `mayHaveExecuted` says whether the guest was invoked. */
+  RunnerLost: "RunnerLost",
   /** resumeCode: the body took another path than before the pause (another call at a step); nothing ran for that call. */
   ReplayDiverged: "ReplayDiverged",
 } as const satisfies { [Code in HostFailureCodeType]: Code };

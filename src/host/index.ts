@@ -19,6 +19,8 @@ export type {
   RunReport,
   RunPaused,
   GuestCommand,
+  RemoteRunner,
+  RemoteWorkerState,
   TraceSetting,
   TraceOptions,
   TracerLike,

@@ -50,7 +50,11 @@ export async function startSshd(count = 1): Promise<Sshd> {
     }),
     descendants,
     cutConnections() {
-      const sshds = new Set(processTable().filter((entry) => entry.command.startsWith("sshd")).map((entry) => entry.pid));
+      const sshds = new Set(
+        processTable()
+          .filter((entry) => entry.command.startsWith("sshd"))
+          .map((entry) => entry.pid),
+      );
       kill(descendants().filter((pid) => sshds.has(pid)));
     },
     async stop() {

@@ -251,7 +251,11 @@ export function nativeChecker(Api: NativeApiClass, libraries: readonly string[])
       fileExists: (name) => (name.startsWith(`${ROOT}/`) ? files.has(name) : ours(name) ? undefined : false),
       directoryExists: (name) => (name === ROOT || name.startsWith(`${ROOT}/`) ? name === ROOT : ours(`${name}/`) ? undefined : false),
       getAccessibleEntries: (name) =>
-        name === ROOT ? { files: [...files.keys()].map((file) => file.slice(ROOT.length + 1)), directories: [] } : ours(`${name}/`) ? undefined : { files: [], directories: [] },
+        name === ROOT
+          ? { files: [...files.keys()].map((file) => file.slice(ROOT.length + 1)), directories: [] }
+          : ours(`${name}/`)
+            ? undefined
+            : { files: [], directories: [] },
       realpath: (name) => (ours(name) ? undefined : name),
     },
   });
@@ -325,4 +329,3 @@ export async function loadChecker(directory: string): Promise<Checker> {
   }
   return nativeChecker(((await import(pathToFileURL(join(directory, api)).href)) as { API: NativeApiClass }).API, libraries);
 }
-

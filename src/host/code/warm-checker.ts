@@ -257,7 +257,10 @@ export class WarmChecker {
     holdLoop(checker.child, true);
     const seconds = this.bounds.deadlineMs / 1000;
     checker.deadline = setTimeout(
-      () => this.fail(checker, pending, { refused: `the type check took longer than ${seconds} s, the most a check may take: ${SIMPLER_TYPES}` }),
+      () =>
+        this.fail(checker, pending, {
+          refused: `the type check took longer than ${seconds} s, the most a check may take: ${SIMPLER_TYPES}`,
+        }),
       this.bounds.deadlineMs,
     );
     checker.child.stdin!.write(`${JSON.stringify({ id: pending.id, declarations: pending.declarations, code: pending.code })}\n`);

@@ -38,7 +38,9 @@ describe.runIf(process.platform === "linux")("the type checker's bounds", () => 
 
   it("at most two checkers: a third check waits for the first free one, and gets its own answer", async () => {
     await useCheckerSettingsForTests({ typescript: installedTypeScript()! });
-    const answers = await Promise.all(["return 1;", 'let a: number = "x";', "const b: string = 1;"].map((body) => typecheckBody(body, loose, undefined)));
+    const answers = await Promise.all(
+      ["return 1;", 'let a: number = "x";', "const b: string = 1;"].map((body) => typecheckBody(body, loose, undefined)),
+    );
     expect(answers[0]).toBeUndefined();
     expect(answers[1]).toMatch(/^type errors: code\.ts:1:5: /);
     expect(answers[2]).toMatch(/^type errors: code\.ts:1:7: /);

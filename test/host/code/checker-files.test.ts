@@ -103,8 +103,7 @@ describe.runIf(process.platform === "linux")("the checker and the host's files",
   {
     it("through the warm checker: a module only the host has fails as one that does not exist", async () => {
       await useCheckerSettingsForTests({ typescript: typescript7 });
-      const body = (module: string) =>
-        `type A = typeof import("${module}");\nconst a: A = null!;\nconst s: "found" = a.secret;\nreturn s;`;
+      const body = (module: string) => `type A = typeof import("${module}");\nconst a: A = null!;\nconst s: "found" = a.secret;\nreturn s;`;
       const found = await typecheckBody(body(join(hostOnly, "secret")), looseDeclarations(), undefined);
       const nowhere = await typecheckBody(body(missing), looseDeclarations(), undefined);
       expect(found).toMatch(/Cannot find module/);

@@ -6,6 +6,7 @@
  * naming `line:column` in the submitted body, or saying what to change.
  */
 import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { Script } from "node:vm";
 import { describeError } from "../../protocol/errors.js";
@@ -50,27 +51,29 @@ export function requireStripper(): string {
 }
 
 /**
- * The stripping worker's code (CommonJS, evaluated by `new Worker`, so no file of dist/ is needed): amaro in
+ * The stripping worker's code (evaluated by `new Worker`, so no file of dist/ is needed; `import()` only, as
+ * it is read as CommonJS or as a module depending on the host's flags): amaro in
  * its own thread, one text at a time. An error with a position is the stripper's verdict on the text; any
  * other (its WebAssembly trapped: a stack overflow on deep nesting, a memory access out of bounds) leaves
  * the instance in any state, so it is answered and the worker ends: the next text gets a fresh one.
  */
 const WORKER_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const amaro = require(workerData);
-parentPort.postMessage({ ready: true });
-parentPort.on("message", (text) => {
-  try {
-    parentPort.postMessage({ code: amaro.transformSync(text, { mode: "strip-only" }).code });
-  } catch (error) {
-    const { message, startLine, startColumn } = error ?? {};
-    if (typeof startLine === "number" && typeof startColumn === "number") {
-      parentPort.postMessage({ error: { message: String(message), startLine, startColumn } });
-    } else {
-      parentPort.postMessage({ broken: { name: String(error?.name), message: String(error?.message ?? error) } });
-      process.exit(1);
+import("node:worker_threads").then(async ({ parentPort, workerData }) => {
+  const amaro = (await import(workerData)).default;
+  parentPort.postMessage({ ready: true });
+  parentPort.on("message", (text) => {
+    try {
+      parentPort.postMessage({ code: amaro.transformSync(text, { mode: "strip-only" }).code });
+    } catch (error) {
+      const { message, startLine, startColumn } = error ?? {};
+      if (typeof startLine === "number" && typeof startColumn === "number") {
+        parentPort.postMessage({ error: { message: String(message), startLine, startColumn } });
+      } else {
+        parentPort.postMessage({ broken: { name: String(error?.name), message: String(error?.message ?? error) } });
+        process.exit(1);
+      }
     }
-  }
+  });
 });
 `;
 
@@ -84,23 +87,27 @@ type Stripped =
   | { code: string }
   | { error: Required<Pick<AmaroError, "message" | "startLine" | "startColumn">> }
   | { broken: { name: string; message: string } }
-  | { slow: true };
+  | { slow: true }
+  | { unavailable: string };
 
 /**
- * Type stripping out of the host's thread: one worker (started on the first body, never holding the
+ * @internal Type stripping out of the host's thread: one worker (started on the first body, never holding the
  * event loop while idle) strips one text at a time, the rest wait their turn. A text that traps the
  * WebAssembly ends the worker, one that takes longer than {@link STRIP_DEADLINE_MS} has it terminated,
  * and a worker that dies (its heap limit) fails only its own text: the next starts a fresh worker. So no
  * body can throw out of runCode, poison the stripper for the bodies after it, overflow the host's
  * stack, or hold the host's event loop (test/host/code/compile-hostile.test.ts). docs/code.md, "Limits".
  */
-class StripWorker {
+export class StripWorker {
   private worker: Worker | undefined;
   /** Whether the worker has loaded amaro (its deadlines count from then: loading is not the body's time). */
   private loaded = false;
   private tail: Promise<unknown> = Promise.resolve();
   /** @internal For tests: a shorter deadline. */
   deadlineMs = STRIP_DEADLINE_MS;
+
+  /** `locate` finds amaro's main file (another for tests). */
+  constructor(private readonly locate: () => string = requireStripper) {}
 
   strip(text: string): Promise<Stripped> {
     const turn = this.tail.then(() => this.once(text));
@@ -112,12 +119,18 @@ class StripWorker {
     let worker: Worker;
     try {
       if (this.worker === undefined) {
-        this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: requireStripper(), resourceLimits: WORKER_LIMITS });
+        this.worker = new Worker(WORKER_SOURCE, {
+          eval: true,
+          workerData: pathToFileURL(this.locate()).href,
+          resourceLimits: WORKER_LIMITS,
+          // None of the host's flags (loaders, --input-type): the worker runs amaro and nothing else.
+          execArgv: [],
+        });
         this.loaded = false;
       }
       worker = this.worker;
     } catch (error) {
-      return Promise.resolve({ broken: { name: "Error", message: `the type stripper's worker could not start: ${describeError(error)}` } });
+      return Promise.resolve({ unavailable: `the type stripper could not start: ${describeError(error)}` });
     }
     return new Promise<Stripped>((resolve) => {
       let deadline: NodeJS.Timeout | undefined;
@@ -138,7 +151,13 @@ class StripWorker {
         this.loaded = true;
         startDeadline();
       };
-      const onError = (error: Error) => settle({ broken: { name: error.name, message: describeError(error) } }, true);
+      const onError = (error: Error) =>
+        settle(
+          this.loaded
+            ? { broken: { name: error.name, message: describeError(error) } }
+            : { unavailable: `the type stripper could not start: ${describeError(error)}` },
+          true,
+        );
       const onExit = (code: number) =>
         settle({ broken: { name: "Error", message: `the type stripper's worker exited with code ${code}` } }, true);
       worker.on("message", onMessage);
@@ -192,6 +211,7 @@ export async function compileBody(body: string, maxBytes = DEFAULT_MAX_CODE_BYTE
   const wrapped = wrapBody(body);
   const result = await stripWorker.strip(wrapped);
   if ("slow" in result) return { ok: false, message: tooSlow(stripWorker.deadlineMs) };
+  if ("unavailable" in result) return { ok: false, message: `${CODE_FILENAME}: the code was not compiled: ${result.unavailable}` };
   if ("broken" in result) return { ok: false, message: strippingFailed(result.broken) };
   if ("error" in result) {
     const { message, startLine, startColumn } = result.error;

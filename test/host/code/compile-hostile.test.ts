@@ -5,7 +5,7 @@
  * "memory access out of bounds"; 10 KB of `-` signs held the host's thread for 15 s.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { compileBody, DEFAULT_MAX_CODE_BYTES, STRIP_DEADLINE_MS, stripWorker } from "../../../src/host/code/compile.js";
+import { compileBody, DEFAULT_MAX_CODE_BYTES, STRIP_DEADLINE_MS, StripWorker, stripWorker } from "../../../src/host/code/compile.js";
 import { runCode } from "../../../src/host/index.js";
 
 /** Shapes that overflow the stripper's stack or trap its WebAssembly, each well under the size bound. */
@@ -95,6 +95,26 @@ describe("hostile bodies against type stripping", () => {
       code: "CompileError",
       message: expect.stringContaining(`the code was not run: code.ts: the code is ${DEFAULT_MAX_CODE_BYTES + 1} bytes, more than the`),
     });
+  });
+
+  it("a stripper that cannot start says so, each time, and is not blamed on the body", async () => {
+    const broken = new StripWorker(() => "/nonexistent/amaro/dist/index.js");
+    for (let round = 0; round < 2; round++) {
+      const result = await broken.strip("let a = 1;");
+      expect(result).toEqual({ unavailable: expect.stringMatching(/^the type stripper could not start: .*nonexistent/) });
+    }
+  });
+
+  it("a host that is an ES module with its own flags compiles as any other (the worker takes none of them)", async () => {
+    const { execFile } = await import("node:child_process");
+    const script =
+      'import { runCode } from "@posoco/ears/host";\n' +
+      'const report = await runCode({ code: "const n: number = 1;\\nreturn n;", sandbox: false });\n' +
+      "console.log(JSON.stringify(report.outcome?.structured ?? report.failure));";
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ["--input-type=module", "-e", script], (error, out) => (error ? reject(error) : resolve(out))),
+    );
+    expect(stdout).toBe("1\n");
   });
 
   it("runCode refuses a maxCodeBytes that is not a positive integer", () => {

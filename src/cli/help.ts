@@ -284,8 +284,8 @@ export const MCP_HELP = `Usage: ears mcp [options]
 
 Serves MCP over stdin and stdout (stdio transport) with one tool, run_code: its input is
 {"code": "<body>", "input"?: <JSON>}, its description carries the declarations of what the body may
-call, and its result is the body's outcome as text (and structuredContent), with isError for a
-failure. A body that does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
+call, and its result is the body's outcome as one text, with isError for a failure. A body that
+does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
 Bodies run sandboxed (as ears exec: bubblewrap when it can start), one process each, on runners
 started ahead (a run pool) so a body does not wait for a process to start; the MCP servers of
 --mcp-config are started once and stay connected until the client closes stdin.
@@ -301,10 +301,14 @@ ${CONNECTOR_HELP}
                             (needs the typescript package).
   --pool <n>                Runners kept started ahead, each sandboxed and waiting for one body
                             (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead).
+  --max-result <size>       Largest result passed on (default 1M, at most 4M): a larger one is a
+                            ResultTooLarge failure telling the body to return less.
   -h, --help                Show this help.
 
 In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, Cursor's mcp.json):
   {"mcpServers": {"ears": {"command": "npx", "args": ["ears", "mcp", "--mcp-config", "/abs/mcp.json"]}}}
 
-Exit status: 0 when the client closed stdin; 64 usage error.
+Exit status: 0 when the client ended the session (closed stdin or stdout, or stopped ears with a
+signal); 2 when ears ended it (reading or writing failed); 64 usage error. Either way it says so on
+stderr.
 `;

@@ -35,6 +35,8 @@ export const HostFailureCode = {
   MemoryLimit: "MemoryLimit",
   /** runGuest: the guest tree used more CPU time than `limits.cpuTimeMs`; the run was stopped. */
   CpuLimit: "CpuLimit",
+  /** The guest's result frame was over `limits.maxResultBytes`; the outcome was not kept. */
+  ResultTooLarge: "ResultTooLarge",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;

@@ -3,7 +3,7 @@
  * session, runGuest and runCode alike: the wording a host's user reads lives here, in one file. The
  * failure replies to a single call are in call-failures.ts.
  */
-import { clip, quotedExcerpt } from "../protocol/text.js";
+import { byteSize, clip, quotedExcerpt } from "../protocol/text.js";
 import { describeError } from "../protocol/errors.js";
 import { PROTOCOL } from "../protocol/frames.js";
 import { HostFailureCode } from "./codes.js";
@@ -181,6 +181,20 @@ export function malformedFraming(reason: string): HostFailure {
 export function frameTooLarge(reason: string): HostFailure {
   const message = `the guest wrote a frame over the size cap: ${reason} (limits.maxFrameBytes); the run was stopped`;
   return { code: HostFailureCode.FrameTooLarge, message };
+}
+
+/**
+ * The result was over `limits.maxResultBytes`. Worded for whoever wrote the body (often a model): what
+ * happened, and what to do instead.
+ */
+export function resultTooLarge(bytes: number, max: number): HostFailure {
+  return {
+    code: HostFailureCode.ResultTooLarge,
+    message:
+      `the result was ${byteSize(bytes)} (${bytes} bytes), over the limit of ${byteSize(max)} (limits.maxResultBytes), ` +
+      "so it was dropped; the body ran to its end. Return less: a summary, a count, the first items or only the fields needed " +
+      "(ears.log can show a sample)",
+  };
 }
 
 // The guest's output ending early (runGuest refines these with the child's exit: see endedEarly).

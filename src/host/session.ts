@@ -195,7 +195,7 @@ class HostSession implements CallSession {
         this.takeLog(frame);
         return;
       case "result":
-        this.takeResult(frame.outcome);
+        this.takeResult(frame.outcome, line);
         return;
       case "hello":
         this.finish(failures.secondHello(line));
@@ -225,7 +225,14 @@ class HostSession implements CallSession {
     this.logs.add(entry);
   }
 
-  private takeResult(outcome: Outcome): void {
+  private takeResult(outcome: Outcome, line: string): void {
+    // Measured on the line: its length bounds its UTF-8 bytes from below, so most results need no count.
+    const max = this.settings.limits.maxResultBytes;
+    const bytes = line.length > max / 3 ? Buffer.byteLength(line) : line.length;
+    if (bytes > max) {
+      this.finish(failures.resultTooLarge(bytes, max));
+      return;
+    }
     this.outcome = outcome;
     this.phase = "draining";
     clearTimeout(this.runTimer);

@@ -14,6 +14,7 @@ export const DEFAULT_HOST_LIMITS: Readonly<Required<HostLimits>> = Object.freeze
   runTimeoutMs: Infinity,
   helloTimeoutMs: 10_000,
   maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
+  maxResultBytes: DEFAULT_MAX_FRAME_BYTES,
   maxInFlight: 1024,
   maxRunningHandlers: 8,
   maxStderrBytes: 64 * 1024,
@@ -54,6 +55,7 @@ const UNBOUNDED_OK = new Set<keyof HostLimits>([...DEADLINES, ...RESOURCE_LIMITS
 // Limits that are counts or byte sizes: positive integers.
 const INTEGER = new Set<keyof HostLimits>([
   "maxFrameBytes",
+  "maxResultBytes",
   "maxInFlight",
   "maxRunningHandlers",
   "maxStderrBytes",

@@ -25,6 +25,13 @@ export interface HostLimits {
   /** Largest guest -> host frame in bytes, default 64 MiB. A larger one ends the run: `FrameTooLarge`. */
   maxFrameBytes?: number;
   /**
+   * Added: largest result the host accepts, in UTF-8 bytes of the guest's result frame (the outcome as
+   * JSON plus about 40 bytes of framing); default 64 MiB (the default frame cap, so no change unless set).
+   * A larger result is not kept: the run fails with `ResultTooLarge`, whose message tells the body to
+   * return less (a summary, the part needed). `ears mcp` sets 1 MiB.
+   */
+  maxResultBytes?: number;
+  /**
    * Calls accepted at once (handlers running plus calls waiting to start), default 1024. A request over
    * it is answered at once with a failure reply `TooManyCalls`. A handler still running after its call
    * timed out keeps its slot until it settles.
@@ -262,7 +269,8 @@ export type HostFailureCode =
   | "SandboxUnavailable"
   | "CompileError"
   | "MemoryLimit"
-  | "CpuLimit";
+  | "CpuLimit"
+  | "ResultTooLarge";
 
 /** The session-level failure in a {@link RunReport}. */
 export interface HostFailure {

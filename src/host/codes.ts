@@ -37,6 +37,8 @@ export const HostFailureCode = {
   CpuLimit: "CpuLimit",
   /** The guest's result frame was over `limits.maxResultBytes`; the outcome was not kept. */
   ResultTooLarge: "ResultTooLarge",
+  /** A remote runner's connection ended before its run did; `mayHaveExecuted` says whether the guest was invoked. */
+  RunnerLost: "RunnerLost",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;

@@ -18,6 +18,8 @@ export type {
   HostFailure,
   RunReport,
   GuestCommand,
+  RemoteRunner,
+  RemoteWorkerState,
   TraceSetting,
   TraceOptions,
   TracerLike,

@@ -270,13 +270,19 @@ export type HostFailureCode =
   | "CompileError"
   | "MemoryLimit"
   | "CpuLimit"
-  | "ResultTooLarge";
+  | "ResultTooLarge"
+  | "RunnerLost";
 
 /** The session-level failure in a {@link RunReport}. */
 export interface HostFailure {
   code: HostFailureCode;
   /** What happened and, where it helps, what to do; includes the offending line's excerpt for violations. */
   message: string;
+  /**
+   * Added, `RunnerLost` only: whether the guest may have run (it was invoked before the connection was
+   * lost). The calls it made that the host answered are in the report's `calls`.
+   */
+  mayHaveExecuted?: boolean;
 }
 
 /** What every report has, whatever the verdict. */
@@ -398,4 +404,34 @@ export interface GuestCommand extends HostOptions {
    * bounded `stderr` tail drops. A throw is ignored.
    */
   onStderr?: (chunk: string) => void;
+  /**
+   * Added: run the guest on another machine through a remote runner (see docs/remote.md): the host starts
+   * `remote.command remote.args` (e.g. `ssh -T worker ears runner`), which runs `ears runner` there, and
+   * appends `-- command args` to it; the guest runs under that machine's sandbox and limits, its calls
+   * answered here. A list spreads runs over several runners (the least loaded first). `cwd`, `env` and a
+   * sandbox options object name this machine's paths and are refused with it (TypeError).
+   */
+  remote?: RemoteRunner | readonly RemoteRunner[];
+}
+
+/** One worker of a remote runner list, as a pool reports it (`pool.workers`). */
+export interface RemoteWorkerState {
+  command: string;
+  args: readonly string[];
+  /** Runners of this worker whose command is running (waiting or serving a run). */
+  running: number;
+  /** Starts that failed in a row (the command ended before the runner said what confined it). */
+  failuresInARow: number;
+  /** While it is taken out: milliseconds until it is tried again. */
+  retryInMs?: number;
+  /** Why its last start failed, until one succeeds. */
+  lastFailure?: string;
+}
+
+/** A remote runner: the local command that starts `ears runner` on another machine, with a stream to it. */
+export interface RemoteRunner {
+  /** The program, run here without a shell (e.g. "ssh", "kubectl", "docker"). */
+  command: string;
+  /** Its arguments, ending with the far end's `ears runner` command (e.g. `["-T", "worker", "ears", "runner"]`). */
+  args?: readonly string[];
 }

@@ -14,7 +14,7 @@ import { notStartedReport } from "../report.js";
 import { traced } from "../tracing.js";
 import type { GuestCommand, RunReport } from "../types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
-import { compileBody } from "./compile.js";
+import { compileBody, DEFAULT_MAX_CODE_BYTES, requireStripper } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
 import { poolRun, runPooled, type RunPool } from "./run-pool.js";
 import type { CheckedLaunch } from "../run-guest.js";
@@ -41,6 +41,11 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
    * with `allowed`, only the capabilities it names, so a call the run would refuse is a type error.
    */
   contract?: Contract;
+  /**
+   * The most UTF-8 bytes the body may have, default 256 KiB: a longer body fails as `CompileError` (saying
+   * to write less, and to take data from `input` or `ears.call`) before anything else is done with it.
+   */
+  maxCodeBytes?: number;
   /** The schema of `input`, for `typecheck: true`; without it `input` is any JSON. */
   inputSchema?: StandardSchemaV1;
   /**
@@ -79,8 +84,10 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
 /** @internal runCode, or resumeCode's run with the paused run's steps to replay. */
 export function runCodeWith(options: CodeOptions, replay: Replay | undefined): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError("runCode: options must be an object with code");
-  const { code, typecheck = false, contract, inputSchema, pool, ...rest } = options;
+  const { code, typecheck = false, contract, inputSchema, pool, maxCodeBytes = DEFAULT_MAX_CODE_BYTES, ...rest } = options;
   if (typeof code !== "string") throw new TypeError("runCode: options.code must be a string (the body of an async function)");
+  if (!(Number.isSafeInteger(maxCodeBytes) && maxCodeBytes > 0))
+    throw new RangeError(`runCode: options.maxCodeBytes must be a positive integer (bytes), got ${String(maxCodeBytes)}`);
   if (typeof typecheck !== "boolean") throw new TypeError("runCode: options.typecheck must be a boolean");
   if ("command" in rest || "args" in rest)
     throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
@@ -91,10 +98,11 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
   const { trace, input, signal } = launch.settings;
   const startedAt = performance.now();
   const refused = (problem: string) => notStartedReport(failures.codeNotCompiled(problem), performance.now() - startedAt);
-  // Compiled before tracing starts: a missing amaro must throw synchronously, as documented.
-  const compiled = compileBody(code);
-  return traced(trace, { api: "runCode", input, code }, (observer) => {
-    if (!compiled.ok) return Promise.resolve(refused(compiled.message));
+  // Looked for before tracing starts: a missing amaro must throw synchronously, as documented.
+  requireStripper();
+  return traced(trace, { api: "runCode", input, code }, async (observer) => {
+    const compiled = await compileBody(code, maxCodeBytes);
+    if (!compiled.ok) return refused(compiled.message);
     const checked =
       declarations !== undefined
         ? typecheckBody(code, declarations, signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)

@@ -30,11 +30,15 @@ describe.runIf(process.platform === "linux" && bwrapPath !== undefined && runtim
     let dir: string;
     beforeAll(() => {
       dir = mkdtempSync("/tmp/ears-host-runtime-");
+      const body = "return { sum: 1 + 1, runtime: typeof Bun === 'object' ? 'bun' : typeof Deno === 'object' ? 'deno' : 'node' };";
       writeFileSync(
         join(dir, "host.mjs"),
-        `import { runCode } from ${JSON.stringify(join(root, "dist/host/index.js"))};
-      const report = await runCode({ code: "return { sum: 1 + 1, runtime: typeof Bun === 'object' ? 'bun' : typeof Deno === 'object' ? 'deno' : 'node' };" });
-      console.log(JSON.stringify({ failure: report.failure?.message ?? null, structured: report.outcome?.structured ?? null, sandbox: report.sandbox?.mechanism ?? null }));`,
+        [
+          `import { runCode } from ${JSON.stringify(join(root, "dist/host/index.js"))};`,
+          `const { failure, outcome, sandbox } = await runCode({ code: ${JSON.stringify(body)} });`,
+          "console.log(JSON.stringify({ failure: failure?.message ?? null, structured: outcome?.structured ?? null, " +
+            "sandbox: sandbox?.mechanism ?? null }));",
+        ].join("\n"),
       );
     });
     afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -56,6 +56,12 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
   pool?: RunPool;
 }
 
+/** A body past its deadline is told so in words a model can act on (runGuest's name the host's setting). */
+function inCodeWords(report: RunReport, runTimeoutMs: number): RunReport {
+  if (report.ok || report.failure?.code !== "RunTimeout") return report;
+  return { ...report, failure: failures.codeRunTimedOut(runTimeoutMs) };
+}
+
 /**
  * Runs a code body as a guest: `ears`, `input` and `Outcome` are in scope, top-level `await` works and
  * `return` gives the result. Resolves with the same {@link RunReport} as runGuest and never rejects. A
@@ -103,10 +109,11 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
       // Aborted while tsc ran: the launch reports Aborted (and starts nothing), not a type error.
       if (problem !== undefined && signal?.aborted !== true) return refused(problem);
       const body = encodeBodyFrame(compiled.javascript);
-      if (pool !== undefined) return runPooled(pool, launch, observer, body);
+      const ran = (report: RunReport) => inCodeWords(report, launch.settings.limits.runTimeoutMs);
+      if (pool !== undefined) return runPooled(pool, launch, observer, body).then(ran);
       const own = withWorkDir(launch);
       if ("failure" in own) return notStartedReport(own.failure, performance.now() - startedAt);
-      return runLaunch(own.launch, observer, body).finally(own.remove);
+      return runLaunch(own.launch, observer, body).finally(own.remove).then(ran);
     });
   });
 }

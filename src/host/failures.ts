@@ -46,7 +46,8 @@ export function codeRunTimedOut(ms: number): HostFailure {
   return {
     code: HostFailureCode.RunTimeout,
     message:
-      `the code ran longer than ${time}, the most a run may take here, and was stopped: do less in one run ` +
+      // The host's setting stays named, last in its parentheses, for the host's developer (and the CLI's --timeout note).
+      `the code ran longer than ${time}, the most a run may take here (limits.runTimeoutMs), and was stopped: do less in one run ` +
       "(fewer or smaller calls, no waiting or polling), or return what you have sooner and continue in the next run",
   };
 }

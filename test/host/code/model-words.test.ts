@@ -113,13 +113,13 @@ describe("words a model can act on", () => {
     expect(checked.outcome?.structured).toBe(3);
   });
 
-  it("a body that runs too long is told it ran too long and what to do, not the host's setting", async () => {
+  it("a body that runs too long is told it ran too long and what to do, not only the host's setting", async () => {
     const report = await runCode({ code: "while (true) {}", limits: { runTimeoutMs: 1000 }, sandbox: false });
     expect(report.failure).toEqual({
       code: "RunTimeout",
       message:
-        "the code ran longer than 1 s, the most a run may take here, and was stopped: do less in one run (fewer or smaller " +
-        "calls, no waiting or polling), or return what you have sooner and continue in the next run",
+        "the code ran longer than 1 s, the most a run may take here (limits.runTimeoutMs), and was stopped: do less in one run " +
+        "(fewer or smaller calls, no waiting or polling), or return what you have sooner and continue in the next run",
     });
   });
 });

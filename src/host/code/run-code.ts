@@ -61,8 +61,9 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
 
 /** A body past its deadline is told so in words a model can act on (runGuest's name the host's setting). */
 function inCodeWords(report: RunReport, runTimeoutMs: number): RunReport {
-  if (report.ok || report.failure?.code !== "RunTimeout") return report;
-  return { ...report, failure: failures.codeRunTimedOut(runTimeoutMs) };
+  if (report.failure?.code !== "RunTimeout") return report;
+  // Only the failure's words change: a report with a failure stays the member it was.
+  return { ...report, failure: failures.codeRunTimedOut(runTimeoutMs) } as RunReport;
 }
 
 /**

@@ -21,6 +21,8 @@ const docsContract = defineCapabilities({
   now: {},
   "everything.get-sum": { arguments: z.object({ a: z.number(), b: z.number() }) },
   fetch: FETCH_SPEC,
+  send_email: { arguments: z.object({ to: z.string(), body: z.string() }) },
+  pay: { arguments: z.object({ amount: z.number() }) },
 });
 // The docs' one body that reads input is run with input 21.
 const declarations = checkDeclarations(docsContract, z.number(), undefined);

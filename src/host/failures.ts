@@ -296,3 +296,38 @@ function quotedStderrLine(line: string): string {
 function quote(line: string): string {
   return quotedExcerpt(line, 200);
 }
+
+// A resumed run (resumeCode).
+
+/** How a call reads in a divergence message: its name and an excerpt of its arguments. */
+function callText(call: { name: string; arguments: unknown } | undefined): string {
+  if (call === undefined) return "no call";
+  let args: string;
+  try {
+    args = JSON.stringify(call.arguments) ?? "null";
+  } catch {
+    args = "(arguments not representable as JSON)";
+  }
+  return `${quotedExcerpt(call.name, 64)} with ${clip(args, 200)}`;
+}
+
+/**
+ * The resumed body made another call at step `step` than the paused run did (or ended before making the
+ * paused run's calls): the run stops there, and nothing runs for that call.
+ */
+export function replayDiverged(
+  step: number,
+  before: { name: string; arguments: unknown } | undefined,
+  now: { name: string; arguments: unknown } | undefined,
+): HostFailure {
+  const what =
+    now === undefined
+      ? `the body ended without making call ${step}, which the paused run made (${callText(before)})`
+      : `at step ${step} the body called ${callText(now)}, where the paused run called ${callText(before)}`;
+  return {
+    code: HostFailureCode.ReplayDiverged,
+    message:
+      `the resumed run diverged from the paused one: ${what}; nothing was run for it. A body must make the same calls with ` +
+      "the same arguments given the same answers (time and randomness through a capability: see docs/approvals.md)",
+  };
+}

@@ -290,9 +290,9 @@ export class StartedGuest {
           this.limits.sample();
           guest.stop("result");
         },
-        release: (failure) => {
+        release: (failure, paused) => {
           void wire.close().catch(() => {});
-          if (failure !== undefined) {
+          if (failure !== undefined || paused === true) {
             // Nothing more is read; a child still writing gets EPIPE (a remote runner's report is still read).
             this.output.destroy();
             guest.stop("failure");

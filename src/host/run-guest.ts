@@ -7,6 +7,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
+import type { Readable } from "node:stream";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { StreamWire } from "../wires/stdio.js";
@@ -23,7 +24,8 @@ import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
-import type { GuestCommand, HostFailure, ResourceLimitName, RunReport } from "./types.js";
+import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
+import { RemoteTarget } from "./remote/remote-target.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -83,6 +85,8 @@ export interface CheckedLaunch extends LaunchExtras {
   sandbox: SandboxRequest;
   /** The resource limits the options name (a report says which were asked for). */
   requestedLimits: ReadonlySet<ResourceLimitName>;
+  /** Where the guest runs when not here: a remote runner (options.remote). */
+  remote?: RemoteTarget | undefined;
 }
 
 /**
@@ -102,6 +106,11 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
   const settings = hostSettings(options, caller);
   const killGraceMs = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
   const sandbox = withPaths(sandboxRequest(options.sandbox, caller), readable, writable);
+  // runGuest's command runs on the far end; runCode's runner is the far end's own.
+  const remote =
+    options.remote === undefined
+      ? undefined
+      : RemoteTarget.check(options.remote, options, caller, caller === "runGuest" ? [command, ...args] : undefined);
   return {
     ...extras,
     command,
@@ -113,6 +122,7 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
     killGraceMs,
     sandbox,
     requestedLimits: new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined)),
+    remote,
   };
 }
 
@@ -153,6 +163,7 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   const aborted = () => blank(failures.abortedBeforeStart(settings.signal?.reason));
 
   if (settings.signal?.aborted) return aborted();
+  if (launch.remote !== undefined) return startRemote(launch, launch.remote, startedAt);
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
   const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }, { tmpBytes });
   if (settings.signal?.aborted) return aborted();
@@ -192,12 +203,43 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
     return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
   }
   const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
-  const guest = new GuestProcess(child, group, launch.killGraceMs, settings.limits.maxStderrBytes, launch.onStderr, launch.disposable);
+  const { maxStderrBytes } = settings.limits;
+  const guest = new GuestProcess(child, group, launch.killGraceMs, maxStderrBytes, launch.onStderr, undefined, launch.disposable);
   if (confined) guest.watchOutput();
   const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
   const spawned = confined ? plan.command : command;
   const report = confined ? plan.report : null;
-  return new StartedGuest(child, guest, wire, limits, group, report, fallback, spawned, scratch, launch.disposable === true);
+  return new StartedGuest(child, guest, wire, limits, group, report, fallback, spawned, child.stdout, scratch, launch.disposable === true);
+}
+
+/**
+ * A remote runner's guest: the local command that reaches it (ssh, ...) is the child, the guest's stdout is
+ * read off the runner's, and the runner's report gives the sandbox, limits and usage (src/host/remote/).
+ */
+function startRemote(launch: CheckedLaunch, target: RemoteTarget, startedAt: number): StartedGuest | RunReport {
+  const remote = target.spawn(launch);
+  if ("failure" in remote) return notStartedReport(remote.failure, performance.now() - startedAt);
+  const { child, group } = remote;
+  const { limits } = launch.settings;
+  const guest = new GuestProcess(child, group, launch.killGraceMs, limits.maxStderrBytes, launch.onStderr, remote.farEnd);
+  const wire = new StreamWire(remote.output, child.stdin, limits.maxFrameBytes);
+  return new StartedGuest(child, guest, wire, remote.end, group, null, undefined, remote.name, remote.output);
+}
+
+/** @internal What a run's end adds to its report: its limits' verdict, limits and usage (and a remote runner's sandbox). */
+export interface RunEndFacts {
+  failure?: HostFailure;
+  limits?: Record<ResourceLimitName, LimitState>;
+  usage?: ResourceUsage;
+  sandbox?: SandboxReport | null;
+  sandboxFallback?: string;
+}
+
+/** @internal What watches a run's resources and ends them: {@link RunLimits} here, a remote runner's report (src/host/remote/). */
+export interface RunEnd {
+  watch(trip: (failure: HostFailure) => void, pid?: number): void;
+  sample(): void;
+  finish(report: RunReport): Promise<RunEndFacts>;
 }
 
 /** @internal What {@link StartedGuest.serve} needs of the run. */
@@ -223,13 +265,15 @@ export class StartedGuest {
     readonly child: ChildProcessWithoutNullStreams,
     readonly process: GuestProcess,
     readonly wire: StreamWire,
-    private readonly limits: RunLimits,
+    private readonly limits: RunEnd,
     /** Told to the host's watchdog until the run's cgroup is removed too (the group's end does not release it). */
     private readonly group: ProcessGroup,
     readonly sandbox: SandboxReport | null,
     readonly sandboxFallback: string | undefined,
     /** The program named in a SpawnFailed message (bubblewrap, when confined). */
     readonly spawned: string,
+    /** What the wire reads: the child's stdout, or a remote runner's guest output read off it. */
+    private readonly output: Readable = child.stdout,
     /** The directory the host made for this run (runCode's), removed at the end before the watchdog lets go of it. */
     private readonly scratch?: string,
     /** See {@link LaunchExtras.disposable}. */
@@ -241,7 +285,7 @@ export class StartedGuest {
 
   /** Hosts the session, then ends the child, its group and its cgroup; the report says how it went. Never rejects. */
   async serve({ settings, observer, startedAt, preamble, firstLine }: ServeOptions): Promise<RunReport> {
-    const { stop, child, wire } = this;
+    const { stop, wire } = this;
     const passOnAbort = () => stop.abort(settings.signal?.reason);
     settings.signal?.addEventListener("abort", passOnAbort, { once: true });
     const sessionSettings = { ...settings, signal: stop.signal };
@@ -263,13 +307,14 @@ export class StartedGuest {
           // directory goes meanwhile (tried again once it is gone, should this attempt race its last writes).
           if (this.disposable) void this.removeScratch();
         },
-        release: (failure) => {
+        release: (failure, paused) => {
           void wire.close().catch(() => {});
-          if (failure !== undefined) {
+          if (failure !== undefined || paused === true) {
             // Output that ended by itself: the child is exiting (perhaps crashing), and its exit tells the story.
-            const ended = child.stdout.readableEnded;
-            child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
-            guest.stop(ended ? "ended" : "failure");
+            const ended = this.output.readableEnded;
+            // Nothing more is read; a child still writing gets EPIPE (a remote runner's report is still read).
+            this.output.destroy();
+            guest.stop(failure === undefined ? "paused" : ended ? "ended" : "failure");
           }
         },
       });
@@ -303,13 +348,17 @@ export class StartedGuest {
     await this.scratchRemoval;
   }
 
-  private async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
+  /**
+   * @internal Runs `body` with the guest (serve's session, discard's verdict, or a remote runner relaying
+   * its stdio: remote/runner.ts), then ends it, its group and its limits, and reports.
+   */
+  async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
     const report = await this.process.run(body, () => performance.now() - startedAt, this.sandbox, this.sandboxFallback);
     // The child and its group are gone: the cgroup and the directory are removed side by side.
     const [end] = await Promise.all([this.limits.finish(report), this.removeScratch(true)]);
     // Only now: a host killed while the cgroup or the directory was being removed still has the watchdog remove them.
     this.group.release();
-    return runReport({ ...report, failure: end.failure ?? report.failure, limits: end.limits, usage: end.usage });
+    return runReport({ ...report, ...end, failure: end.failure ?? report.failure });
   }
 }
 

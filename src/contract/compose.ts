@@ -9,15 +9,25 @@ import { defineCapabilities, isContract, type CapabilitySpecs, type Contract } f
 export type ContractPart = Contract<CapabilitySpecs> | CapabilitySpecs;
 
 type SpecsOfPart<Part> = Part extends Contract<infer Specs> ? Specs : Part;
+/** Only the names a type spells out: an index signature (an MCP connection's contract, whose names are known at run time) drops out. */
+type KnownSpecs<Specs> = { readonly [Name in keyof Specs as string extends Name ? never : number extends Name ? never : Name]: Specs[Name] };
 type Intersection<Union> = (Union extends unknown ? (part: Union) => void : never) extends (part: infer All) => void ? All : never;
 
-/** The specs of every part, by name: the names of each part keep their own spec types. */
-export type ComposedSpecs<Parts extends readonly ContractPart[]> = Intersection<SpecsOfPart<Parts[number]>> & CapabilitySpecs;
+/**
+ * The specs of the parts whose names the type system knows, each with its own spec type. The names of a
+ * part typed only as `Contract` (`connectMcpServers(...).contract`) are in the composed contract at run
+ * time (its `names`, `declarations()`, `typecheck: true`) but not in its type: a typed guest cannot know
+ * them when it is compiled.
+ */
+type Merged<Parts extends readonly ContractPart[]> = Intersection<KnownSpecs<SpecsOfPart<Parts[number]>>>;
+export type ComposedSpecs<Parts extends readonly ContractPart[]> = {
+  readonly [Name in keyof Merged<Parts> & string]: Merged<Parts>[Name] & CapabilitySpecs[string];
+};
 
 /**
  * One contract holding the capabilities of every part, in the parts' order: contracts (the user's own,
- * `connectMcpServers(...).contract`) and records of specs (`{ fetch: FETCH_SPEC }`). Each name keeps
- * its types, so `ears.call("add", …)` stays typed next to an MCP server's names. Throws a TypeError
+ * `connectMcpServers(...).contract`) and records of specs (`{ fetch: FETCH_SPEC }`). Each typed name keeps
+ * its types (see {@link ComposedSpecs}), with no cast: `ears.call("add", …)` stays typed. Throws a TypeError
  * naming a capability two parts declare (decision: refused, never one silently replacing the other),
  * or a part that is neither a contract nor an object of specs.
  *

@@ -6,10 +6,13 @@
 import type { LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { generateText, jsonSchema, stepCountIs, streamText, tool, type ToolExecutionOptions } from "ai";
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
+import { createMCPClient } from "@ai-sdk/mcp";
+import { Experimental_StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
+import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createCodeTool, type CodeToolOutput } from "../../src/frameworks/ai.js";
-import { createRunPool, type RunReport } from "../../src/host/index.js";
+import { connectMcpServers, createRunPool, type RunReport } from "../../src/host/index.js";
 import { goneWithin, uniqueMarker } from "../helpers/processes.js";
 
 const usage = {
@@ -316,6 +319,66 @@ describe("createCodeTool with streamText: preliminary results", () => {
     // The model's next step saw the final result only.
     expect(prompts[1]).toContain('"structured":3');
     expect(prompts[1]).not.toContain('"running"');
+  });
+});
+
+/** @modelcontextprotocol/server-everything, a reference MCP server this project did not write, over stdio. */
+const EVERYTHING = resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+
+describe("createCodeTool with MCP servers' tools", () => {
+  it("takes connectMcpServers' connection as mcp: its tools are callable as <server>.<tool>, beside the ToolSet's", async () => {
+    const servers = await connectMcpServers({ mcpServers: { everything: { command: process.execPath, args: [EVERYTHING, "stdio"] } } });
+    try {
+      const { tools } = weatherTools();
+      const code = createCodeTool({ tools, mcp: servers, pool: false, typecheck: true });
+      expect((code as { description: string }).description).toContain('  "everything.echo": { args: {');
+      const { model } = scripted([
+        () => ({
+          code: [
+            'const [echo, w] = await Promise.all([ears.call("everything.echo", { message: "hi" }), ears.call("getWeather", { city: "Rome" })]);',
+            'if (echo.status === "failure" || w.status === "failure") return "failed";',
+            "return [echo.content, w.structured.celsius];",
+          ].join("\n"),
+        }),
+        () => ({ text: "ok" }),
+      ]);
+      const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "x" });
+      expect(results(result.steps)).toEqual([{ status: "success", content: "", structured: ["Echo: hi", 4] }]);
+    } finally {
+      await servers.close();
+    }
+  });
+
+  it("takes the AI SDK's own MCP client's tools as a ToolSet", async () => {
+    const client = await createMCPClient({
+      transport: new Experimental_StdioMCPTransport({ command: process.execPath, args: [EVERYTHING, "stdio"], stderr: "ignore" }),
+    });
+    try {
+      const code = createCodeTool({ tools: await client.tools(), pool: false, typecheck: true });
+      expect((code as { description: string }).description).toContain('  echo: { args: {\n    /** Message to echo */');
+      const { model } = scripted([
+        () => ({ code: 'const echo = await ears.call("echo", { message: "hi" });\nreturn echo.structured;' }),
+        () => ({ text: "ok" }),
+      ]);
+      const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "x" });
+      expect(results(result.steps)).toEqual([
+        { status: "success", content: "", structured: { content: [{ type: "text", text: "Echo: hi" }], isError: false } },
+      ]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("refuses a tool name an MCP connection also has", async () => {
+    const servers = await connectMcpServers({ mcpServers: { everything: { command: process.execPath, args: [EVERYTHING, "stdio"] } } });
+    try {
+      const clash = { "everything.echo": tool({ inputSchema: z.object({}), execute: async () => "mine" }) };
+      expect(() => createCodeTool({ tools: clash, mcp: servers, pool: false })).toThrow(
+        'createCodeTool: "everything.echo" is declared by part 1 and part 2; a capability name must be declared once (a tool and an MCP server\'s tool?)',
+      );
+    } finally {
+      await servers.close();
+    }
   });
 });
 

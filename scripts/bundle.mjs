@@ -30,7 +30,17 @@ const bundle = await rolldown({
   platform: "node",
   // Optional peers stay imports: the user's copy is loaded lazily when there is one (the MCP SDK by the
   // connectors and `ears mcp`, OpenTelemetry by the host).
-  external: [/^node:/, "zod", /^zod\//, "fast-check", /^@modelcontextprotocol\/sdk(\/|$)/, "@opentelemetry/api", "ai", /^ai\//, /^@openai\/agents(-|\/|$)/],
+  external: [
+    /^node:/,
+    "zod",
+    /^zod\//,
+    "fast-check",
+    /^@modelcontextprotocol\/sdk(\/|$)/,
+    "@opentelemetry/api",
+    "ai",
+    /^ai\//,
+    /^@openai\/agents(-|\/|$)/,
+  ],
   treeshake: true,
 });
 await bundle.write({
@@ -47,7 +57,9 @@ await bundle.write({
         test: (id) =>
           id.startsWith(dist) &&
           // The code runner is a program (it serves on import): never in the chunk every guest loads.
-          !/^(host|testing|transcripts|openseek|cli|frameworks)\/|^(protocol\/)?schemas\.js$|^guest\/code-runner\.js$/.test(id.slice(dist.length)),
+          !/^(host|testing|transcripts|openseek|cli|frameworks)\/|^(protocol\/)?schemas\.js$|^guest\/code-runner\.js$/.test(
+            id.slice(dist.length),
+          ),
       },
     ],
   },
@@ -80,7 +92,12 @@ const peerEntries = [
   { file: "testing/index.js", entry: "@posoco/ears/testing", peer: "fast-check", install: "npm install --save-dev fast-check" },
   { file: "schemas.js", entry: "@posoco/ears/schemas", peer: "zod", install: "npm install zod" },
   { file: "frameworks/ai.js", entry: "@posoco/ears/ai", peer: "ai", install: "npm install ai" },
-  { file: "frameworks/openai-agents.js", entry: "@posoco/ears/openai-agents", peer: "@openai/agents", install: "npm install @openai/agents" },
+  {
+    file: "frameworks/openai-agents.js",
+    entry: "@posoco/ears/openai-agents",
+    peer: "@openai/agents",
+    install: "npm install @openai/agents",
+  },
 ];
 for (const { file, entry, peer, install } of peerEntries) {
   const front = join(dist, file);

@@ -10,7 +10,9 @@ export type ContractPart = Contract<CapabilitySpecs> | CapabilitySpecs;
 
 type SpecsOfPart<Part> = Part extends Contract<infer Specs> ? Specs : Part;
 /** Only the names a type spells out: an index signature (an MCP connection's contract, whose names are known at run time) drops out. */
-type KnownSpecs<Specs> = { readonly [Name in keyof Specs as string extends Name ? never : number extends Name ? never : Name]: Specs[Name] };
+type KnownSpecs<Specs> = {
+  readonly [Name in keyof Specs as string extends Name ? never : number extends Name ? never : Name]: Specs[Name];
+};
 type Intersection<Union> = (Union extends unknown ? (part: Union) => void : never) extends (part: infer All) => void ? All : never;
 
 /**

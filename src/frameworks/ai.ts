@@ -7,7 +7,15 @@
 import { asSchema, jsonSchema as aiJsonSchema, type Tool, type ToolExecutionOptions, type ToolSet } from "ai";
 import { jsonSchema } from "../contract/json-schema.js";
 import type { CapabilitySpec } from "../contract/contract.js";
-import { answerOf, codeToolCore, invalidArguments, type CodeToolOptions, type CodeToolOutput, type FrameworkTool, type LeftOutTool } from "./code-tool.js";
+import {
+  answerOf,
+  codeToolCore,
+  invalidArguments,
+  type CodeToolOptions,
+  type CodeToolOutput,
+  type FrameworkTool,
+  type LeftOutTool,
+} from "./code-tool.js";
 
 export type { CodeToolOptions, CodeToolOutput } from "./code-tool.js";
 

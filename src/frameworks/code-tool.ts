@@ -78,7 +78,10 @@ export interface LeftOutTool {
 export interface CodeToolCore<CallOptions> {
   readonly description: string;
   readonly contract: Contract;
-  /** Runs a body; `onProgress` gets the log lines and the number of calls so far as they change. Rejects only for a setup mistake (a missing peer). */
+  /**
+   * Runs a body; `onProgress` gets the log lines and the number of calls so far as they change. Rejects
+   * only for a setup mistake (a missing peer).
+   */
   run(
     code: unknown,
     callOptions: CallOptions,
@@ -261,5 +264,8 @@ export function answerOf(output: unknown): Outcome {
 
 /** A tool's failure the body reads: its arguments did not match the tool's schema, so it did not run. */
 export function invalidArguments(name: string, problem: string): Outcome {
-  return Outcome.failure("InvalidArguments", `arguments for "${name}" do not match its schema: ${clip(problem, 1000)}; the tool did not run`);
+  return Outcome.failure(
+    "InvalidArguments",
+    `arguments for "${name}" do not match its schema: ${clip(problem, 1000)}; the tool did not run`,
+  );
 }

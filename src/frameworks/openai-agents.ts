@@ -45,6 +45,7 @@ const ENTRY = "codeTool";
  * @example
  * const agent = new Agent({ name: "Assistant", model, tools: [codeTool({ tools: [getWeather, getTime] })] });
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- FunctionTool's own parameters type, as tool() returns it
 export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, any, CodeToolOutput> {
   if (typeof options !== "object" || options === null) throw new TypeError(`${ENTRY}: options must be an object with tools`);
   const { tools, name = "run_code" } = options;
@@ -79,6 +80,7 @@ export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, 
 }
 
 /** A function tool as a capability: its own `invoke` (parsing, validation, errorFunction) with the code tool call's context. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any parameters type: the tool parses its own input
 function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<CallOptions> {
   const spec: CapabilitySpec = {
     ...(each.description === "" ? {} : { description: each.description }),

@@ -37,17 +37,24 @@ const tools = {
     outputSchema: z.object({ celsius: z.number() }),
     execute: async ({ city }, options) => (seen.push(options.toolCallId), { celsius: city.length }),
   }),
-  getTime: tool({ inputSchema: z.object({ zone: z.string() }), execute: async ({ zone }, options) => (seen.push(options.toolCallId), "noon " + zone) }),
+  getTime: tool({
+    inputSchema: z.object({ zone: z.string() }),
+    execute: async ({ zone }, options) => (seen.push(options.toolCallId), "noon " + zone),
+  }),
 };
 const code = createCodeTool({ tools, pool: false, sandbox: false, typecheck: true });
 let step = 0;
 const prompts = [];
-const content = () => (step++ === 0 ? [{ type: "tool-call", toolCallId: "call-1", toolName: "code", input: JSON.stringify({ code: body }) }] : [{ type: "text", text: "done" }]);
+const content = () =>
+  step++ === 0
+    ? [{ type: "tool-call", toolCallId: "call-1", toolName: "code", input: JSON.stringify({ code: body }) }]
+    : [{ type: "text", text: "done" }];
+const finishReason = (parts) => ({ unified: parts[0].type === "text" ? "stop" : "tool-calls", raw: undefined });
 const model = new MockLanguageModelV4({
   doGenerate: async (options) => {
     prompts.push(JSON.stringify(options.prompt));
     const parts = content();
-    return { content: parts, finishReason: { unified: parts[0].type === "text" ? "stop" : "tool-calls", raw: undefined }, usage, warnings: [] };
+    return { content: parts, finishReason: finishReason(parts), usage, warnings: [] };
   },
   doStream: async (options) => {
     prompts.push(JSON.stringify(options.prompt));
@@ -55,7 +62,7 @@ const model = new MockLanguageModelV4({
     const stream = parts[0].type === "text"
       ? [{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "done" }, { type: "text-end", id: "t" }]
       : parts;
-    stream.push({ type: "finish", finishReason: { unified: parts[0].type === "text" ? "stop" : "tool-calls", raw: undefined }, usage });
+    stream.push({ type: "finish", finishReason: finishReason(parts), usage });
     return { stream: convertArrayToReadableStream(stream) };
   },
 });
@@ -63,7 +70,9 @@ const generated = await generateText({ model, tools: { code }, stopWhen: stepCou
 step = 0;
 const streamed = streamText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "go" });
 const parts = [];
-for await (const part of streamed.fullStream) if (part.type === "tool-result") parts.push({ preliminary: part.preliminary === true, status: part.output.status });
+for await (const part of streamed.fullStream) {
+  if (part.type === "tool-result") parts.push({ preliminary: part.preliminary === true, status: part.output.status });
+}
 console.log(JSON.stringify({
   aiOfEntry,
   text: generated.text,
@@ -101,8 +110,8 @@ describe("createCodeTool with the AI SDK 7", () => {
     // Two calls in each loop, each with the code tool call's id.
     expect(result.seen).toEqual(["call-1", "call-1", "call-1", "call-1"]);
     expect(result.streamed.at(-1)).toEqual({ preliminary: false, status: "success" });
-    expect(result.streamed.slice(0, -2).every((part: { preliminary: boolean; status: string }) => part.preliminary && part.status === "running")).toBe(
-      true,
-    );
+    expect(
+      result.streamed.slice(0, -2).every((part: { preliminary: boolean; status: string }) => part.preliminary && part.status === "running"),
+    ).toBe(true);
   });
 });

@@ -152,7 +152,8 @@ describe("createCodeTool in an AI SDK agent loop (generateText, the SDK's mock m
       () => ({ code: 'const w = await ears.call("getWeather", { city: 1 });\nreturn w;' }),
       (prompt) => ({
         code: prompt.includes("code.ts:1:43")
-          ? 'const w = await ears.call("getWeather", { city: "Oslo" });\nif (w.status === "failure") return w;\nreturn w.structured.celsius;'
+          ? 'const w = await ears.call("getWeather", { city: "Oslo" });\n' +
+            'if (w.status === "failure") return w;\nreturn w.structured.celsius;'
           : "return 'no position';",
       }),
       () => ({ text: "done" }),
@@ -233,7 +234,13 @@ describe("createCodeTool in an AI SDK agent loop (generateText, the SDK's mock m
     ]);
     const reports: RunReport[] = [];
     const code = createCodeTool({ tools: { ready }, pool: false, onReport: (report) => reports.push(report) });
-    const outcome = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "go", abortSignal: controller.signal }).then(
+    const outcome = await generateText({
+      model,
+      tools: { code },
+      stopWhen: stepCountIs(3),
+      prompt: "go",
+      abortSignal: controller.signal,
+    }).then(
       () => "resolved",
       (error: Error) => error.message,
     );
@@ -264,7 +271,8 @@ describe("createCodeTool in an AI SDK agent loop (generateText, the SDK's mock m
     const code = createCodeTool({ tools, pool: false });
     const description = (code as { description: string }).description;
     expect(description).toContain(
-      "Not callable from code (call them as tools of their own): deleteAll (it needs approval), askUser (it has no execute: the client runs it).",
+      "Not callable from code (call them as tools of their own): deleteAll (it needs approval), " +
+        "askUser (it has no execute: the client runs it).",
     );
     expect(description).toContain("  add: { args: {");
     expect(description).not.toMatch(/ {2}deleteAll: \{/);
@@ -335,7 +343,10 @@ describe("createCodeTool with MCP servers' tools", () => {
       const { model } = scripted([
         () => ({
           code: [
-            'const [echo, w] = await Promise.all([ears.call("everything.echo", { message: "hi" }), ears.call("getWeather", { city: "Rome" })]);',
+            "const [echo, w] = await Promise.all([",
+            '  ears.call("everything.echo", { message: "hi" }),',
+            '  ears.call("getWeather", { city: "Rome" }),',
+            "]);",
             'if (echo.status === "failure" || w.status === "failure") return "failed";',
             "return [echo.content, w.structured.celsius];",
           ].join("\n"),
@@ -355,7 +366,7 @@ describe("createCodeTool with MCP servers' tools", () => {
     });
     try {
       const code = createCodeTool({ tools: await client.tools(), pool: false, typecheck: true });
-      expect((code as { description: string }).description).toContain('  echo: { args: {\n    /** Message to echo */');
+      expect((code as { description: string }).description).toContain("  echo: { args: {\n    /** Message to echo */");
       const { model } = scripted([
         () => ({ code: 'const echo = await ears.call("echo", { message: "hi" });\nreturn echo.structured;' }),
         () => ({ text: "ok" }),
@@ -374,7 +385,8 @@ describe("createCodeTool with MCP servers' tools", () => {
     try {
       const clash = { "everything.echo": tool({ inputSchema: z.object({}), execute: async () => "mine" }) };
       expect(() => createCodeTool({ tools: clash, mcp: servers, pool: false })).toThrow(
-        'createCodeTool: "everything.echo" is declared by part 1 and part 2; a capability name must be declared once (a tool and an MCP server\'s tool?)',
+        'createCodeTool: "everything.echo" is declared by part 1 and part 2; a capability name must be declared once ' +
+          "(a tool and an MCP server's tool?)",
       );
     } finally {
       await servers.close();

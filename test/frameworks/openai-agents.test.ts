@@ -10,6 +10,9 @@ import { codeTool, type CodeToolOutput } from "../../src/frameworks/openai-agent
 import type { RunReport } from "../../src/host/index.js";
 import { goneWithin, uniqueMarker } from "../helpers/processes.js";
 
+// The SDK exports traces to OpenAI's API by default; a test sends nothing off this machine.
+process.env.OPENAI_AGENTS_DISABLE_TRACING = "1";
+
 type Turn = { code: string } | { text: string };
 /** What a function tool's execute gets besides its input and run context. */
 type ToolCallDetails = Parameters<ReturnType<typeof tool>["invoke"]>[2];

@@ -12,7 +12,8 @@ const BODY = [
   "const answers = await Promise.all(cities.map(async ([city, zone]) => {",
   "  const [w, t] = await Promise.all([ears.call(WEATHER, { city }), ears.call(TIME, { zone })]);",
   "  if (w.status === 'failure' || t.status === 'failure') return `${city}: unknown`;",
-  "  return `${city}: ${(w.structured as { celsius: number }).celsius} °C at ${String(t.structured).length === 5 ? 'HH:MM' : t.structured}`;",
+  "  const celsius = (w.structured as { celsius: number }).celsius;",
+  "  return `${city}: ${celsius} °C at ${String(t.structured).length === 5 ? 'HH:MM' : t.structured}`;",
   "}));",
   "return answers.join('; ');",
 ].join("\\n");
@@ -20,7 +21,10 @@ const BODY = [
 /** `./model.js` for the AI SDK example: the AI SDK's mock language model, scripted. */
 export const AI_MODEL = `import { MockLanguageModelV3 } from "ai/test";
 
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } };
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+};
 const body = "${BODY}".replaceAll("WEATHER", '"getWeather"').replaceAll("TIME", '"getTime"');
 let step = 0;
 export const model = new MockLanguageModelV3({
@@ -47,11 +51,14 @@ export const model: Model = {
     step += 1;
     if (step === 1) {
       const args = JSON.stringify({ code: body });
-      return { usage: new Usage(), output: [{ type: "function_call", callId: "call-1", name: "run_code", arguments: args, status: "completed" }] };
+      const call = { type: "function_call" as const, callId: "call-1", name: "run_code", arguments: args, status: "completed" as const };
+      return { usage: new Usage(), output: [call] };
     }
     const items = typeof request.input === "string" ? [] : request.input;
     const text = JSON.stringify(items.flatMap((item) => (item.type === "function_call_result" ? [item.output] : [])));
-    return { usage: new Usage(), output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text }] }] };
+    const content = [{ type: "output_text" as const, text }];
+    const message = { type: "message" as const, role: "assistant" as const, status: "completed" as const, content };
+    return { usage: new Usage(), output: [message] };
   },
   getStreamedResponse() {
     throw new Error("the scripted model does not stream");

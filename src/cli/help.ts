@@ -42,6 +42,8 @@ Usage:
       Print the TypeScript declarations of what a code body may call (for a model's prompt).
   ears mcp [--mcp-config <file>] [--capabilities <module>] [--fetch-allow <origin>] [options]
       Be an MCP server (stdio) with one tool, run_code, that runs a code body sandboxed.
+  ears runner [--no-sandbox] [-- <command> [args...]]
+      Be a remote runner: run one code body (or guest) sandboxed here for a host on another machine.
   ears --help, ears <command> --help
   ears --version          (also -v, -V)
 
@@ -57,7 +59,7 @@ Examples:
   ears timeline run.ndjson -o run.html
 
 Run "ears run --help", "ears exec --help", "ears replay --help", "ears timeline --help", "ears doctor --help",
-"ears declarations --help" or "ears mcp --help" for the options.
+"ears declarations --help", "ears mcp --help" or "ears runner --help" for the options.
 `;
 
 /** `ears run --help`. */
@@ -255,6 +257,28 @@ Options:
 Exit status: 0 when runs here are confined, 1 when they are not, 64 for a usage error.
 `;
 
+/** `ears runner --help`. */
+export const RUNNER_HELP = `Usage: ears runner [--no-sandbox] [-- <command> [args...]]
+
+The far end of a remote runner: a host on another machine starts it over a stream (ssh -T, kubectl
+exec -i, docker exec -i) with createRunPool({ remote }), runCode({ remote }) or runGuest({ remote }).
+It runs one code body (with -- <command>, that guest program instead) under THIS machine's sandbox
+(bubblewrap, seccomp) and resource limits, exactly as a local run here would, relays the guest's
+stdin and stdout on its own, its stderr on its own stderr, and tells the host what confined the guest
+and what it used. The host keeps the capabilities: every call is answered there. When its stdin
+ends (the host is done, or the connection is gone) the guest is stopped and the runner exits.
+The lines it exchanges with the host are in wire/PROTOCOL.md, "Remote runners"; see docs/remote.md.
+
+Options:
+  --no-sandbox              Allow the host to run the guest unconfined (sandbox: false, or "auto" on a
+                            machine without bubblewrap). Without it every run is confined, and a run
+                            that cannot be is refused: the host's "auto" is no such permission.
+  -h, --help                Show this help.
+
+Exit status: 0 once the guest ran and its end was reported, 1 when the run was refused (the host's
+report says why), 64 for a usage error.
+`;
+
 /** `ears declarations --help`. */
 export const DECLARATIONS_HELP = `Usage: ears declarations [options]
 
@@ -284,8 +308,8 @@ export const MCP_HELP = `Usage: ears mcp [options]
 
 Serves MCP over stdin and stdout (stdio transport) with one tool, run_code: its input is
 {"code": "<body>", "input"?: <JSON>}, its description carries the declarations of what the body may
-call, and its result is the body's outcome as text (and structuredContent), with isError for a
-failure. A body that does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
+call, and its result is the body's outcome as one text, with isError for a failure. A body that
+does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
 Bodies run sandboxed (as ears exec: bubblewrap when it can start), one process each, on runners
 started ahead (a run pool) so a body does not wait for a process to start; the MCP servers of
 --mcp-config are started once and stay connected until the client closes stdin.
@@ -301,10 +325,14 @@ ${CONNECTOR_HELP}
                             (needs the typescript package).
   --pool <n>                Runners kept started ahead, each sandboxed and waiting for one body
                             (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead).
+  --max-result <size>       Largest result passed on (default 1M, at most 4M): a larger one is a
+                            ResultTooLarge failure telling the body to return less.
   -h, --help                Show this help.
 
 In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, Cursor's mcp.json):
   {"mcpServers": {"ears": {"command": "npx", "args": ["ears", "mcp", "--mcp-config", "/abs/mcp.json"]}}}
 
-Exit status: 0 when the client closed stdin; 64 usage error.
+Exit status: 0 when the client ended the session (closed stdin or stdout, or stopped ears with a
+signal); 2 when ears ended it (reading or writing failed); 64 usage error. Either way it says so on
+stderr.
 `;

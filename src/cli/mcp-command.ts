@@ -9,31 +9,24 @@ import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, poolLimitsOf } from "../host/code/run
 import type { Json } from "../protocol/json.js";
 import { isMissingMcpSdk, missingMcpSdk } from "../host/connectors/mcp.js";
 import { SDK } from "../protocol/version.js";
+import { describeError } from "../protocol/errors.js";
 import { MCP_HELP } from "./help.js";
 import { ExitStatus } from "./report-output.js";
 import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
-import { subcommand, UsageError } from "./usage.js";
+import { parseSize, subcommand, UsageError } from "./usage.js";
+import { McpStdioTransport, MAX_SEND_BYTES } from "./mcp-transport.js";
 
 const { input: _input, record: _record, json: _json, ...SHARED } = RUN_OPTIONS;
-const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" }, pool: { type: "string" } } as const;
+const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" }, pool: { type: "string" }, "max-result": { type: "string" } } as const;
+
+/**
+ * The largest result of a body `ears mcp` passes on, by default: well under what MCP clients read in one
+ * message (the MCP SDK's client: 10 MiB), and already a lot of a model's context.
+ */
+export const MCP_MAX_RESULT_BYTES = 1024 * 1024;
 
 /** The name of the one tool `ears mcp` serves. */
 export const RUN_CODE_TOOL = "run_code";
-
-/**
- * The `structuredContent` of every run_code result: the body's Outcome, or, when the run itself failed
- * (CompileError, RunTimeout, ...), a failure with the run's code and message.
- */
-const OUTCOME_SCHEMA = {
-  type: "object" as const,
-  properties: {
-    status: { enum: ["success", "failure"] },
-    code: { type: "string", description: "A failure's code: the body's own, a capability's, or the run's (CompileError, RunTimeout, ...)" },
-    content: { type: "string" },
-    structured: { description: "Any JSON value: what the body returned" },
-  },
-  required: ["status", "content"],
-};
 
 /** Logs shown in a result: a model needs what the body printed, within bounds. */
 const MAX_LOG_LINES = 50;
@@ -59,7 +52,9 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     throw new UsageError("ears mcp takes no command or words; it serves MCP on stdin and stdout (see ears mcp --help)");
   }
   const sdk = await loadServerSdk();
+  const maxResultBytes = maxResultOf(values["max-result"]);
   const { contract, closeConnectors, recorder: _recorder, ...host } = await hostOptionsOf(values, io);
+  host.limits = { ...host.limits, maxResultBytes };
   const typecheck = values.typecheck ?? false;
   const declarations = (contract ?? contractOf(host.allowed ?? [], {})).declarations();
   // Bodies run on warm runners (a run pool) unless --pool 0: the sandbox and limits every body gets, started ahead.
@@ -86,7 +81,6 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
           },
           required: ["code"],
         },
-        outputSchema: OUTCOME_SCHEMA,
       },
     ],
   }));
@@ -125,22 +119,29 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   const closed = new Promise<void>((resolve) => {
     server.onclose = resolve;
   });
-  const transport = new sdk.StdioServerTransport(process.stdin, io.stdout);
-  // The client closing its end of stdin ends the server; a running body is stopped, not orphaned.
-  const end = () => {
-    stop.abort(new Error("the MCP client went away"));
-    void server.close();
-  };
-  process.stdin.once("end", end);
-  io.signal?.addEventListener("abort", end, { once: true });
+  const log = (line: string) => io.stderr.write(`${line}\n`);
+  const transport = new McpStdioTransport(process.stdin, io.stdout, { parse: (value) => sdk.JSONRPCMessageSchema.parse(value), log });
+  // A signal (the client stopping ears, or a user's Ctrl-C) ends the server; a running body is stopped, not orphaned.
+  const onSignal = () => void transport.close();
+  io.signal?.addEventListener("abort", onSignal, { once: true });
   try {
     await server.connect(transport);
     await closed;
   } finally {
-    process.stdin.off("end", end);
-    io.signal?.removeEventListener("abort", end);
+    io.signal?.removeEventListener("abort", onSignal);
+    stop.abort(new Error("the MCP session ended"));
     await pool?.close();
     await closeConnectors();
+  }
+  // Who ended the session, on stderr and in the exit status: the client (0), or ears itself (2).
+  const ended = transport.ended ?? { by: "server" as const, reason: "the MCP server closed" };
+  const signalled = io.signal?.aborted === true ? ` (${describeError(io.signal.reason)})` : "";
+  if (ended.by === "ears") {
+    log(`ears mcp: stopped: ${ended.reason}`);
+    return ExitStatus.SessionError;
+  }
+  if (!(values.quiet ?? false) || ended.by !== "client") {
+    log(`ears mcp: ${ended.by === "client" ? "the client ended the session" : "stopped"}: ${ended.reason}${signalled}`);
   }
   return ExitStatus.Success;
 });
@@ -155,33 +156,48 @@ export function poolSizeOf(text: string | undefined): number {
   return size;
 }
 
+/** `--max-result <size>`: the largest result passed on, default {@link MCP_MAX_RESULT_BYTES}, at most what a message may carry. */
+export function maxResultOf(text: string | undefined): number {
+  const bytes = parseSize("max-result", text) ?? MCP_MAX_RESULT_BYTES;
+  if (bytes > MAX_SEND_BYTES / 2) {
+    throw new UsageError(
+      `--max-result is at most ${MAX_SEND_BYTES / 2 / 1024 / 1024}M ` +
+        "(a result must fit, with its escaping, in one message an MCP client reads), " +
+        `got ${JSON.stringify(text)}`,
+    );
+  }
+  return bytes;
+}
+
 /**
- * A run's report as a tool result: the outcome as text (content, then structured as JSON, then the logs)
- * and as `structuredContent`; `isError` unless it succeeded.
+ * A run's report as a tool result: one text, the outcome (its content, then `structured` as JSON, then
+ * the logs) or the run's failure, with `isError` unless it succeeded. The value is sent once: no
+ * `structuredContent` repeating it (a 6 MB result went out as 18 MB that way, and the client hung up).
+ * `structured` is pretty-printed when that keeps it small, else sent compact.
  */
-export function toolResult(report: RunReport): {
-  content: { type: "text"; text: string }[];
-  structuredContent?: Record<string, Json>;
-  isError: boolean;
-} {
+export function toolResult(report: RunReport): { content: { type: "text"; text: string }[]; isError: boolean } {
   const logs = logText(report);
   if (report.failure !== undefined) {
     const { code, message } = report.failure;
-    return {
-      content: [{ type: "text", text: `${code}: ${message}${logs}` }],
-      structuredContent: { status: "failure", code, content: message },
-      isError: true,
-    };
+    return { content: [{ type: "text", text: `${code}: ${message}${logs}` }], isError: true };
+  }
+  if (report.paused !== undefined) {
+    const names = report.paused.pending.map((call) => JSON.stringify(call.name)).join(", ");
+    const message = `the run paused: ${names} waits for approval`;
+    return { content: [{ type: "text", text: `${message}${logs}` }], isError: false };
   }
   const outcome = report.outcome;
-  const structured =
-    outcome.structured === undefined ? "" : `${outcome.content === "" ? "" : "\n"}${JSON.stringify(outcome.structured, null, 2)}`;
+  const structured = outcome.structured === undefined ? "" : `${outcome.content === "" ? "" : "\n"}${jsonText(outcome.structured)}`;
   const text = outcome.status === "failure" ? `${outcome.code}: ${outcome.content}${structured}` : `${outcome.content}${structured}`;
-  return {
-    content: [{ type: "text", text: `${text}${logs}` }],
-    structuredContent: { ...outcome } as Record<string, Json>,
-    isError: outcome.status === "failure",
-  };
+  return { content: [{ type: "text", text: `${text}${logs}` }], isError: outcome.status === "failure" };
+}
+
+/** Results up to this size are pretty-printed; larger ones compact (indentation can double a result's size). */
+const PRETTY_CHARS = 64 * 1024;
+
+function jsonText(value: Json): string {
+  const compact = JSON.stringify(value);
+  return compact.length > PRETTY_CHARS ? compact : JSON.stringify(value, null, 2);
 }
 
 function logText(report: RunReport): string {
@@ -195,15 +211,14 @@ function logText(report: RunReport): string {
 
 async function loadServerSdk() {
   try {
-    const [server, stdio, types] = await Promise.all([
+    const [server, types] = await Promise.all([
       import("@modelcontextprotocol/sdk/server/index.js"),
-      import("@modelcontextprotocol/sdk/server/stdio.js"),
       import("@modelcontextprotocol/sdk/types.js"),
     ]);
     return {
       Server: server.Server,
-      StdioServerTransport: stdio.StdioServerTransport,
       ListToolsRequestSchema: types.ListToolsRequestSchema,
+      JSONRPCMessageSchema: types.JSONRPCMessageSchema,
       CallToolRequestSchema: types.CallToolRequestSchema,
     };
   } catch (error) {

@@ -31,7 +31,9 @@ const WATCHDOG_SCRIPT = [
   "esac; done",
   'decode() { decoded=$(printf "%bx" "$1"); decoded=${decoded%x}; }',
   'for id in $ids; do eval "set -- \\$run_$id"',
-  '  kill -KILL "-$1" 2>/dev/null; if [ "$2" != - ]; then decode "$2"; rm -rf -- "$decoded"; fi; shift 2',
+  // A scratch directory may be a bounded tmpfs (workspace/bounded-dir.ts): detached first, then removed.
+  '  kill -KILL "-$1" 2>/dev/null; if [ "$2" != - ]; then decode "$2"; umount -l -- "$decoded" 2>/dev/null',
+  '    rm -rf -- "$decoded"; fi; shift 2',
   '  for word in "$@"; do decode "$word"; n=0; while [ -d "$decoded" ] && [ $n -lt 50 ]; do',
   // Only a process's own number: 0 and negatives would name groups (0: the watchdog's own), 1 is init.
   '    while read pid; do case $pid in "" | *[!0-9]* | 0 | 1) ;; *) kill -KILL "$pid" ;; esac; done < "$decoded/cgroup.procs" 2>/dev/null',

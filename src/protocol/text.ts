@@ -17,3 +17,21 @@ export function quotedExcerpt(text: string, max: number): string {
 export function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
+
+/**
+ * A byte count as people read it: "10 bytes", "512 KiB", "1 MiB", "6.2 MiB" (powers of 1024, at most one
+ * decimal, none when it is whole).
+ */
+export function byteSize(bytes: number): string {
+  if (!Number.isFinite(bytes)) return String(bytes);
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  if (Math.abs(bytes) < 1024) return `${bytes} ${bytes === 1 ? "byte" : "bytes"}`;
+  let value = bytes / 1024;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  const rounded = Math.round(value * 10) / 10;
+  return `${Number.isInteger(rounded) ? rounded.toFixed(0) : rounded.toFixed(1)} ${units[unit]}`;
+}

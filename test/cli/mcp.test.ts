@@ -31,6 +31,13 @@ function childrenOf(pid: number): number[] {
   return children;
 }
 
+/** The one text of a tool result. */
+function textOf(result: unknown): string {
+  const { content } = result as { content: { type: string; text: string }[] };
+  expect(content).toHaveLength(1);
+  return content[0]!.text;
+}
+
 const EVERYTHING = resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
 describe.runIf(process.platform === "linux")("ears mcp", () => {
@@ -65,7 +72,8 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
     expect(tools[0]!.description).toContain('"everything.get-structured-content": { args: {');
     expect(tools[0]!.description).toContain('location: "New York" | "Chicago" | "Los Angeles";');
     expect(tools[0]!.inputSchema).toMatchObject({ required: ["code"] });
-    expect(tools[0]!.outputSchema).toMatchObject({ required: ["status", "content"] });
+    // No outputSchema: a result is one text, never the same value again as structuredContent (issue 29, item 1).
+    expect(tools[0]!.outputSchema).toBeUndefined();
   });
 
   it("runs a body sandboxed that calls the upstream server, twice over the same connection", async () => {
@@ -78,7 +86,7 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
     for (const input of ["one", "two"]) {
       const result = await client.callTool({ name: "run_code", arguments: { code: body, input } });
       expect(result.isError).toBe(false);
-      expect(result.structuredContent).toEqual({ status: "success", content: "", structured: { said: `Echo: ${input}` } });
+      expect(result.structuredContent).toBeUndefined();
       expect((result.content as { text: string }[])[0]!.text).toBe(`{\n  "said": "Echo: ${input}"\n}\n\nLogs:\n[info] called`);
     }
     expect(upstreamOf()).toEqual(upstream);
@@ -88,7 +96,7 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
     const sandbox = await client.callTool({ name: "run_code", arguments: { code: probe, input: join(secretDir, "secret.txt") } });
     rmSync(secretDir, { recursive: true, force: true });
     // The body cannot see a host file outside its sandbox.
-    expect(sandbox.structuredContent).toEqual({ status: "success", content: "", structured: false });
+    expect(textOf(sandbox)).toBe("false");
   });
 
   it("answers an unknown tool name and a call without code with isError, saying what to send", async () => {
@@ -102,7 +110,6 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
     const result = await client.callTool({ name: "run_code", arguments: { code: "const a = 1;\nconst b: = 2;" } });
     expect(result.isError).toBe(true);
     expect((result.content as { text: string }[])[0]!.text).toMatch(/^CompileError: the code was not run: code\.ts:2:10: /);
-    expect(result.structuredContent).toMatchObject({ status: "failure", code: "CompileError" });
   });
 
   it("refuses a wrong argument by typecheck before anything runs, and answers a failure outcome with isError", async () => {
@@ -159,7 +166,7 @@ describe.runIf(process.platform === "linux")("ears mcp's run pool", () => {
       expect(waiting).toHaveLength(2);
       for (const input of [1, 2, 3]) {
         const result = await client.callTool({ name: "run_code", arguments: { code: "return input * 2;", input } });
-        expect(result.structuredContent).toEqual({ status: "success", content: "", structured: input * 2 });
+        expect(textOf(result)).toBe(String(input * 2));
       }
       // The runners that served the bodies are gone; their replacements wait in their place.
       expect(runnersOf(pid).filter((runner) => waiting.includes(runner))).toEqual([]);
@@ -174,7 +181,7 @@ describe.runIf(process.platform === "linux")("ears mcp's run pool", () => {
     const { client, pid } = await connect(["--pool", "0"]);
     try {
       const result = await client.callTool({ name: "run_code", arguments: { code: "return 'cold';" } });
-      expect(result.structuredContent).toEqual({ status: "success", content: "", structured: "cold" });
+      expect(textOf(result)).toBe('"cold"');
       expect(runnersOf(pid)).toEqual([]);
     } finally {
       await client.close();

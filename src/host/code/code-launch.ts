@@ -9,6 +9,7 @@ import * as failures from "../failures.js";
 import { checkLaunch, withPaths, type CheckedLaunch } from "../run-guest.js";
 import type { GuestCommand, HostFailure } from "../types.js";
 import { builtScript } from "./built-script.js";
+import { filesFor, mountBounded, unmountBounded } from "../workspace/bounded-dir.js";
 
 let runnerPath: string | undefined;
 
@@ -36,25 +37,36 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
 
 /**
  * @internal Gives a launch its private working directory (mode 0700, removed by `remove`, and by the
- * watchdog if the host dies first), unless the options named a `cwd`.
+ * watchdog if the host dies first), unless the options named a `cwd` or the runner is remote (it makes its
+ * own, on its machine). The directory is a bounded tmpfs
+ * (workspace/bounded-dir.ts) of `limits.tmpBytes` bytes and as many files as go with them, so a body
+ * filling it gets ENOSPC and the host's disk is never touched; where the host cannot mount (not root) it
+ * is a plain directory, bounded by nothing (docs/host.md, "Workspaces").
  */
-export function withWorkDir(launch: CheckedLaunch): { launch: CheckedLaunch; remove: () => void } | { failure: HostFailure } {
-  if (launch.cwd !== undefined) return { launch, remove: () => {} };
+export function withWorkDir(launch: CheckedLaunch): { launch: CheckedLaunch; remove: () => Promise<void> } | { failure: HostFailure } {
+  if (launch.cwd !== undefined || launch.remote !== undefined) return { launch, remove: () => Promise.resolve() };
   let dir: string | undefined;
-  const remove = () => {
+  let mounted = false;
+  const removeDir = () => {
     try {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     } catch {
       // Best effort: a directory that cannot be removed must not turn the report into a rejection.
     }
   };
+  const remove = async () => {
+    if (mounted && dir !== undefined) await unmountBounded(dir);
+    removeDir();
+  };
   try {
     dir = mkdtempSync(join(tmpdir(), "ears-code-"));
+    const bytes = launch.settings.limits.tmpBytes;
+    if (bytes !== Infinity) mounted = mountBounded(dir, { bytes, files: filesFor(bytes) }) === undefined;
     const work = join(dir, "work");
     mkdirSync(work, { mode: 0o700 });
     return { launch: { ...launch, cwd: work, scratch: dir, sandbox: withPaths(launch.sandbox, [], [work]) }, remove };
   } catch (error) {
-    remove();
+    void remove();
     // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
     return { failure: failures.workDirNotMade(error) };
   }

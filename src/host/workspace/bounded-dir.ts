@@ -1,0 +1,101 @@
+/**
+ * A directory bounded in bytes and in files: a tmpfs the host mounts on it (`size`, `nr_inodes`,
+ * `nosuid`, `nodev`, mode 0700). The kernel enforces both bounds, so a write past them fails with
+ * ENOSPC in whatever writes (a body in its sandbox, or the host), and nothing of it ever reaches the
+ * host's disk. It is the one mechanism behind runCode's private working directory and a session's
+ * workspace (docs/host.md, "Workspaces").
+ *
+ * Why a tmpfs the host mounts, not bubblewrap's `--size --tmpfs` (which bounds /tmp): a session's
+ * workspace outlives its runs, and the host must reach it between them to put files in and take them
+ * out; a tmpfs made inside a sandbox dies with it. Mounting needs CAP_SYS_ADMIN (a root host, as the
+ * cgroup limits do); a host that cannot mount gets {@link mountBounded}'s reason and the caller decides.
+ */
+import { execFile, execFileSync } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+
+/** A directory's bounds: bytes of file data, and files (every file, directory and link counts one). */
+export interface DirBound {
+  bytes: number;
+  files: number;
+}
+
+/** Bytes per file the default file bound allows: one file per 4 KiB page of the byte bound. */
+const BYTES_PER_FILE = 4096;
+/** The file bound is never below this (a small bound still holds a project's worth of small files)... */
+const MIN_FILES = 1024;
+/** ...nor above this (each file costs the kernel memory outside the byte bound). */
+const MAX_FILES = 1 << 20;
+
+/** The file bound that goes with a byte bound: one file per 4 KiB of it, from 1024 to 1,048,576. */
+export function filesFor(bytes: number): number {
+  return Math.min(MAX_FILES, Math.max(MIN_FILES, Math.floor(bytes / BYTES_PER_FILE)));
+}
+
+/** The mount options of a bounded directory (pure; the bytes rounded down to whole KiB, which tmpfs takes). */
+export function boundOptions(bound: DirBound): string {
+  return `size=${Math.max(1, Math.floor(bound.bytes / 1024))}k,nr_inodes=${bound.files},mode=0700,nosuid,nodev`;
+}
+
+/** The filesystem type a bounded directory's mount reports (its `source` in /proc/self/mounts). */
+const SOURCE = "ears-bounded";
+/** How long mount or umount may take before it counts as failing. */
+const TIMEOUT_MS = 10_000;
+
+let tools: { mount: string; umount: string } | string | undefined;
+
+/** The mount and umount programs, or why there are none. */
+function mountTools(): { mount: string; umount: string } | string {
+  if (tools !== undefined) return tools;
+  const find = (name: string) =>
+    [`/usr/bin/${name}`, `/bin/${name}`, `/usr/sbin/${name}`, `/sbin/${name}`].find((path) => {
+      try {
+        accessSync(path, constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  const mount = find("mount");
+  const umount = find("umount");
+  tools = mount === undefined || umount === undefined ? "mount and umount (util-linux) are not installed" : { mount, umount };
+  return tools;
+}
+
+/** The first line a failed program wrote, or its error's message. */
+function why(error: unknown): string {
+  const stderr = (error as { stderr?: Buffer | string }).stderr;
+  const text = (stderr === undefined ? "" : String(stderr)).trim().split("\n")[0];
+  return text !== undefined && text !== "" ? text : (error as Error).message;
+}
+
+/**
+ * Mounts a bounded tmpfs on `dir` (an existing, empty directory of the host's). Returns undefined when
+ * it is mounted, else why not (not Linux, no mount program, not permitted: the host is not root).
+ */
+export function mountBounded(dir: string, bound: DirBound): string | undefined {
+  if (process.platform !== "linux") return `bounded directories need Linux (this is ${process.platform})`;
+  const found = mountTools();
+  if (typeof found === "string") return found;
+  try {
+    execFileSync(found.mount, ["-t", "tmpfs", "-o", boundOptions(bound), SOURCE, dir], {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: {},
+      timeout: TIMEOUT_MS,
+    });
+    return undefined;
+  } catch (error) {
+    return `could not mount a bounded tmpfs on ${dir} (${why(error)}); the host needs CAP_SYS_ADMIN (run it as root)`;
+  }
+}
+
+/**
+ * Detaches the bounded tmpfs on `dir` (lazily: it is freed once nothing uses it) and resolves when
+ * done. Never rejects: a directory that is not mounted any more is left as it is.
+ */
+export function unmountBounded(dir: string): Promise<void> {
+  const found = mountTools();
+  if (typeof found === "string") return Promise.resolve();
+  return new Promise((settle) => {
+    execFile(found.umount, ["-l", dir], { env: {}, timeout: TIMEOUT_MS }, () => settle());
+  });
+}

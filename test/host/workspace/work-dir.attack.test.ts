@@ -1,0 +1,69 @@
+/**
+ * Issue 28 item 6: runCode's private working directory was a directory on the host's disk with no bound (a
+ * body wrote 2 GiB and 124,724 files in 20 s). It is now a bounded tmpfs (src/host/workspace/bounded-dir.ts)
+ * of `limits.tmpBytes` bytes and filesFor(tmpBytes) files: past either, ENOSPC inside the body, and the host's
+ * disk holds none of it. Cold and pooled runs alike. The host mounts it, so these run where the host is root.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { createRunPool, runCode, type RunPool } from "../../../src/host/index.js";
+import { filesFor } from "../../../src/host/workspace/bounded-dir.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
+import { failOnUnhandledRejections } from "../../helpers/host.js";
+
+failOnUnhandledRejections();
+
+const MiB = 1024 * 1024;
+const TMPFS_MAGIC = 0x01021994;
+const root = process.platform === "linux" && process.getuid?.() === 0;
+const pools: RunPool[] = [];
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((pool) => pool.close()));
+});
+
+/** Fills the working directory with 1 MiB files until a write fails; what filesystem it is on. */
+const FILL = `const fs = process.getBuiltinModule("node:fs");
+let written = 0, error = null;
+for (let i = 0; i < 64 && error === null; i++) {
+  try { fs.writeFileSync("fill-" + i, Buffer.alloc(1024 * 1024)); written += fs.statSync("fill-" + i).size; }
+  catch (e) { error = e.code; }
+}
+return { written, error, type: fs.statfsSync(".").type, cwd: process.cwd() };`;
+
+/** Creates empty files in the working directory until one fails (at most 100,000). */
+const MANY = `const fs = process.getBuiltinModule("node:fs");
+let made = 0, error = null;
+for (; made < 100000 && error === null; made++) {
+  try { fs.writeFileSync("f" + made, ""); } catch (e) { error = e.code; made--; }
+}
+return { made, error };`;
+
+describe.runIf(root && bwrapPath !== undefined)("runCode's private working directory (issue 28.6)", () => {
+  const limits = { tmpBytes: 8 * MiB };
+
+  it("a body writing past tmpBytes in its working directory gets ENOSPC; the directory is a tmpfs, gone after", async () => {
+    const report = await runCode({ code: FILL, sandbox: true, limits });
+    expect(report.ok, JSON.stringify(report.failure)).toBe(true);
+    const seen = report.outcome?.structured as { written: number; error: string; type: number; cwd: string };
+    expect(seen.error).toBe("ENOSPC");
+    expect(seen.written).toBeLessThanOrEqual(8 * MiB);
+    expect(seen.written).toBeGreaterThanOrEqual(6 * MiB);
+    // Not the host's disk: the kernel says what the directory is on.
+    expect(seen.type).toBe(TMPFS_MAGIC);
+  });
+
+  it("a body making many files stops at the file bound with ENOSPC", async () => {
+    const report = await runCode({ code: MANY, sandbox: true, limits });
+    expect(report.ok, JSON.stringify(report.failure)).toBe(true);
+    const seen = report.outcome?.structured as { made: number; error: string };
+    expect(seen.error).toBe("ENOSPC");
+    expect(seen.made).toBeLessThanOrEqual(filesFor(8 * MiB));
+  });
+
+  it("a pooled runner's working directory is bounded the same way", async () => {
+    const pool = createRunPool({ size: 1, sandbox: true, limits });
+    pools.push(pool);
+    const report = await runCode({ code: FILL, pool });
+    expect(report).toMatchObject({ ok: true, pooled: true });
+    expect(report.outcome?.structured).toMatchObject({ error: "ENOSPC", type: TMPFS_MAGIC });
+  });
+});

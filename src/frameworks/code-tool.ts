@@ -183,6 +183,8 @@ export function codeToolCore<CallOptions>(
 export function outputOf(report: RunReport, logs: readonly string[]): CodeToolOutput {
   const shown = logs.length === 0 ? {} : { logs: boundedLogs(logs) };
   if (report.failure !== undefined) return { status: "failure", code: report.failure.code, content: report.failure.message, ...shown };
+  // A run pauses only for an `approval` in pause mode (issue 31), which a code tool never passes.
+  if (report.paused !== undefined) throw new Error("a code tool's run paused for approval, which the code tool never asks for");
   const outcome = report.outcome;
   return {
     status: outcome.status,

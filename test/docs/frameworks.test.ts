@@ -36,7 +36,7 @@ describe("docs/frameworks.md", () => {
     ["ai-agent", "@posoco/ears/ai"],
     ["agents-agent", "@posoco/ears/openai-agents"],
   ] as const) {
-    it(`${name}: is under 30 lines, type-checks in strict nodenext and runs, printing what the body returned`, () => {
+    it(`${name}: is under 30 lines, type-checks in strict nodenext and runs, printing what the body returned`, { timeout: 120_000 }, () => {
       const code = example(name);
       expect(code).toContain(`from "${entry}"`);
       expect(code.trim().split("\n").length).toBeLessThan(30);

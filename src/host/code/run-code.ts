@@ -17,6 +17,7 @@ import { codeLaunch, withWorkDir } from "./code-launch.js";
 import { compileBody } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
 import { poolRun, runPooled, type RunPool } from "./run-pool.js";
+import { sessionRun } from "../workspace/index.js";
 
 /** Options for {@link runCode}: the body, plus everything {@link runGuest} takes but the command. */
 export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
@@ -77,6 +78,11 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   if ("command" in rest || "args" in rest)
     throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
   // Every option is checked here, once, before any compiling: the cold and the pooled run use the result as it is.
+  if (pool !== undefined && rest.session !== undefined) {
+    throw new TypeError(
+      'runCode: options.pool and options.session are exclusive for now: a session\'s runs start cold (docs/host.md, "Sessions")',
+    );
+  }
   const launch = pool === undefined ? codeLaunch(rest, "runCode") : poolRun(pool, rest);
   if (typecheck) requireTypeScript();
   const declarations = typecheck ? checkDeclarations(contract, inputSchema, rest.allowed) : undefined;
@@ -85,20 +91,22 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   const refused = (problem: string) => notStartedReport(failures.codeNotCompiled(problem), performance.now() - startedAt);
   // Compiled before tracing starts: a missing amaro must throw synchronously, as documented.
   const compiled = compileBody(code);
-  return traced(trace, { api: "runCode", input, code }, (observer) => {
-    if (!compiled.ok) return Promise.resolve(refused(compiled.message));
-    const checked =
-      declarations !== undefined
-        ? typecheckBody(code, declarations, signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
-        : Promise.resolve(undefined);
-    return checked.then((problem): RunReport | Promise<RunReport> => {
-      // Aborted while tsc ran: the launch reports Aborted (and starts nothing), not a type error.
-      if (problem !== undefined && signal?.aborted !== true) return refused(problem);
-      const body = encodeBodyFrame(compiled.javascript);
-      if (pool !== undefined) return runPooled(pool, launch, observer, body);
-      const own = withWorkDir(launch);
-      if ("failure" in own) return notStartedReport(own.failure, performance.now() - startedAt);
-      return runLaunch(own.launch, observer, body).finally(own.remove);
+  const run = () =>
+    traced(trace, { api: "runCode", input, code }, (observer) => {
+      if (!compiled.ok) return Promise.resolve(refused(compiled.message));
+      const checked =
+        declarations !== undefined
+          ? typecheckBody(code, declarations, signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
+          : Promise.resolve(undefined);
+      return checked.then((problem): RunReport | Promise<RunReport> => {
+        // Aborted while tsc ran: the launch reports Aborted (and starts nothing), not a type error.
+        if (problem !== undefined && signal?.aborted !== true) return refused(problem);
+        const body = encodeBodyFrame(compiled.javascript);
+        if (pool !== undefined) return runPooled(pool, launch, observer, body);
+        const own = withWorkDir(launch);
+        if ("failure" in own) return notStartedReport(own.failure, performance.now() - startedAt);
+        return runLaunch(own.launch, observer, body).finally(own.remove);
+      });
     });
-  });
+  return launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode");
 }

@@ -4,7 +4,7 @@
 //   --quick        fewer repetitions and smaller sizes (under a minute); a check before changing the
 //                  framing or the serve loop, not a measurement to quote
 //   --only=a,b     run only these scenarios (ids: decode, long-frames, round-trip, concurrency,
-//                  cold-start, large-payload, code-body, typecheck, warm-runs)
+//                  cold-start, large-payload, code-body, typecheck, warm-runs, remote-runs)
 //   --out=FILE     write the JSON elsewhere
 import { writeFileSync, existsSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem, platform, release } from "node:os";
@@ -18,6 +18,7 @@ import { largePayload } from "./scenarios/large-payload.mjs";
 import { codeBody } from "./scenarios/code-body.mjs";
 import { typecheck } from "./scenarios/typecheck.mjs";
 import { warmRuns } from "./scenarios/warm-runs.mjs";
+import { remoteRuns } from "./scenarios/remote-runs.mjs";
 import { fmt, fmtSpread, table } from "./lib/stats.mjs";
 
 const SCENARIOS = [
@@ -30,6 +31,7 @@ const SCENARIOS = [
   ["code-body", codeBody],
   ["typecheck", typecheck],
   ["warm-runs", warmRuns],
+  ["remote-runs", remoteRuns],
 ];
 
 const args = process.argv.slice(2);

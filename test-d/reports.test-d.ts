@@ -11,7 +11,9 @@ if (report.ok) {
   expectTypeOf(report.failure).toEqualTypeOf<undefined>();
 } else {
   expectTypeOf(report.outcome).toEqualTypeOf<Outcome | Failure | undefined>();
-  if (report.failure === undefined) expectTypeOf(report.outcome).toEqualTypeOf<Failure>();
+  // A run that paused for approval has neither a failure nor an outcome, and holds its token.
+  if (report.paused !== undefined) expectTypeOf(report.outcome).toEqualTypeOf<undefined>();
+  else if (report.failure === undefined) expectTypeOf(report.outcome).toEqualTypeOf<Failure>();
   else expectTypeOf(report.failure).toEqualTypeOf<HostFailure>();
 }
 

@@ -1,5 +1,5 @@
 /**
- * The `ears` command: dispatches to `run`, `exec`, `replay`, `timeline`, `doctor`, `declarations` and `mcp`,
+ * The `ears` command: dispatches to `run`, `exec`, `replay`, `timeline`, `doctor`, `declarations`, `mcp` and `runner`,
  * prints help and version, maps errors to exit statuses.
  */
 import { describeError } from "../protocol/errors.js";
@@ -12,6 +12,7 @@ import { mcpCommand } from "./mcp-command.js";
 import { replayCommand } from "./replay-command.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
 import { runCommand } from "./run-command.js";
+import { runnerCommand } from "./runner-command.js";
 import { timelineCommand } from "./timeline-command.js";
 import { UsageError } from "./usage.js";
 
@@ -40,6 +41,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return await declarationsCommand(rest, io);
       case "mcp":
         return await mcpCommand(rest, io);
+      case "runner":
+        return await runnerCommand(rest, io);
       case "--help":
       case "-h":
       case "help":
@@ -57,7 +60,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
           first.startsWith("-")
             ? `unknown option ${first}; options go after the command, e.g. ears run --allow read -- node guest.mjs (see ears --help)`
             : `unknown command ${JSON.stringify(first)}; ` +
-                "the commands are run, exec, replay, timeline, doctor, declarations and mcp (see ears --help)",
+                "the commands are run, exec, replay, timeline, doctor, declarations, mcp and runner (see ears --help)",
         );
     }
   } catch (error) {

@@ -2,6 +2,7 @@
 import { DECLARATIONS_HELP } from "./help.js";
 import { ExitStatus } from "./report-output.js";
 import { contractOf, hostOptionsOf, RUN_OPTIONS } from "./run-command.js";
+import { escapeTerminalText } from "./terminal-text.js";
 import { subcommand, UsageError } from "./usage.js";
 
 const DECLARATIONS_OPTIONS = {
@@ -28,7 +29,8 @@ export const declarationsCommand = subcommand(
     if (positionals.length > 0 || sawSeparator) throw new UsageError("ears declarations takes options only (see ears declarations --help)");
     const { contract, closeConnectors, allowed } = await hostOptionsOf(values, io);
     try {
-      io.stdout.write((contract ?? contractOf(allowed ?? [], {})).declarations());
+      // Descriptions come from MCP servers: their control bytes are shown escaped, as a guest's logs are.
+      io.stdout.write(escapeTerminalText((contract ?? contractOf(allowed ?? [], {})).declarations()));
       return ExitStatus.Success;
     } finally {
       await closeConnectors();

@@ -42,6 +42,8 @@ Usage:
       Print the TypeScript declarations of what a code body may call (for a model's prompt).
   ears mcp [--mcp-config <file>] [--capabilities <module>] [--fetch-allow <origin>] [options]
       Be an MCP server (stdio) with one tool, run_code, that runs a code body sandboxed.
+  ears runner [--no-sandbox] [-- <command> [args...]]
+      Be a remote runner: run one code body (or guest) sandboxed here for a host on another machine.
   ears --help, ears <command> --help
   ears --version          (also -v, -V)
 
@@ -57,7 +59,7 @@ Examples:
   ears timeline run.ndjson -o run.html
 
 Run "ears run --help", "ears exec --help", "ears replay --help", "ears timeline --help", "ears doctor --help",
-"ears declarations --help" or "ears mcp --help" for the options.
+"ears declarations --help", "ears mcp --help" or "ears runner --help" for the options.
 `;
 
 /** `ears run --help`. */
@@ -253,6 +255,28 @@ Options:
   -h, --help                Show this help.
 
 Exit status: 0 when runs here are confined, 1 when they are not, 64 for a usage error.
+`;
+
+/** `ears runner --help`. */
+export const RUNNER_HELP = `Usage: ears runner [--no-sandbox] [-- <command> [args...]]
+
+The far end of a remote runner: a host on another machine starts it over a stream (ssh -T, kubectl
+exec -i, docker exec -i) with createRunPool({ remote }), runCode({ remote }) or runGuest({ remote }).
+It runs one code body (with -- <command>, that guest program instead) under THIS machine's sandbox
+(bubblewrap, seccomp) and resource limits, exactly as a local run here would, relays the guest's
+stdin and stdout on its own, its stderr on its own stderr, and tells the host what confined the guest
+and what it used. The host keeps the capabilities: every call is answered there. When its stdin
+ends (the host is done, or the connection is gone) the guest is stopped and the runner exits.
+The lines it exchanges with the host are in wire/PROTOCOL.md, "Remote runners"; see docs/remote.md.
+
+Options:
+  --no-sandbox              Allow the host to run the guest unconfined (sandbox: false, or "auto" on a
+                            machine without bubblewrap). Without it every run is confined, and a run
+                            that cannot be is refused: the host's "auto" is no such permission.
+  -h, --help                Show this help.
+
+Exit status: 0 once the guest ran and its end was reported, 1 when the run was refused (the host's
+report says why), 64 for a usage error.
 `;
 
 /** `ears declarations --help`. */

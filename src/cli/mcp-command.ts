@@ -186,6 +186,11 @@ export function toolResult(report: RunReport): { content: { type: "text"; text: 
     const { code, message } = report.failure;
     return { content: [{ type: "text", text: `${code}: ${message}${logs}` }], isError: true };
   }
+  if (report.paused !== undefined) {
+    const names = report.paused.pending.map((call) => JSON.stringify(call.name)).join(", ");
+    const message = `the run paused: ${names} waits for approval`;
+    return { content: [{ type: "text", text: `${message}${logs}` }], isError: false };
+  }
   const outcome = report.outcome;
   const structured = outcome.structured === undefined ? "" : `${outcome.content === "" ? "" : "\n"}${jsonText(outcome.structured)}`;
   const text = outcome.status === "failure" ? `${outcome.code}: ${outcome.content}${structured}` : `${outcome.content}${structured}`;

@@ -1,6 +1,6 @@
 /** How `ears` shows a run: live logs, the result, notes and errors, and the exit status. */
 import { excerpt } from "../protocol/text.js";
-import type { Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import type { LogEntry, ResourceUsage, RunReport } from "../host/index.js";
 import type { RunReportFields } from "../host/types.js";
 import type { Outcome } from "../protocol/outcome.js";
@@ -21,6 +21,8 @@ export const ExitStatus = {
 
 /** Where `ears` writes, and where it runs: the real process, or buffers in tests. */
 export interface CliIo {
+  /** Read by `ears runner` only (the host's stream); default this process's stdin. */
+  stdin?: Readable;
   stdout: Writable;
   stderr: Writable;
   cwd: string;

@@ -119,6 +119,10 @@ function markLabel(mark: TimelineMark): string {
       return "[session]";
     case "line":
       return `[not a frame, from ${mark.level ?? "?"}]`;
+    case "approval":
+      return `[approval ${mark.level ?? "?"}]`;
+    case "end":
+      return "[end]";
   }
 }
 
@@ -232,6 +236,10 @@ ol#rows { list-style: none; padding: 0; margin: 0; }
 .mark.session .tick { background: #616161; }
 .mark.session .level { color: #616161; }
 .mark.line .tick { background: var(--bad); }
+.mark.approval .tick { background: #00695c; }
+.mark.approval .level { color: #00695c; font-weight: 600; }
+.mark.end .tick { background: var(--bad); }
+.mark.end .level { color: var(--bad); font-weight: 600; }
 .outcome { padding-left: 8px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 13px; }
 .call.failure .status { color: var(--bad); font-weight: 600; }
 .call.success .status { color: var(--good); }

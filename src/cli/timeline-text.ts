@@ -4,7 +4,12 @@ import type { Timeline, TimelineMark } from "../transcripts/timeline.js";
 import { endGuestStderrLine, label, oneLine } from "./report-output.js";
 
 /** How each kind of mark is shown (a log by its level). */
-const MARK_LABELS: Partial<Record<TimelineMark["kind"], string>> = { stderr: "[stderr]", session: "[session]", line: "[not a frame]" };
+const MARK_LABELS: Partial<Record<TimelineMark["kind"], string>> = {
+  stderr: "[stderr]",
+  session: "[session]",
+  line: "[not a frame]",
+  end: "[end]",
+};
 
 /** Rows printed at most; the rest are counted. */
 const MAX_ROWS = 200;

@@ -79,6 +79,12 @@ export interface CapabilitySpec {
   readonly arguments?: StandardSchemaV1;
   /** The `structured` value of its success: checked by the host after its handler and by the guest before the program sees it. */
   readonly structured?: StandardSchemaV1;
+  /**
+   * Added: a call needs approval before its handler runs (docs/approvals.md): `true`, or a predicate over
+   * the arguments as the body sent them (before the `arguments` schema checks them). A predicate that
+   * throws, or returns anything but `false`, means "needs approval". `implement` carries it onto the handler.
+   */
+  readonly requiresApproval?: boolean | ((args: Json) => boolean);
 }
 
 /** Capability specs by name. */
@@ -215,6 +221,9 @@ export function defineCapabilities<const Specs extends CapabilitySpecs>(specs: S
     if (spec.description !== undefined && typeof spec.description !== "string") {
       throw new TypeError(`defineCapabilities: ${JSON.stringify(name)}.description must be a string`);
     }
+    if (spec.requiresApproval !== undefined && typeof spec.requiresApproval !== "boolean" && typeof spec.requiresApproval !== "function") {
+      throw new TypeError(`defineCapabilities: ${JSON.stringify(name)}.requiresApproval must be a boolean or a function (args) => boolean`);
+    }
     for (const field of ["arguments", "structured"] as const) {
       if (spec[field] !== undefined && !isStandardSchema(spec[field])) {
         throw new TypeError(
@@ -319,7 +328,10 @@ function implement(specs: Record<string, CapabilitySpec>, handlers: Record<strin
   // No prototype: a capability may be called "__proto__" or "constructor" like any other name.
   const capabilities: Capabilities = Object.create(null);
   for (const [name, spec] of Object.entries(specs)) {
-    capabilities[name] = checkedHandler(name, spec, handlers[name] as (args: unknown, ctx: CapabilityContext) => unknown);
+    const handler = checkedHandler(name, spec, handlers[name] as (args: unknown, ctx: CapabilityContext) => unknown);
+    // The host reads the rule off the handler, as for a plain map's `requireApproval(handler)`.
+    capabilities[name] =
+      spec.requiresApproval === undefined ? handler : Object.assign(handler, { requiresApproval: spec.requiresApproval });
   }
   return capabilities;
 }

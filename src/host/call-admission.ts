@@ -1,9 +1,20 @@
 // The admission of the guest's calls: unique request ids, the call records and their payload budget, the
 // in-flight limit, the running-handler cap and the unread-reply budget that hold calls (and reading) back,
-// each call's deadline and reply.
+// each call's deadline and reply; the calls that wait for approval (approval.ts) and a resumed run's replay.
 import { excerpt } from "../protocol/text.js";
 import type { RequestFrame } from "../protocol/frames.js";
+import { jsonDifference, type Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
+import {
+  decisionProblem,
+  needsApproval,
+  type ApprovalCall,
+  type ApprovalDecision,
+  type ApprovalRecord,
+  type JournalCall,
+  type PausedState,
+  type ResumeDecision,
+} from "./approval.js";
 import { FrameQueue } from "../wires/frame-queue.js";
 import { answer } from "./answer.js";
 import { Call, CallContext, replyLine } from "./calls.js";
@@ -13,7 +24,7 @@ import * as failures from "./failures.js";
 import type { RunObserver } from "./observer.js";
 import type { Outbox } from "./outbox.js";
 import type { HostSettings } from "./settings.js";
-import type { CallRecord, HostFailure } from "./types.js";
+import type { Capability, CallRecord, HostFailure } from "./types.js";
 
 /** Characters of a requested capability name kept in a call record; a longer (hostile) name is cut with its length. */
 const MAX_RECORDED_NAME_CHARS = 1024;
@@ -23,6 +34,58 @@ interface HeldReply {
   record: CallRecord;
   kept: boolean;
   outcome: Outcome;
+}
+
+/** A call that needs approval and waits for its decision; its handler has not started. */
+interface Waiting {
+  record: CallRecord;
+  kept: boolean;
+  /** When the request arrived. */
+  startedAt: number;
+  handler: Capability;
+  args: Json;
+  approval: ApprovalRecord;
+  /** Made when `decide` is called; aborted when its answer is no longer wanted. */
+  controller: AbortController | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  settled: boolean;
+}
+
+/** The calls of a run that may pause, kept whole (unlike the report's records) for its token. */
+class Journal {
+  readonly calls = new Map<number, { name: string; arguments: Json; outcome?: Outcome }>();
+  private chars = 0;
+  /** The calls outgrew `maxChars`: the run can no longer pause. */
+  overflowed = false;
+
+  constructor(private readonly maxChars: number) {}
+
+  begin(id: number, name: string, args: Json, chars: number): void {
+    if (this.grow(chars)) this.calls.set(id, { name, arguments: args });
+  }
+
+  answer(id: number, outcome: Outcome): void {
+    const entry = this.calls.get(id);
+    if (entry === undefined) return;
+    // The outcome's JSON size, measured once; a run that can pause pays for it on every answer.
+    if (this.grow(JSON.stringify(outcome).length)) entry.outcome = outcome;
+  }
+
+  private grow(chars: number): boolean {
+    if (this.overflowed) return false;
+    this.chars += chars;
+    if (this.chars <= this.maxChars) return true;
+    this.overflowed = true;
+    this.calls.clear();
+    return false;
+  }
+
+  /** The answered calls, in id order. */
+  answered(): JournalCall[] {
+    const calls: JournalCall[] = [];
+    for (const [id, entry] of this.calls) if (entry.outcome !== undefined) calls.push({ id, ...entry, outcome: entry.outcome });
+    return calls.sort((a, b) => a.id - b.id);
+  }
 }
 
 /** What call admission needs from the session it serves. */
@@ -35,6 +98,12 @@ export interface CallSession {
   finish(failure: HostFailure): void;
   /** Told about each reply (tracing). */
   readonly observer?: RunObserver | undefined;
+  /** A call started waiting for approval: the run's deadline stops running until every such call is decided. */
+  holdClock(): void;
+  /** A call's approval was decided (or given up): see {@link holdClock}. */
+  releaseClock(): void;
+  /** Ends the run paused: no handler is running any more, `state` goes into the report's token. */
+  paused(state: PausedState): void;
 }
 
 /** Takes the guest's request frames and answers each one through the session's outbox. */
@@ -68,6 +137,16 @@ export class CallAdmission {
   /** Handlers that have not settled, including those whose call timed out. */
   private running = 0;
   private readonly allowed: ReadonlySet<string>;
+  /** Every approval asked (for kept records), in the order asked: the report's `approvals`. */
+  readonly approvals: ApprovalRecord[] = [];
+  /** Calls waiting for an approval decision, by id. */
+  private readonly awaiting = new Map<number, Waiting>();
+  /** The calls so far, whole, when the run can pause (runCode with a token key); else undefined. */
+  private readonly journal: Journal | undefined;
+  /** Set once a decision paused the run: the calls pending; the run ends when no handler is running. */
+  private pausing: ApprovalCall[] | undefined;
+  /** A resumed run: the steps of the paused run the body has made again. */
+  private readonly replayedSteps = new Set<number>();
 
   constructor(
     private readonly session: CallSession,
@@ -81,6 +160,7 @@ export class CallAdmission {
       () => session.now(),
       (call) => this.timedOut(call),
     );
+    if (settings.approval?.seal !== undefined) this.journal = new Journal(settings.limits.maxCallPayloadChars);
   }
 
   /**
@@ -107,6 +187,8 @@ export class CallAdmission {
   take(frame: RequestFrame, frameChars: number): void {
     const { id, name } = frame;
     if (!this.useId(id)) return;
+    // Pausing: no new call starts; the resumed run makes it again, live.
+    if (this.pausing !== undefined) return;
     const { limits } = this.settings;
     // A name is guest text: kept whole up to 1,024 characters (any real capability name), else cut with its
     // length, so a flood of huge names cannot grow the report.
@@ -122,6 +204,14 @@ export class CallAdmission {
       } else this.payloadChars += frameChars;
     } else this.droppedRecords++;
     const startedAt = this.session.now();
+    this.journal?.begin(id, name, frame.arguments, frameChars);
+    const replay = this.settings.approval?.replay;
+    let resumed: { decision: ResumeDecision | undefined } | undefined;
+    if (replay !== undefined) {
+      const step = this.replayStep(frame, record, kept, startedAt);
+      if (step === "answered" || step === "diverged") return;
+      resumed = step;
+    }
     if (!this.allowed.has(name)) {
       record.denied = true;
       this.reply(record, kept, startedAt, replies.capabilityDenied(name, this.settings.allowed));
@@ -132,13 +222,208 @@ export class CallAdmission {
       this.reply(record, kept, startedAt, replies.capabilityMissing(name));
       return;
     }
-    const { maxInFlight, callTimeoutMs } = limits;
-    if (this.running + this.waitingToStart.size >= maxInFlight) {
+    const { maxInFlight } = limits;
+    if (this.running + this.waitingToStart.size + this.awaiting.size >= maxInFlight) {
       this.reply(record, kept, startedAt, replies.tooManyCalls(name, maxInFlight));
       return;
     }
-    const call = new Call(record, kept, startedAt, startedAt + callTimeoutMs, handler, frame.arguments);
-    this.pending.set(id, call);
+    const approval = this.settings.approval;
+    if (resumed !== undefined || needsApproval(handler, { id, name, arguments: frame.arguments }, approval)) {
+      const approvalRecord: ApprovalRecord = { id, name: record.name, decision: "unanswered", atMs: startedAt, durationMs: 0 };
+      if (kept) this.approvals.push(approvalRecord);
+      const waiting: Waiting = {
+        record,
+        kept,
+        startedAt,
+        handler,
+        args: frame.arguments,
+        approval: approvalRecord,
+        controller: undefined,
+        timer: undefined,
+        settled: false,
+      };
+      if (resumed?.decision !== undefined) {
+        approvalRecord.resumed = true;
+        this.decided(waiting, resumed.decision);
+      } else this.ask(waiting);
+      return;
+    }
+    this.admit(record, kept, startedAt, handler, frame.arguments);
+  }
+
+  /**
+   * A resumed run's request at a step the paused run made: the same call is answered from the token (its
+   * handler is not run again) or, at a pending step, goes on to its decision; another call ends the run
+   * (`ReplayDiverged`) and nothing runs for it. A step the paused run did not make is live.
+   */
+  private replayStep(
+    frame: RequestFrame,
+    record: CallRecord,
+    kept: boolean,
+    startedAt: number,
+  ): "answered" | "diverged" | { decision: ResumeDecision | undefined } | undefined {
+    const replay = this.settings.approval!.replay!;
+    const answered = replay.calls.get(frame.id);
+    const pending = replay.pending.get(frame.id);
+    const before = answered ?? pending?.call;
+    if (before === undefined) return undefined;
+    this.replayedSteps.add(frame.id);
+    if (before.name !== frame.name || jsonDifference(before.arguments, frame.arguments) !== undefined) {
+      this.session.finish(failures.replayDiverged(frame.id, before, frame));
+      return "diverged";
+    }
+    if (answered !== undefined) {
+      record.replayed = true;
+      this.reply(record, kept, startedAt, answered.outcome);
+      return "answered";
+    }
+    return { decision: pending!.decision };
+  }
+
+  /** A resumed run's first step of the paused run the body did not make again, if any (checked at its result). */
+  unreplayed(): { step: number; call: { name: string; arguments: Json } } | undefined {
+    const replay = this.settings.approval?.replay;
+    if (replay === undefined) return undefined;
+    const steps = [...replay.calls.values(), ...[...replay.pending.values()].map((pending) => pending.call)].sort((a, b) => a.id - b.id);
+    const missed = steps.find((call) => !this.replayedSteps.has(call.id));
+    return missed === undefined ? undefined : { step: missed.id, call: missed };
+  }
+
+  /** Asks `approval.decide` about a call; it waits, its deadline not yet running and the run's held. */
+  private ask(waiting: Waiting): void {
+    const { record } = waiting;
+    const decide = this.settings.approval?.decide;
+    if (decide === undefined) {
+      this.decided(waiting, { approved: false, reason: "the host gives no way to approve calls (approval.decide)", by: "ears" });
+      return;
+    }
+    this.awaiting.set(record.id, waiting);
+    this.session.holdClock();
+    const controller = (waiting.controller = new AbortController());
+    const ms = this.settings.approval!.timeoutMs;
+    if (ms !== Infinity) waiting.timer = setTimeout(() => this.decisionTimedOut(waiting, ms), ms);
+    const call: ApprovalCall = { id: record.id, name: record.name, arguments: waiting.args };
+    let decision: unknown;
+    try {
+      decision = decide(call, { signal: controller.signal });
+    } catch (error) {
+      this.decideFailed(waiting, error);
+      return;
+    }
+    Promise.resolve(decision).then(
+      (value) => this.decided(waiting, value),
+      (error: unknown) => this.decideFailed(waiting, error),
+    );
+  }
+
+  /** Ends a call's wait once (a later decision is ignored); false when it had ended already. */
+  private leave(waiting: Waiting): boolean {
+    if (waiting.settled) return false;
+    waiting.settled = true;
+    clearTimeout(waiting.timer);
+    waiting.approval.durationMs = this.session.now() - waiting.approval.atMs;
+    if (this.awaiting.delete(waiting.record.id)) this.session.releaseClock();
+    return true;
+  }
+
+  private decideFailed(waiting: Waiting, error: unknown): void {
+    if (!this.leave(waiting)) return;
+    waiting.approval.decision = "denied";
+    waiting.approval.reason = `approval.decide failed: ${excerpt(String(error instanceof Error ? error.message : error), 1000)}`;
+    this.reply(
+      waiting.record,
+      waiting.kept,
+      waiting.startedAt,
+      replies.approvalDenied(waiting.record.name, "the host's approval check failed"),
+    );
+  }
+
+  private decided(waiting: Waiting, value: unknown): void {
+    const problem = decisionProblem(value);
+    if (problem !== undefined) {
+      this.decideFailed(waiting, new TypeError(`a malformed decision: ${problem}`));
+      return;
+    }
+    if (!this.leave(waiting)) return;
+    const decision = value as ApprovalDecision;
+    const { approval, record } = waiting;
+    if (decision.by !== undefined) approval.by = excerpt(decision.by, 1000);
+    if ((decision as { approved?: unknown }).approved === undefined) {
+      this.pause(waiting);
+      return;
+    }
+    if ((decision as { approved: boolean }).approved) {
+      approval.decision = "approved";
+      this.admit(record, waiting.kept, waiting.startedAt, waiting.handler, waiting.args);
+      return;
+    }
+    const reason = (decision as { reason: string }).reason;
+    approval.decision = "denied";
+    approval.reason = excerpt(reason, 1000);
+    this.reply(record, waiting.kept, waiting.startedAt, replies.approvalDenied(record.name, reason));
+  }
+
+  private decisionTimedOut(waiting: Waiting, ms: number): void {
+    if (!this.leave(waiting)) return;
+    waiting.approval.decision = "timedOut";
+    waiting.controller?.abort(new DOMException(`no decision within ${ms} ms (approval.timeoutMs)`, "TimeoutError"));
+    this.reply(waiting.record, waiting.kept, waiting.startedAt, replies.approvalTimedOut(waiting.record.name, ms));
+  }
+
+  /**
+   * A decision paused the run: every call still waiting for approval is pending too (its `decide` is
+   * aborted), calls not started are dropped (the resumed run makes them again), and the run ends paused
+   * once the running handlers have answered (their answers go into the token). A run that cannot pause
+   * (no token key, not runCode, answers too large to keep) denies the call instead, saying why.
+   */
+  private pause(waiting: Waiting): void {
+    const cannot =
+      this.settings.approval?.seal === undefined
+        ? "this run cannot pause (pausing needs runCode or resumeCode with approval.tokenKey)"
+        : this.journal?.overflowed
+          ? "this run cannot pause: its calls so far are too large to keep in a token (limits.maxCallPayloadChars)"
+          : undefined;
+    const { approval, record } = waiting;
+    if (cannot !== undefined) {
+      approval.decision = "denied";
+      approval.reason = cannot;
+      this.reply(record, waiting.kept, waiting.startedAt, replies.approvalDenied(record.name, cannot));
+      return;
+    }
+    const pending: ApprovalCall[] = [{ id: record.id, name: record.name, arguments: waiting.args }];
+    approval.decision = "paused";
+    for (const other of [...this.awaiting.values()]) {
+      if (!this.leave(other)) continue;
+      other.approval.decision = "paused";
+      other.controller?.abort(new DOMException("the run paused for approval", "AbortError"));
+      pending.push({ id: other.record.id, name: other.record.name, arguments: other.args });
+    }
+    this.pausing = pending.sort((a, b) => a.id - b.id);
+    for (let call = this.waitingToStart.take(); call !== undefined; call = this.waitingToStart.take()) {
+      if (call.settled) continue;
+      call.settled = true;
+      this.pending.delete(call.record.id);
+      this.journal?.calls.delete(call.record.id);
+    }
+    this.deadlines.trim();
+    this.pausedIfIdle();
+  }
+
+  /** Pausing and no handler left to answer: the run ends paused. */
+  private pausedIfIdle(): void {
+    if (this.pausing === undefined || this.pending.size > 0 || !this.session.replying()) return;
+    const pending = this.pausing;
+    for (const call of pending) this.journal!.calls.delete(call.id);
+    this.session.paused({ calls: this.journal!.answered(), pending });
+  }
+
+  /** Starts a call's handler now, or queues it (its deadline runs from now). */
+  private admit(record: CallRecord, kept: boolean, startedAt: number, handler: Capability, args: Json): void {
+    const { limits } = this.settings;
+    const { callTimeoutMs } = limits;
+    // The deadline counts from now: for a call that waited for approval, from its decision.
+    const call = new Call(record, kept, startedAt, this.session.now() + callTimeoutMs, handler, args);
+    this.pending.set(record.id, call);
     if (callTimeoutMs !== Infinity) this.deadlines.add(call);
     // While the guest leaves more than maxUnreadChars of replies unread, no handler starts: each answer
     // would only add to the queue the guest is not reading. Nor while maxRunningHandlers run: each of
@@ -185,6 +470,7 @@ export class CallAdmission {
         this.reply(record, call.kept, startedAt, outcome);
       }
       if (this.waitingToStart.size > 0) this.handlerSettled();
+      this.pausedIfIdle();
     });
   }
 
@@ -216,11 +502,13 @@ export class CallAdmission {
     call.abort(replies.callTimeoutReason(name, ms));
     call.args = null;
     this.reply(call.record, call.kept, call.startedAt, replies.callTimedOut(name, ms));
+    this.pausedIfIdle();
   }
 
   private reply(record: CallRecord, kept: boolean, startedAt: number, outcome: Outcome): void {
     if (!this.session.replying()) return;
     record.durationMs = this.session.now() - startedAt;
+    this.journal?.answer(record.id, outcome);
     // Counted as soon as it exists: while the guest leaves too much unread, the answer waits as it is
     // (its frame would be one more copy of its content, queued where the guest is not reading).
     if (this.unreadFull()) this.waitingToSend.push({ record, kept, outcome });
@@ -266,6 +554,11 @@ export class CallAdmission {
       call.abort(new DOMException(`${why} before ${JSON.stringify(call.record.name)} was answered`, "AbortError"));
     }
     this.pending.clear();
+    for (const waiting of [...this.awaiting.values()]) {
+      if (!this.leave(waiting)) continue;
+      waiting.record.durationMs = this.session.now() - waiting.startedAt;
+      waiting.controller?.abort(new DOMException(`${why} before ${JSON.stringify(waiting.record.name)} was approved`, "AbortError"));
+    }
     this.deadlines.clear();
     this.waitingToStart.clear();
     this.waitingToSend.clear();

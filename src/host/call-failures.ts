@@ -66,3 +66,16 @@ export function answerNotJson(name: string, inOutcome: boolean, problem: string)
     `the host's handler for ${JSON.stringify(name)} answered with ${what} cannot be sent as JSON unchanged: ${problem}`,
   );
 }
+
+/** The call needed approval and was denied (`reason` is the decider's, shown to the body as it is). */
+export function approvalDenied(name: string, reason: string): Outcome {
+  return Outcome.failure(HostReplyCode.ApprovalDenied, `${JSON.stringify(name)} was not approved: ${reason}; it did not run`);
+}
+
+/** No decision within `approval.timeoutMs`. */
+export function approvalTimedOut(name: string, ms: number): Outcome {
+  return Outcome.failure(
+    HostReplyCode.ApprovalTimedOut,
+    `no one approved ${JSON.stringify(name)} within ${ms} ms (approval.timeoutMs); it did not run`,
+  );
+}

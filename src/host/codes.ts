@@ -37,6 +37,10 @@ export const HostFailureCode = {
   CpuLimit: "CpuLimit",
   /** The guest's result frame was over `limits.maxResultBytes`; the outcome was not kept. */
   ResultTooLarge: "ResultTooLarge",
+  /** A remote runner's connection ended before its run did; `mayHaveExecuted` says whether the guest was invoked. */
+  RunnerLost: "RunnerLost",
+  /** resumeCode: the body took another path than before the pause (another call at a step); nothing ran for that call. */
+  ReplayDiverged: "ReplayDiverged",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;
@@ -55,4 +59,8 @@ export const HostReplyCode = {
   CallTimedOut: "CallTimedOut",
   /** `maxInFlight` calls were already running or waiting to start; this one did not run. */
   TooManyCalls: "TooManyCalls",
+  /** Added: the call needed approval and was denied (the reason is in the content); its handler did not run. */
+  ApprovalDenied: "ApprovalDenied",
+  /** Added: no decision came within `approval.timeoutMs`; the handler did not run. */
+  ApprovalTimedOut: "ApprovalTimedOut",
 } as const;

@@ -79,6 +79,41 @@ export function poolClosed(): HostFailure {
   return { code: HostFailureCode.Aborted, message: "the run pool was closed before a runner was free for this run; nothing ran" };
 }
 
+// A remote runner's (runGuest/runCode with `remote`; see docs/remote.md).
+
+/** The remote command ended (or wrote something else) before the runner's first line: nothing ran there. */
+export function runnerNotStarted(runner: string, how: string): HostFailure {
+  return {
+    code: HostFailureCode.SpawnFailed,
+    message: `the remote runner ${JSON.stringify(runner)} did not start, so nothing ran: ${how}`,
+  };
+}
+
+/** The runner on the far end refused the run (no sandbox there, a limit it cannot enforce, a bad request). */
+export function runnerRefused(runner: string, failure: HostFailure): HostFailure {
+  return { code: failure.code, message: `the remote runner ${JSON.stringify(runner)} refused the run: ${failure.message}` };
+}
+
+/** Every worker of a remote runner list is backing off after failed starts. */
+export function noRunnerWorker(states: readonly string[]): HostFailure {
+  return {
+    code: HostFailureCode.SpawnFailed,
+    message: `no remote runner can take the run, so nothing ran: every one is backing off after failed starts (${states.join("; ")})`,
+  };
+}
+
+/** The connection to a remote runner ended before the run did. */
+export function runnerLost(runner: string, mayHaveExecuted: boolean, how: string): HostFailure {
+  const ran = mayHaveExecuted
+    ? "the guest had been invoked, so it may have run (the calls the host answered are in the report); it is not run again"
+    : "the guest had not been invoked, so it did not run";
+  return {
+    code: HostFailureCode.RunnerLost,
+    message: `the connection to the remote runner ${JSON.stringify(runner)} was lost before the run ended (${how}); ${ran}`,
+    mayHaveExecuted,
+  };
+}
+
 // The host's own side: its signal, its deadlines, its own faults.
 
 export function aborted(reason: unknown): HostFailure {
@@ -237,11 +272,11 @@ const ERROR_HEADER = /^(?:Uncaught )?(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[[^
 const TRAILER = /^(?:\s+at |\s+\w+: |\s*[{}]$|Node\.js v\d|\(Use `node --trace)/;
 
 /**
- * The line of the guest's stderr that says what went wrong: the last error header when there is one
+ * The line of the guest's (or a remote runner's connection's) stderr that says what went wrong: the last error header when there is one
  * (Node ends a crash with the stack, the error's properties and "Node.js v20…", none of which say what
  * happened), else the last line that is not such trailer.
  */
-function stderrHint(text: string): string {
+export function stderrHint(text: string): string {
   // Colour codes (Deno and Bun colour their errors) are noise in a sentence; the raw tail stays in report.stderr.
   const lines = text
     .replace(SGR, "")
@@ -260,4 +295,39 @@ function quotedStderrLine(line: string): string {
 /** A line for an error message: JSON-quoted (control characters visible), cut to 200 characters. */
 function quote(line: string): string {
   return quotedExcerpt(line, 200);
+}
+
+// A resumed run (resumeCode).
+
+/** How a call reads in a divergence message: its name and an excerpt of its arguments. */
+function callText(call: { name: string; arguments: unknown } | undefined): string {
+  if (call === undefined) return "no call";
+  let args: string;
+  try {
+    args = JSON.stringify(call.arguments) ?? "null";
+  } catch {
+    args = "(arguments not representable as JSON)";
+  }
+  return `${quotedExcerpt(call.name, 64)} with ${clip(args, 200)}`;
+}
+
+/**
+ * The resumed body made another call at step `step` than the paused run did (or ended before making the
+ * paused run's calls): the run stops there, and nothing runs for that call.
+ */
+export function replayDiverged(
+  step: number,
+  before: { name: string; arguments: unknown } | undefined,
+  now: { name: string; arguments: unknown } | undefined,
+): HostFailure {
+  const what =
+    now === undefined
+      ? `the body ended without making call ${step}, which the paused run made (${callText(before)})`
+      : `at step ${step} the body called ${callText(now)}, where the paused run called ${callText(before)}`;
+  return {
+    code: HostFailureCode.ReplayDiverged,
+    message:
+      `the resumed run diverged from the paused one: ${what}; nothing was run for it. A body must make the same calls with ` +
+      "the same arguments given the same answers (time and randomness through a capability: see docs/approvals.md)",
+  };
 }

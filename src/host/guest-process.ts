@@ -26,6 +26,19 @@ export interface GuestOutcome {
   endOfStream?: boolean;
 }
 
+/**
+ * @internal A remote runner's guest (src/host/remote/): the child is the connection to it, so how the guest
+ * ended is what the runner reports, and output that ends without that report means the connection was lost.
+ */
+export interface FarEnd {
+  /** The far end's guest's exit, once its runner reported it. */
+  ended(): { exit: Exit; forcedStop: "SIGTERM" | "SIGKILL" | undefined } | undefined;
+  /** The failure of a run whose output ended early without the runner's report; `exit` is the connection's. */
+  lost(saidHello: boolean, exit: Exit | undefined, stderr: string): HostFailure;
+  /** The connection's grace for the run's `killGraceMs`: long enough for the runner's own shutdown of its guest. */
+  grace(killGraceMs: number): number;
+}
+
 /** The child (on the bounded-child helper: its exit, its stderr tail and live callback, the shutdown sequence) and its report. */
 export class GuestProcess {
   /** Resolves with the spawn error, or undefined once the child is running. */
@@ -42,10 +55,11 @@ export class GuestProcess {
     killGraceMs: number,
     maxStderrBytes: number,
     onStderr: ((chunk: string) => void) | undefined,
+    private readonly farEnd?: FarEnd,
   ) {
     // stderr is always read (its tail kept), so a chatty child never blocks on a full pipe.
     this.bounded = new BoundedChild(child, {
-      killGraceMs,
+      killGraceMs: farEnd === undefined ? killGraceMs : farEnd.grace(killGraceMs),
       output: { streams: ["stderr"], maxBytes: maxStderrBytes, keep: "last", ...this.stderrCallback(onStderr) },
       group,
     });
@@ -58,7 +72,7 @@ export class GuestProcess {
    * The stderr the child wrote while it waited (the kept tail) is passed to `onStderr` first.
    */
   adopt(killGraceMs: number, onStderr: ((chunk: string) => void) | undefined): void {
-    this.bounded.adopt(killGraceMs, this.stderrCallback(onStderr).onText);
+    this.bounded.adopt(this.farEnd === undefined ? killGraceMs : this.farEnd.grace(killGraceMs), this.stderrCallback(onStderr).onText);
   }
 
   /** The user's onStderr, guarded: a callback that throws costs the callback, never the run. */
@@ -106,16 +120,25 @@ export class GuestProcess {
     const session = outcome.session?.report;
     let failure = session === undefined ? outcome.failure : session.failure;
     const endOfStream = outcome.session?.endOfStream ?? outcome.endOfStream ?? false;
-    if (endOfStream && failure !== undefined) failure = this.refine(failure, end.output, session?.hello !== undefined);
+    const far = this.farEnd?.ended();
+    const exit = far === undefined ? end.exit : far.exit;
+    const forced = far === undefined ? end.forced : far.forcedStop;
+    const saidHello = session?.hello !== undefined;
+    if (endOfStream && failure !== undefined) {
+      failure =
+        this.farEnd !== undefined && far === undefined
+          ? this.farEnd.lost(saidHello, end.exit, end.output)
+          : this.refine(failure, exit, forced, end.output, saidHello);
+    }
     return runReport({
       ...session,
       failure,
       durationMs: elapsed(),
-      exit: end.exit,
+      exit,
       pid: this.child.pid,
       stderr: end.output,
       droppedStderrBytes: end.droppedBytes,
-      forcedStop: end.forced,
+      forcedStop: forced,
       sandbox,
       sandboxFallback,
     });
@@ -157,8 +180,13 @@ export class GuestProcess {
   }
 
   /** The output ended early: when the child then exited on its own, its exit tells the real story. */
-  private refine(failure: HostFailure, stderr: string, saidHello: boolean): HostFailure {
-    const { exit, forced } = this.bounded;
+  private refine(
+    failure: HostFailure,
+    exit: Exit | undefined,
+    forced: string | undefined,
+    stderr: string,
+    saidHello: boolean,
+  ): HostFailure {
     if (exit === undefined || forced !== undefined) return failure;
     return failures.endedEarly(failure, exit, stderr, saidHello);
   }

@@ -17,7 +17,10 @@ export type {
   CallRecord,
   HostFailure,
   RunReport,
+  RunPaused,
   GuestCommand,
+  RemoteRunner,
+  RemoteWorkerState,
   TraceSetting,
   TraceOptions,
   TracerLike,
@@ -30,6 +33,20 @@ export type {
 export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
+export { resumeCode, type ResumeOptions } from "./code/resume-code.js";
+export { ApprovalTokenError, TOKEN_VERSION, type ApprovalTokenProblem } from "./code/approval-token.js";
+export {
+  requireApproval,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  type ApprovalCall,
+  type ApprovalDecision,
+  type ApprovalOptions,
+  type ApprovalRecord,
+  type ApprovalRule,
+  type ApprovalToken,
+  type PausedRun,
+  type ResumeDecision,
+} from "./approval.js";
 export { createRunPool, DEFAULT_POOL_SIZE, type RunPool, type RunPoolOptions } from "./code/run-pool.js";
 export { closeTypeChecker } from "./code/warm-checker.js";
 export {

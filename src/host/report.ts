@@ -1,5 +1,6 @@
 // Building a RunReport: the one shape of every run's report, whichever engine ends the run.
 import type { Outcome } from "../protocol/outcome.js";
+import type { PausedRun } from "./approval.js";
 import type { HostFailure, RunBroken, RunDetails, RunReport, RunReportFields } from "./types.js";
 
 /**
@@ -9,6 +10,7 @@ import type { HostFailure, RunBroken, RunDetails, RunReport, RunReportFields } f
 export interface RunFacts extends Partial<RunDetails> {
   outcome?: Outcome | undefined;
   failure?: HostFailure | undefined;
+  paused?: PausedRun | undefined;
   durationMs: number;
 }
 
@@ -32,6 +34,8 @@ export function runReport(facts: RunFacts): RunReport {
   report.calls = facts.calls ?? [];
   if (facts.droppedCalls !== undefined) report.droppedCalls = facts.droppedCalls;
   if (facts.droppedCallPayloads !== undefined) report.droppedCallPayloads = facts.droppedCallPayloads;
+  if (facts.approvals !== undefined) report.approvals = facts.approvals;
+  if (facts.paused !== undefined) report.paused = facts.paused;
   report.durationMs = facts.durationMs;
   if (facts.exit !== undefined) report.exit = facts.exit;
   if (facts.pid !== undefined) report.pid = facts.pid;

@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
+import type { Readable } from "node:stream";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { StreamWire } from "../wires/stdio.js";
@@ -22,8 +23,9 @@ import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
-import type { GuestCommand, HostFailure, ResourceLimitName, RunReport } from "./types.js";
 import { isSession, sessionRun, type Session } from "./workspace/index.js";
+import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
+import { RemoteTarget } from "./remote/remote-target.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -62,6 +64,8 @@ export function runGuest(options: GuestCommand): Promise<RunReport> {
 function sessionPaths(session: unknown, options: GuestCommand, caller: string): { cwd: string; sandbox: SandboxRequest } {
   if (!isSession(session)) throw new TypeError(`${caller}: options.session must be a session made by createSession or openSession`);
   if (session.closed) throw new TypeError(`${caller}: options.session is closed (session.close() was called)`);
+  if (options.remote !== undefined)
+    throw new TypeError(`${caller}: options.remote and options.session are exclusive: a workspace is this host's`);
   if (options.cwd !== undefined)
     throw new TypeError(`${caller}: options.cwd and options.session are exclusive: a session's workspace is the working directory`);
   const request = sandboxRequest(options.sandbox, caller);
@@ -100,6 +104,8 @@ export interface CheckedLaunch extends LaunchExtras, SessionExtra {
   sandbox: SandboxRequest;
   /** The resource limits the options name (a report says which were asked for). */
   requestedLimits: ReadonlySet<ResourceLimitName>;
+  /** Where the guest runs when not here: a remote runner (options.remote). */
+  remote?: RemoteTarget | undefined;
 }
 
 /**
@@ -124,6 +130,11 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
     ...writable,
     ...(own === undefined ? [] : [own.cwd]),
   ]);
+  // runGuest's command runs on the far end; runCode's runner is the far end's own.
+  const remote =
+    options.remote === undefined
+      ? undefined
+      : RemoteTarget.check(options.remote, options, caller, caller === "runGuest" ? [command, ...args] : undefined);
   return {
     ...extras,
     ...(session === undefined ? {} : { session }),
@@ -136,6 +147,7 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
     killGraceMs,
     sandbox,
     requestedLimits: new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined)),
+    remote,
   };
 }
 
@@ -176,6 +188,7 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   const aborted = () => blank(failures.abortedBeforeStart(settings.signal?.reason));
 
   if (settings.signal?.aborted) return aborted();
+  if (launch.remote !== undefined) return startRemote(launch, launch.remote, startedAt);
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
   const workspace = launch.session?.path;
   const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover, workspace }, { tmpBytes });
@@ -222,6 +235,36 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   return new StartedGuest(child, guest, wire, limits, group, confined ? plan.report : null, fallback, confined ? plan.command : command);
 }
 
+/**
+ * A remote runner's guest: the local command that reaches it (ssh, ...) is the child, the guest's stdout is
+ * read off the runner's, and the runner's report gives the sandbox, limits and usage (src/host/remote/).
+ */
+function startRemote(launch: CheckedLaunch, target: RemoteTarget, startedAt: number): StartedGuest | RunReport {
+  const remote = target.spawn(launch);
+  if ("failure" in remote) return notStartedReport(remote.failure, performance.now() - startedAt);
+  const { child, group } = remote;
+  const { limits } = launch.settings;
+  const guest = new GuestProcess(child, group, launch.killGraceMs, limits.maxStderrBytes, launch.onStderr, remote.farEnd);
+  const wire = new StreamWire(remote.output, child.stdin, limits.maxFrameBytes);
+  return new StartedGuest(child, guest, wire, remote.end, group, null, undefined, remote.name, remote.output);
+}
+
+/** @internal What a run's end adds to its report: its limits' verdict, limits and usage (and a remote runner's sandbox). */
+export interface RunEndFacts {
+  failure?: HostFailure;
+  limits?: Record<ResourceLimitName, LimitState>;
+  usage?: ResourceUsage;
+  sandbox?: SandboxReport | null;
+  sandboxFallback?: string;
+}
+
+/** @internal What watches a run's resources and ends them: {@link RunLimits} here, a remote runner's report (src/host/remote/). */
+export interface RunEnd {
+  watch(trip: (failure: HostFailure) => void, pid?: number): void;
+  sample(): void;
+  finish(report: RunReport): Promise<RunEndFacts>;
+}
+
 /** @internal What {@link StartedGuest.serve} needs of the run. */
 export interface ServeOptions {
   /** The run's settings: capabilities, input, deadlines, callbacks, signal. */
@@ -244,13 +287,15 @@ export class StartedGuest {
     readonly child: ChildProcessWithoutNullStreams,
     readonly process: GuestProcess,
     readonly wire: StreamWire,
-    private readonly limits: RunLimits,
+    private readonly limits: RunEnd,
     /** Told to the host's watchdog until the run's cgroup is removed too (the group's end does not release it). */
     private readonly group: ProcessGroup,
     readonly sandbox: SandboxReport | null,
     readonly sandboxFallback: string | undefined,
     /** The program named in a SpawnFailed message (bubblewrap, when confined). */
     readonly spawned: string,
+    /** What the wire reads: the child's stdout, or a remote runner's guest output read off it. */
+    private readonly output: Readable = child.stdout,
   ) {
     // The session ends early when a limit is passed; the run's own signal still ends it as before.
     limits.watch((failure) => this.stop.abort(failure), child.pid);
@@ -258,7 +303,7 @@ export class StartedGuest {
 
   /** Hosts the session, then ends the child, its group and its cgroup; the report says how it went. Never rejects. */
   async serve({ settings, observer, startedAt, preamble, firstLine }: ServeOptions): Promise<RunReport> {
-    const { stop, child, wire } = this;
+    const { stop, wire } = this;
     const passOnAbort = () => stop.abort(settings.signal?.reason);
     settings.signal?.addEventListener("abort", passOnAbort, { once: true });
     const sessionSettings = { ...settings, signal: stop.signal };
@@ -277,10 +322,11 @@ export class StartedGuest {
           this.limits.sample();
           guest.stop("result");
         },
-        release: (failure) => {
+        release: (failure, paused) => {
           void wire.close().catch(() => {});
-          if (failure !== undefined) {
-            child.stdout.destroy(); // nothing more is read; a child still writing gets EPIPE
+          if (failure !== undefined || paused === true) {
+            // Nothing more is read; a child still writing gets EPIPE (a remote runner's report is still read).
+            this.output.destroy();
             guest.stop("failure");
           }
         },
@@ -299,12 +345,16 @@ export class StartedGuest {
     return this.finish(async () => ({ failure, endOfStream }), startedAt);
   }
 
-  private async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
+  /**
+   * @internal Runs `body` with the guest (serve's session, discard's verdict, or a remote runner relaying
+   * its stdio: remote/runner.ts), then ends it, its group and its limits, and reports.
+   */
+  async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
     const report = await this.process.run(body, () => performance.now() - startedAt, this.sandbox, this.sandboxFallback);
     const end = await this.limits.finish(report);
     // Only now: a host killed while the cgroup was being removed still has the watchdog remove it.
     this.group.release();
-    return runReport({ ...report, failure: end.failure ?? report.failure, limits: end.limits, usage: end.usage });
+    return runReport({ ...report, ...end, failure: end.failure ?? report.failure });
   }
 }
 

@@ -16,6 +16,7 @@ import { Outbox } from "./outbox.js";
 import type { RunObserver } from "./observer.js";
 import { runReport } from "./report.js";
 import type { HostSettings } from "./settings.js";
+import type { PausedRun, PausedState } from "./approval.js";
 import type { HostFailure, RunReport } from "./types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
@@ -27,8 +28,11 @@ export interface SessionHooks {
   closeGraceMs: number;
   /** The result arrived and the host will send nothing more (runGuest closes the child's stdin here). */
   resultReceived?(): void;
-  /** The session is over: release the wire. Called once, before the report is delivered. */
-  release(failure: HostFailure | undefined): void;
+  /**
+   * The session is over: release the wire. Called once, before the report is delivered. `paused`: the run
+   * ended paused for approval (no failure, but the guest is stopped as after one).
+   */
+  release(failure: HostFailure | undefined, paused?: boolean): void;
   /** Told about the run's frames (tracing); its traceparent goes into the invoke frame. */
   observer?: RunObserver | undefined;
   /** The guest's first line when the caller read it before the session (a run pool's warm runner's hello). */
@@ -66,6 +70,13 @@ class HostSession implements CallSession {
   private readonly callbacks = new UserCallbacks();
   private unreadFirstLine: string | undefined;
   readonly observer: RunObserver | undefined;
+  /** Calls waiting for approval: while there are any, the run's deadline does not run (see holdClock). */
+  private holds = 0;
+  private heldSince = 0;
+  /** Milliseconds the run's deadline was held, in total so far. */
+  private heldMs = 0;
+  /** Set when the run ended paused for approval. */
+  private pausedRun: PausedRun | undefined;
   private readonly onAbort = () => {
     if (this.phase === "draining") this.finish(undefined);
     else this.finish(failures.aborted(this.settings.signal?.reason));
@@ -98,15 +109,45 @@ class HostSession implements CallSession {
         const left = Math.max(0, limits.helloTimeoutMs - this.now());
         this.helloTimer = setTimeout(() => this.finish(failures.helloTimedOut(limits.helloTimeoutMs)), left);
       }
-      if (limits.runTimeoutMs !== Infinity) {
-        const left = Math.max(0, limits.runTimeoutMs - this.now());
-        this.runTimer = setTimeout(() => this.finish(failures.runTimedOut(limits.runTimeoutMs)), left);
-      }
+      this.armRunTimer();
       this.readLoop().catch((error: unknown) => {
         // Not reached by design (every step below is guarded); kept so a bug cannot become a hang.
         this.finish(failures.engineFailed(error));
       });
     });
+  }
+
+  /** Arms the run's deadline for the time it has left, not counting the time it was held. */
+  private armRunTimer(): void {
+    const { runTimeoutMs } = this.settings.limits;
+    if (runTimeoutMs === Infinity || this.phase === "done" || this.phase === "draining") return;
+    const left = Math.max(0, runTimeoutMs - (this.now() - this.heldMs));
+    this.runTimer = setTimeout(() => this.finish(failures.runTimedOut(runTimeoutMs)), left);
+  }
+
+  holdClock(): void {
+    if (this.holds++ > 0) return;
+    this.heldSince = this.now();
+    clearTimeout(this.runTimer);
+    this.runTimer = undefined;
+  }
+
+  releaseClock(): void {
+    if (--this.holds > 0) return;
+    this.heldMs += this.now() - this.heldSince;
+    this.armRunTimer();
+  }
+
+  paused(state: PausedState): void {
+    const seal = this.settings.approval?.seal;
+    if (seal === undefined || this.phase !== "running") return;
+    try {
+      this.pausedRun = { token: seal(state), pending: state.pending };
+    } catch (error) {
+      this.finish(failures.engineFailed(error));
+      return;
+    }
+    this.finish(undefined);
   }
 
   /** A method, not an inline comparison: the phase changes across awaits, which narrowing cannot see. */
@@ -237,6 +278,11 @@ class HostSession implements CallSession {
     this.phase = "draining";
     clearTimeout(this.runTimer);
     this.calls.dropPending("the guest sent its result");
+    const unreplayed = this.calls.unreplayed();
+    if (unreplayed !== undefined) {
+      this.finish(failures.replayDiverged(unreplayed.step, unreplayed.call, undefined));
+      return;
+    }
     try {
       this.hooks.resultReceived?.();
     } catch {
@@ -271,7 +317,7 @@ class HostSession implements CallSession {
     this.calls.dropPending("the run ended");
     this.outbox.wakeReader();
     try {
-      this.hooks.release(failure);
+      this.hooks.release(failure, this.pausedRun !== undefined);
     } catch {
       // Releasing is best effort.
     }
@@ -285,6 +331,8 @@ class HostSession implements CallSession {
       calls: this.calls.records,
       droppedCalls: this.calls.droppedRecords,
       droppedCallPayloads: this.calls.droppedPayloads,
+      approvals: this.calls.approvals.length > 0 ? this.calls.approvals : undefined,
+      paused: this.pausedRun,
       durationMs: this.now(),
     });
     this.resolve({ report, endOfStream: failure !== undefined && endOfStream });

@@ -6,6 +6,7 @@
 import { MAX_TIMER_MS } from "../protocol/timers.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frames.js";
+import { approvalSettings, checkApprovalRule, type ApprovalSettings } from "./approval.js";
 import type { Capabilities, HostLimits, HostOptions, LogEntry, TraceSetting } from "./types.js";
 
 /** The defaults of every {@link HostLimits} field. */
@@ -46,6 +47,7 @@ export interface HostSettings {
   limits: Required<HostLimits>;
   signal: AbortSignal | undefined;
   trace: TraceSetting | undefined;
+  approval: ApprovalSettings | undefined;
 }
 
 // Deadlines that may be Infinity (none); Node's timers cannot wait longer than MAX_TIMER_MS, so longer ones mean none too.
@@ -84,6 +86,7 @@ export function hostSettings(options: HostOptions | undefined, caller: string): 
     if (typeof handler !== "function") {
       throw new TypeError(`${caller}: options.capabilities[${JSON.stringify(name)}] must be a function (args, ctx) => answer`);
     }
+    checkApprovalRule(handler, name, caller);
   }
   const allowed = o.allowed === undefined ? Object.keys(capabilities) : o.allowed;
   if (!Array.isArray(allowed) || !allowed.every((name) => typeof name === "string")) {
@@ -107,6 +110,7 @@ export function hostSettings(options: HostOptions | undefined, caller: string): 
     limits: hostLimits(o.limits, caller),
     signal: o.signal,
     trace: traceSetting(o.trace, caller),
+    approval: approvalSettings(o.approval, caller),
   };
 }
 

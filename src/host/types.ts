@@ -8,6 +8,7 @@ import type { Json } from "../protocol/json.js";
 import type { Failure, Outcome, Success } from "../protocol/outcome.js";
 import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
 import type { Session } from "./workspace/index.js";
+import type { ApprovalOptions, ApprovalRecord, PausedRun } from "./approval.js";
 
 // The handler types belong to the capability contract, which the guest side shares; the host API exports them too.
 export type { CapabilityContext, Capability, Capabilities } from "../contract/contract.js";
@@ -189,6 +190,15 @@ export interface HostOptions {
    * `traceparent`. Without the package or a provider nothing changes. `false` turns tracing off.
    */
   trace?: TraceSetting;
+  /**
+   * Added: approvals inside the run (docs/approvals.md). A call needs approval when its capability says so
+   * (`requiresApproval`: a contract spec's field, or `requireApproval(handler)` in a plain map) or
+   * `approval.required` names it; such a call waits for `approval.decide` before its handler runs, while
+   * the run's deadline (`runTimeoutMs`) and its own (`callTimeoutMs`) do not run. A denial answers the body
+   * `ApprovalDenied`; no decision within `approval.timeoutMs` answers `ApprovalTimedOut`. Without this
+   * option, a call that needs approval is denied.
+   */
+  approval?: ApprovalOptions;
 }
 
 /** How a run is traced: `false` (off), or options; default `{}` (on when a tracer provider is registered). */
@@ -253,6 +263,8 @@ export interface CallRecord {
   durationMs: number;
   /** True when the name was outside `allowed`: answered `CapabilityDenied`, no handler ran. */
   denied?: boolean;
+  /** Added, resumeCode only: answered from the pause token (the paused run's answer); no handler ran. */
+  replayed?: true;
 }
 
 /** Why a session did not end in a valid result. See docs/host.md for when each is used. */
@@ -271,13 +283,20 @@ export type HostFailureCode =
   | "CompileError"
   | "MemoryLimit"
   | "CpuLimit"
-  | "ResultTooLarge";
+  | "ResultTooLarge"
+  | "RunnerLost"
+  | "ReplayDiverged";
 
 /** The session-level failure in a {@link RunReport}. */
 export interface HostFailure {
   code: HostFailureCode;
   /** What happened and, where it helps, what to do; includes the offending line's excerpt for violations. */
   message: string;
+  /**
+   * Added, `RunnerLost` only: whether the guest may have run (it was invoked before the connection was
+   * lost). The calls it made that the host answered are in the report's `calls`.
+   */
+  mayHaveExecuted?: boolean;
 }
 
 /** What every report has, whatever the verdict. */
@@ -296,6 +315,8 @@ export interface RunDetails {
   droppedCalls?: number;
   /** How many kept call records lost their arguments, their outcome or both to `maxCallPayloadChars`. */
   droppedCallPayloads?: number;
+  /** Added: each approval asked in the run, in the order asked: its decision, who decided and how long it took. */
+  approvals?: ApprovalRecord[];
   /** Milliseconds from the start of the run to its report. */
   durationMs: number;
   /** runGuest only: how the child exited. */
@@ -336,6 +357,7 @@ export interface RunSucceeded extends RunDetails {
   ok: true;
   outcome: Success;
   failure?: undefined;
+  paused?: undefined;
 }
 
 /** A run whose guest returned a failure outcome (and may also have broken the protocol after it). */
@@ -343,6 +365,7 @@ export interface RunFailedOutcome extends RunDetails {
   ok: false;
   outcome: Failure;
   failure?: HostFailure;
+  paused?: undefined;
 }
 
 /** A run that did not end in a valid result, or broke the protocol after it: `failure` says how. */
@@ -351,19 +374,33 @@ export interface RunBroken extends RunDetails {
   /** The guest's result, when one arrived before the session broke. */
   outcome?: Outcome;
   failure: HostFailure;
+  paused?: undefined;
+}
+
+/**
+ * Added: a run that paused for approval (runCode, resumeCode): not a failure, and not over. Store
+ * `paused.token`; `resumeCode(token, { decisions })` runs the body again and goes on (docs/approvals.md).
+ */
+export interface RunPaused extends RunDetails {
+  ok: false;
+  outcome?: undefined;
+  failure?: undefined;
+  paused: PausedRun;
 }
 
 /**
  * Everything a run produced: a union on `ok`. After `if (!report.ok) ...` returns or throws,
- * `report.outcome` is a {@link Success}; when `ok` is false, `failure` or a failure `outcome` says why.
+ * `report.outcome` is a {@link Success}; when `ok` is false, `failure` or a failure `outcome` says why,
+ * or `paused` holds the token of a run that paused for approval.
  */
-export type RunReport = RunSucceeded | RunFailedOutcome | RunBroken;
+export type RunReport = RunSucceeded | RunFailedOutcome | RunBroken | RunPaused;
 
 /** @internal The report as the engines build it, before its fields settle into one member of {@link RunReport}. */
 export interface RunReportFields extends RunDetails {
   ok: boolean;
   outcome?: Outcome;
   failure?: HostFailure;
+  paused?: PausedRun;
 }
 
 /** Options for {@link runGuest}: the command to run, plus everything {@link HostOptions} has. */
@@ -405,4 +442,34 @@ export interface GuestCommand extends HostOptions {
    * bounded `stderr` tail drops. A throw is ignored.
    */
   onStderr?: (chunk: string) => void;
+  /**
+   * Added: run the guest on another machine through a remote runner (see docs/remote.md): the host starts
+   * `remote.command remote.args` (e.g. `ssh -T worker ears runner`), which runs `ears runner` there, and
+   * appends `-- command args` to it; the guest runs under that machine's sandbox and limits, its calls
+   * answered here. A list spreads runs over several runners (the least loaded first). `cwd`, `env` and a
+   * sandbox options object name this machine's paths and are refused with it (TypeError).
+   */
+  remote?: RemoteRunner | readonly RemoteRunner[];
+}
+
+/** One worker of a remote runner list, as a pool reports it (`pool.workers`). */
+export interface RemoteWorkerState {
+  command: string;
+  args: readonly string[];
+  /** Runners of this worker whose command is running (waiting or serving a run). */
+  running: number;
+  /** Starts that failed in a row (the command ended before the runner said what confined it). */
+  failuresInARow: number;
+  /** While it is taken out: milliseconds until it is tried again. */
+  retryInMs?: number;
+  /** Why its last start failed, until one succeeds. */
+  lastFailure?: string;
+}
+
+/** A remote runner: the local command that starts `ears runner` on another machine, with a stream to it. */
+export interface RemoteRunner {
+  /** The program, run here without a shell (e.g. "ssh", "kubectl", "docker"). */
+  command: string;
+  /** Its arguments, ending with the far end's `ears runner` command (e.g. `["-T", "worker", "ears", "runner"]`). */
+  args?: readonly string[];
 }

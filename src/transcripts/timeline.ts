@@ -31,9 +31,13 @@ export interface TimelineCall {
   content?: string;
 }
 
-/** Something that happened at a moment: the hello or invoke, a log, a chunk of stderr, a line that was not a frame. */
+/**
+ * Something that happened at a moment: the hello or invoke, a log, a chunk of stderr, a line that was not a
+ * frame, an approval decided (at its decision; `level` is the decision), the run's end when it was cut short
+ * (a deadline, a limit, an abort, a forced stop, a pause).
+ */
 export interface TimelineMark {
-  kind: "session" | "log" | "stderr" | "line";
+  kind: "session" | "log" | "stderr" | "line" | "approval" | "end";
   atMs: number;
   /** The log's level; for a line, who wrote it. */
   level?: string;
@@ -189,6 +193,41 @@ export class TimelineBuilder {
       if (this.timeline.timed) this.timeline.durationMs = Math.max(this.timeline.durationMs, value.durationMs);
     }
     this.timeline.report = report;
+    if (Array.isArray(value.approvals)) for (const approval of value.approvals) this.approvalMark(approval);
+    this.endMark(value, report);
+  }
+
+  /** An approval from the report note, marked when it was decided. */
+  private approvalMark(value: Json): void {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return;
+    const { id, name, decision, by, reason, atMs, durationMs } = value;
+    if (typeof atMs !== "number" || typeof durationMs !== "number") return;
+    const who = typeof by === "string" ? ` by ${excerpt(by, 100)}` : "";
+    const why = typeof reason === "string" ? `: ${excerpt(reason, EXCERPT_CHARS)}` : "";
+    this.mark({
+      kind: "approval",
+      atMs: atMs + durationMs,
+      level: excerpt(String(decision), 20),
+      text: `#${String(id)} ${excerpt(String(name), 200)} ${String(decision)}${who}${why} (decided in ${Math.round(durationMs)} ms)`,
+    });
+  }
+
+  /** How the run was cut short, when it was: a deadline or limit, an abort, a forced stop, a pause. */
+  private endMark(value: { [key: string]: Json }, report: NonNullable<Timeline["report"]>): void {
+    const parts: string[] = [];
+    const code = report.failure?.code;
+    if (code === "RunTimeout" || code === "HelloTimeout" || code === "CpuLimit" || code === "MemoryLimit" || code === "Aborted") {
+      parts.push(`${code}: ${excerpt(report.failure!.message, EXCERPT_CHARS)}`);
+    }
+    if (typeof value.forcedStop === "string") parts.push(`the host had to send ${excerpt(value.forcedStop, 20)}`);
+    if (report.exit?.startsWith("signal ")) parts.push(`the guest was killed (${report.exit})`);
+    const paused = value.paused;
+    if (typeof paused === "object" && paused !== null && !Array.isArray(paused) && Array.isArray(paused.pending)) {
+      parts.push(`paused for approval: ${paused.pending.length} call${paused.pending.length === 1 ? "" : "s"} pending`);
+    }
+    if (parts.length === 0) return;
+    const atMs = report.durationMs ?? this.timeline.durationMs;
+    this.mark({ kind: "end", atMs, text: parts.join("; ") });
   }
 }
 

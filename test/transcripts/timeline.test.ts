@@ -186,3 +186,62 @@ describe("the timeline of a transcript", () => {
     );
   });
 });
+
+describe("approvals and a cut-short end in the timeline (issues 31, 29.12)", () => {
+  const base: TranscriptEntry[] = SESSION.slice(0, 3);
+
+  it("each approval in the report note is a mark at its decision, with who decided and why", () => {
+    const timeline = timelineOf([
+      ...base,
+      {
+        from: "host",
+        at: 40,
+        report: {
+          ok: true,
+          durationMs: 40,
+          approvals: [
+            { id: 1, name: "read", decision: "denied", by: "ada", reason: "not today", atMs: 10, durationMs: 20 },
+            { id: 2, name: "send\u001b[2J", decision: "approved", atMs: 11, durationMs: 5 },
+          ],
+        },
+      },
+    ]);
+    const marks = timeline.marks.filter((mark) => mark.kind === "approval");
+    expect(marks).toEqual([
+      { kind: "approval", atMs: 30, level: "denied", text: "#1 read denied by ada: not today (decided in 20 ms)" },
+      { kind: "approval", atMs: 16, level: "approved", text: "#2 send\u001b[2J approved (decided in 5 ms)" },
+    ]);
+    expect(timeline.marks.some((mark) => mark.kind === "end")).toBe(false);
+    const html = timelineHtml(timeline, "t.ndjson");
+    expect(html).toContain("[approval denied]");
+  });
+
+  it("a run stopped at its deadline, killed or paused ends with an end mark saying so", () => {
+    const timedOut = timelineOf([
+      ...base,
+      {
+        from: "host",
+        at: 50,
+        report: {
+          ok: false,
+          durationMs: 50,
+          failure: { code: "RunTimeout", message: "the run took longer than 40 ms" },
+          forcedStop: "SIGKILL",
+          exit: { code: null, signal: "SIGKILL" },
+        },
+      },
+    ]);
+    expect(timedOut.marks.filter((mark) => mark.kind === "end")).toEqual([
+      {
+        kind: "end",
+        atMs: 50,
+        text: "RunTimeout: the run took longer than 40 ms; the host had to send SIGKILL; the guest was killed (signal SIGKILL)",
+      },
+    ]);
+    const out = new PassThrough();
+    printTimeline(timedOut, out);
+    expect(String(out.read())).toContain("[end] RunTimeout");
+    const paused = timelineOf([...base, { from: "host", at: 9, report: { ok: false, durationMs: 9, paused: { pending: [{ id: 1 }] } } }]);
+    expect(paused.marks.at(-1)).toMatchObject({ kind: "end", text: "paused for approval: 1 call pending" });
+  });
+});

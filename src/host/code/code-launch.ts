@@ -35,13 +35,14 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
 
 /**
  * @internal Gives a launch its private working directory (mode 0700, removed by `remove`, and by the
- * watchdog if the host dies first), unless the options named a `cwd`. The directory is a bounded tmpfs
+ * watchdog if the host dies first), unless the options named a `cwd` or the runner is remote (it makes its
+ * own, on its machine). The directory is a bounded tmpfs
  * (workspace/bounded-dir.ts) of `limits.tmpBytes` bytes and as many files as go with them, so a body
  * filling it gets ENOSPC and the host's disk is never touched; where the host cannot mount (not root) it
  * is a plain directory, bounded by nothing (docs/host.md, "Workspaces").
  */
 export function withWorkDir(launch: CheckedLaunch): { launch: CheckedLaunch; remove: () => Promise<void> } | { failure: HostFailure } {
-  if (launch.cwd !== undefined) return { launch, remove: () => Promise.resolve() };
+  if (launch.cwd !== undefined || launch.remote !== undefined) return { launch, remove: () => Promise.resolve() };
   const bytes = launch.settings.limits.tmpBytes;
   try {
     const made = makeBoundedDir("ears-code-", bytes === Infinity ? undefined : { bytes, files: filesFor(bytes) }, true);

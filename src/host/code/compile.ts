@@ -1,11 +1,15 @@
 /**
  * Turns a submitted code body into JavaScript the runner can compile, in the host: TypeScript types are
- * replaced by whitespace (amaro, Node's own type stripper, loaded on first use), so every line and column
- * of the output is the body's own; then V8 compiles it (without running it) to catch what the stripper's
- * parser lets through. Any failure is a sentence naming `line:column` in the submitted body.
+ * replaced by whitespace (amaro, Node's own type stripper, loaded on first use in a worker thread of its
+ * own, bounded in time), so every line and column of the output is the body's own; then V8 compiles it
+ * (without running it) to catch what the stripper's parser lets through. Any failure is a sentence
+ * naming `line:column` in the submitted body, or saying what to change.
  */
 import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
 import { Script } from "node:vm";
+import { describeError } from "../../protocol/errors.js";
 import { CODE_FILENAME, CODE_PREFIX, CODE_SUFFIX, NO_MODULES_HINT, wrapBody } from "../../protocol/code-body.js";
 
 /** The verdict on a body: JavaScript with the body's own positions, or why it does not compile. */
@@ -17,28 +21,172 @@ interface AmaroError {
   startLine?: number;
   startColumn?: number;
 }
-type Amaro = { transformSync(code: string, options: { mode: "strip-only" }): { code: string } };
 
 /** A package runCode needs is not installed: the message says what to install. */
 export class MissingPeerError extends Error {
   override name = "MissingPeerError";
 }
 
-let amaro: Amaro | undefined;
-function stripper(): Amaro {
-  if (amaro !== undefined) return amaro;
+const requireHere = createRequire(import.meta.url);
+let amaroPath: string | undefined;
+
+/**
+ * Where amaro is, found synchronously (runCode throws {@link MissingPeerError} before it starts when it is
+ * not installed). amaro is CommonJS with its WebAssembly inlined (about 200 ms to load), loaded by the
+ * stripping worker on the first body.
+ */
+export function requireStripper(): string {
+  if (amaroPath !== undefined) return amaroPath;
   try {
-    // amaro is CommonJS with its WebAssembly inlined (about 200 ms to load): loaded only when a body is compiled.
-    amaro = createRequire(import.meta.url)("amaro") as Amaro;
+    amaroPath = requireHere.resolve("amaro");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException)?.code === "MODULE_NOT_FOUND" && String((error as Error).message).includes("'amaro'")) {
+    if ((error as NodeJS.ErrnoException)?.code === "MODULE_NOT_FOUND") {
       throw new MissingPeerError("runCode needs amaro, an optional peer dependency that is not installed: npm install amaro", {
         cause: error,
       });
     }
     throw error;
   }
-  return amaro;
+  return amaroPath;
+}
+
+/**
+ * The stripping worker's code (evaluated by `new Worker`, so no file of dist/ is needed; `import()` only, as
+ * it is read as CommonJS or as a module depending on the host's flags): amaro in
+ * its own thread, one text at a time. An error with a position is the stripper's verdict on the text; any
+ * other (its WebAssembly trapped: a stack overflow on deep nesting, a memory access out of bounds) leaves
+ * the instance in any state, so it is answered and the worker ends: the next text gets a fresh one.
+ */
+const WORKER_SOURCE = `
+import("node:worker_threads").then(async ({ parentPort, workerData }) => {
+  const amaro = (await import(workerData)).default;
+  parentPort.postMessage({ ready: true });
+  parentPort.on("message", (text) => {
+    try {
+      parentPort.postMessage({ code: amaro.transformSync(text, { mode: "strip-only" }).code });
+    } catch (error) {
+      const { message, startLine, startColumn } = error ?? {};
+      if (typeof startLine === "number" && typeof startColumn === "number") {
+        parentPort.postMessage({ error: { message: String(message), startLine, startColumn } });
+      } else {
+        parentPort.postMessage({ broken: { name: String(error?.name), message: String(error?.message ?? error) } });
+        process.exit(1);
+      }
+    }
+  });
+});
+`;
+
+/** How long stripping one text may take: amaro is quadratic on some shapes (10 KB of `-` signs took 15 s). */
+export const STRIP_DEADLINE_MS = 5000;
+/** The worker's own heap; amaro's WebAssembly memory is apart from it and grows with the text (bounded by maxCodeBytes). */
+const WORKER_LIMITS = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 };
+
+/** What stripping gave: JavaScript, the stripper's error at a position, a failure of the stripper itself, or no answer in time. */
+type Stripped =
+  | { code: string }
+  | { error: Required<Pick<AmaroError, "message" | "startLine" | "startColumn">> }
+  | { broken: { name: string; message: string } }
+  | { slow: true }
+  | { unavailable: string };
+
+/**
+ * @internal Type stripping out of the host's thread: one worker (started on the first body, never holding the
+ * event loop while idle) strips one text at a time, the rest wait their turn. A text that traps the
+ * WebAssembly ends the worker, one that takes longer than {@link STRIP_DEADLINE_MS} has it terminated,
+ * and a worker that dies (its heap limit) fails only its own text: the next starts a fresh worker. So no
+ * body can throw out of runCode, poison the stripper for the bodies after it, overflow the host's
+ * stack, or hold the host's event loop (test/host/code/compile-hostile.test.ts). docs/code.md, "Limits".
+ */
+export class StripWorker {
+  private worker: Worker | undefined;
+  /** Whether the worker has loaded amaro (its deadlines count from then: loading is not the body's time). */
+  private loaded = false;
+  private tail: Promise<unknown> = Promise.resolve();
+  /** @internal For tests: a shorter deadline. */
+  deadlineMs = STRIP_DEADLINE_MS;
+
+  /** `locate` finds amaro's main file (another for tests). */
+  constructor(private readonly locate: () => string = requireStripper) {}
+
+  strip(text: string): Promise<Stripped> {
+    const turn = this.tail.then(() => this.once(text));
+    this.tail = turn;
+    return turn;
+  }
+
+  private once(text: string): Promise<Stripped> {
+    let worker: Worker;
+    try {
+      if (this.worker === undefined) {
+        this.worker = new Worker(WORKER_SOURCE, {
+          eval: true,
+          workerData: pathToFileURL(this.locate()).href,
+          resourceLimits: WORKER_LIMITS,
+          // None of the host's flags (loaders, --input-type): the worker runs amaro and nothing else.
+          execArgv: [],
+        });
+        this.loaded = false;
+      }
+      worker = this.worker;
+    } catch (error) {
+      return Promise.resolve({ unavailable: `the type stripper could not start: ${describeError(error)}` });
+    }
+    return new Promise<Stripped>((resolve) => {
+      let deadline: NodeJS.Timeout | undefined;
+      const startDeadline = () => (deadline = setTimeout(() => settle({ slow: true }, true), this.deadlineMs));
+      const settle = (result: Stripped, end: boolean) => {
+        clearTimeout(deadline);
+        worker.off("message", onMessage);
+        worker.off("error", onError);
+        worker.off("exit", onExit);
+        if (end && this.worker === worker) {
+          this.worker = undefined;
+          void worker.terminate();
+        } else worker.unref();
+        resolve(result);
+      };
+      const onMessage = (answer: Stripped | { ready: true }) => {
+        if (!("ready" in answer)) return settle(answer, "broken" in answer);
+        this.loaded = true;
+        startDeadline();
+      };
+      const onError = (error: Error) =>
+        settle(
+          this.loaded
+            ? { broken: { name: error.name, message: describeError(error) } }
+            : { unavailable: `the type stripper could not start: ${describeError(error)}` },
+          true,
+        );
+      const onExit = (code: number) =>
+        settle({ broken: { name: "Error", message: `the type stripper's worker exited with code ${code}` } }, true);
+      worker.on("message", onMessage);
+      worker.on("error", onError);
+      worker.on("exit", onExit);
+      worker.ref();
+      worker.postMessage(text);
+      if (this.loaded) startDeadline();
+    });
+  }
+}
+
+/** @internal The host's stripping worker (tests shorten its deadline). */
+export const stripWorker = new StripWorker();
+
+/** The default of {@link CodeOptions.maxCodeBytes}: the most UTF-8 bytes a body may have. */
+export const DEFAULT_MAX_CODE_BYTES = 256 * 1024;
+
+/** Why a body too deeply nested is refused, in words a model can act on. */
+const NESTED =
+  "nested too deeply to compile (brackets, parentheses, blocks or operators inside each other hundreds of levels deep); " +
+  "write it flatter: build deep values in a loop, and put parts of long expressions in variables";
+const TOO_DEEP = `the code is ${NESTED}`;
+/** Why a body the stripper did not finish in time is refused. */
+function tooSlow(deadlineMs: number): string {
+  return (
+    `${CODE_FILENAME}: the code took more than ${deadlineMs / 1000} s to compile (long runs of operators or nesting make it slow); ` +
+    "write it simpler: put parts of long expressions in variables, and build repetitive values in a loop"
+  );
 }
 
 /** The AsyncFunction constructor: compiles a body as exactly one function body (no way to close it early). */
@@ -49,18 +197,28 @@ const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
  * TypeScript that needs more than stripping (enum, namespace with values, parameter properties) is
  * refused with the stripper's reason, as Node's own `--experimental-strip-types` does.
  */
-export function compileBody(body: string): Compiled {
-  const wrapped = wrapBody(body);
-  let stripped: string;
-  try {
-    stripped = stripper().transformSync(wrapped, { mode: "strip-only" }).code;
-  } catch (error) {
-    const { message, startLine, startColumn } = (error ?? {}) as AmaroError;
-    // Not a verdict on the body: the stripper itself failed.
-    if (typeof startLine !== "number" || typeof startColumn !== "number") throw error;
-    const column0 = utf16Column(wrapped, startLine, startColumn);
-    return { ok: false, message: syntaxProblem(body, startLine, column0 - (startLine === 1 ? CODE_PREFIX.length : 0), String(message)) };
+export async function compileBody(body: string, maxBytes = DEFAULT_MAX_CODE_BYTES): Promise<Compiled> {
+  // Counted before anything else is done with the body: stripping and checking grow with its size.
+  const bytes = Buffer.byteLength(body);
+  if (bytes > maxBytes) {
+    return {
+      ok: false,
+      message:
+        `${CODE_FILENAME}: the code is ${bytes} bytes, more than the ${maxBytes} a body may have (maxCodeBytes); write a shorter ` +
+        "body: take data from input or from ears.call instead of writing it into the code, and return less",
+    };
   }
+  const wrapped = wrapBody(body);
+  const result = await stripWorker.strip(wrapped);
+  if ("slow" in result) return { ok: false, message: tooSlow(stripWorker.deadlineMs) };
+  if ("unavailable" in result) return { ok: false, message: `${CODE_FILENAME}: the code was not compiled: ${result.unavailable}` };
+  if ("broken" in result) return { ok: false, message: strippingFailed(result.broken) };
+  if ("error" in result) {
+    const { message, startLine, startColumn } = result.error;
+    const column0 = await utf16Column(wrapped, startLine, startColumn);
+    return { ok: false, message: syntaxProblem(body, startLine, column0 - (startLine === 1 ? CODE_PREFIX.length : 0), message) };
+  }
+  const stripped = result.code;
   // Whitespace replacement keeps the wrapper itself as it was; anything else means the body reached into it.
   if (stripped.length !== wrapped.length || !stripped.startsWith(CODE_PREFIX) || !stripped.endsWith(CODE_SUFFIX)) {
     return { ok: false, message: `${CODE_FILENAME}: the code is not a function body (it changes the text around it)` };
@@ -69,15 +227,27 @@ export function compileBody(body: string): Compiled {
   try {
     new Script(stripped, { filename: CODE_FILENAME });
   } catch (error) {
-    return { ok: false, message: v8SyntaxMessage(body, error) };
+    return { ok: false, message: error instanceof RangeError ? `${CODE_FILENAME}: ${TOO_DEEP}` : v8SyntaxMessage(body, error) };
   }
   try {
     // Compiled as one function body: a body that closes the wrapper early (`}); ...`) is refused here.
     new AsyncFunction("ears", "input", "Outcome", javascript);
   } catch (error) {
-    return { ok: false, message: `${CODE_FILENAME}: the code is not one function body: ${(error as Error).message}` };
+    return {
+      ok: false,
+      message:
+        error instanceof RangeError
+          ? `${CODE_FILENAME}: ${TOO_DEEP}`
+          : `${CODE_FILENAME}: the code is not one function body: ${(error as Error).message}`,
+    };
   }
   return { ok: true, javascript };
+}
+
+/** A body the stripper itself failed on (it trapped): deep nesting overflows its stack, anything else is named. */
+function strippingFailed({ name, message }: { name: string; message: string }): string {
+  if (name === "RangeError") return `${CODE_FILENAME}: ${TOO_DEEP}`;
+  return `${CODE_FILENAME}: the type stripper failed on this code (${name}: ${message}), most likely because it is ${NESTED}`;
 }
 
 /**
@@ -88,17 +258,15 @@ export function compileBody(body: string): Compiled {
  * the same line, its column is the answer. Otherwise (the error is the non-ASCII character itself) the
  * display column is walked back as closely as a character's UTF-8 length allows.
  */
-function utf16Column(wrapped: string, line: number, displayColumn: number): number {
+async function utf16Column(wrapped: string, line: number, displayColumn: number): Promise<number> {
+  // Printable ASCII and line breaks only: a display column is a UTF-16 index already.
+  if (!/[^\x20-\x7e\n\r]/.test(wrapped)) return displayColumn;
   const masked = wrapped
     .replace(/[\u2028\u2029]/g, "\n")
     .replace(/[^\x00-\x7f]/g, "x")
     .replace(/\t/g, " ");
-  try {
-    stripper().transformSync(masked, { mode: "strip-only" });
-  } catch (error) {
-    const { startLine, startColumn } = (error ?? {}) as AmaroError;
-    if (startLine === line && typeof startColumn === "number") return startColumn;
-  }
+  const result = await stripWorker.strip(masked);
+  if ("error" in result && result.error.startLine === line) return result.error.startColumn;
   const text = wrapped.split(/\r\n|[\n\r\u2028\u2029]/)[line - 1] ?? "";
   let counted = 0;
   let index = 0;

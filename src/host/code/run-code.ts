@@ -14,10 +14,13 @@ import { notStartedReport } from "../report.js";
 import { traced } from "../tracing.js";
 import type { GuestCommand, RunReport } from "../types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
-import { compileBody } from "./compile.js";
+import { compileBody, DEFAULT_MAX_CODE_BYTES, requireStripper } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
 import { poolRun, runPooled, type RunPool } from "./run-pool.js";
 import { sessionRun } from "../workspace/index.js";
+import type { CheckedLaunch } from "../run-guest.js";
+import type { PausedState, Replay } from "../approval.js";
+import { sealToken } from "./approval-token.js";
 
 /** Options for {@link runCode}: the body, plus everything {@link runGuest} takes but the command. */
 export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
@@ -39,6 +42,11 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
    * with `allowed`, only the capabilities it names, so a call the run would refuse is a type error.
    */
   contract?: Contract;
+  /**
+   * The most UTF-8 bytes the body may have, default 256 KiB: a longer body fails as `CompileError` (saying
+   * to write less, and to take data from `input` or `ears.call`) before anything else is done with it.
+   */
+  maxCodeBytes?: number;
   /** The schema of `input`, for `typecheck: true`; without it `input` is any JSON. */
   inputSchema?: StandardSchemaV1;
   /**
@@ -71,9 +79,16 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
  * });
  */
 export function runCode(options: CodeOptions): Promise<RunReport> {
+  return runCodeWith(options, undefined);
+}
+
+/** @internal runCode, or resumeCode's run with the paused run's steps to replay. */
+export function runCodeWith(options: CodeOptions, replay: Replay | undefined): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError("runCode: options must be an object with code");
-  const { code, typecheck = false, contract, inputSchema, pool, ...rest } = options;
+  const { code, typecheck = false, contract, inputSchema, pool, maxCodeBytes = DEFAULT_MAX_CODE_BYTES, ...rest } = options;
   if (typeof code !== "string") throw new TypeError("runCode: options.code must be a string (the body of an async function)");
+  if (!(Number.isSafeInteger(maxCodeBytes) && maxCodeBytes > 0))
+    throw new RangeError(`runCode: options.maxCodeBytes must be a positive integer (bytes), got ${String(maxCodeBytes)}`);
   if (typeof typecheck !== "boolean") throw new TypeError("runCode: options.typecheck must be a boolean");
   if ("command" in rest || "args" in rest)
     throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
@@ -83,17 +98,18 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
       'runCode: options.pool and options.session are exclusive for now: a session\'s runs start cold (docs/host.md, "Sessions")',
     );
   }
-  const launch = pool === undefined ? codeLaunch(rest, "runCode") : poolRun(pool, rest);
+  const launch = resumable(pool === undefined ? codeLaunch(rest, "runCode") : poolRun(pool, rest), code, replay);
   if (typecheck) requireTypeScript();
   const declarations = typecheck ? checkDeclarations(contract, inputSchema, rest.allowed) : undefined;
   const { trace, input, signal } = launch.settings;
   const startedAt = performance.now();
   const refused = (problem: string) => notStartedReport(failures.codeNotCompiled(problem), performance.now() - startedAt);
-  // Compiled before tracing starts: a missing amaro must throw synchronously, as documented.
-  const compiled = compileBody(code);
+  // Looked for before tracing starts: a missing amaro must throw synchronously, as documented.
+  requireStripper();
   const run = () =>
-    traced(trace, { api: "runCode", input, code }, (observer) => {
-      if (!compiled.ok) return Promise.resolve(refused(compiled.message));
+    traced(trace, { api: "runCode", input, code }, async (observer) => {
+      const compiled = await compileBody(code, maxCodeBytes);
+      if (!compiled.ok) return refused(compiled.message);
       const checked =
         declarations !== undefined
           ? typecheckBody(code, declarations, signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
@@ -109,4 +125,16 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
       });
     });
   return launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode");
+}
+
+/**
+ * A launch whose run can pause (its approval has a token key: a pause seals the body, its input and the
+ * calls so far into a token) and, for resumeCode, replays the paused run's steps.
+ */
+function resumable(launch: CheckedLaunch, code: string, replay: Replay | undefined): CheckedLaunch {
+  const { approval, input } = launch.settings;
+  if (approval === undefined) return launch;
+  const key = approval.tokenKey;
+  const seal = key === undefined ? undefined : (state: PausedState) => sealToken({ code, input, ...state }, key);
+  return { ...launch, settings: { ...launch.settings, approval: { ...approval, ...(seal && { seal }), ...(replay && { replay }) } } };
 }

@@ -17,7 +17,7 @@ import { StartedGuest, startGuest, type CheckedLaunch } from "../run-guest.js";
 import { sandboxRequest, type SandboxRequest } from "../sandbox/index.js";
 import type { SandboxSetting } from "../sandbox/types.js";
 import { DEFAULT_HOST_LIMITS, RESOURCE_LIMITS } from "../settings.js";
-import type { GuestCommand, HostFailure, HostLimits, RunReport } from "../types.js";
+import type { GuestCommand, HostFailure, HostLimits, RemoteRunner, RemoteWorkerState, RunReport } from "../types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
 
 /** The limits a pool's runners are started with: a pooled run may leave them out or repeat them, not change them. */
@@ -50,6 +50,13 @@ export interface RunPoolOptions {
   cwd?: string;
   /** The runners' environment (unconfined), or where `sandbox.env` names are looked up, as runCode's `env`. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Added: the runners run on other machines, started through these commands (e.g. `ssh -T worker ears
+   * runner`; see docs/remote.md), each under its machine's sandbox and limits; a list spreads them over
+   * several, the least loaded first, and a worker whose command fails is taken out and retried with
+   * back-off (`pool.workers` says so). `cwd`, `env` and sandbox paths are then refused (TypeError).
+   */
+  remote?: RemoteRunner | readonly RemoteRunner[];
 }
 
 /** A pool of warm code runners, made by {@link createRunPool}; pass it to runCode as `pool`. */
@@ -60,6 +67,8 @@ export interface RunPool {
   readonly closed: boolean;
   /** How many runners are started and waiting for a body right now (0 to `size`). */
   readonly ready: number;
+  /** Added: with `remote`, each worker's load and health (taken out after a failed start, and when it is tried again); else empty. */
+  readonly workers: readonly RemoteWorkerState[];
   /**
    * Stops the pool: no runner is started any more, runs waiting for a runner end with `Aborted`, the idle
    * runners are stopped, and runs already under way finish as they would. Resolves once every process the
@@ -84,12 +93,12 @@ export interface RunPool {
  */
 export function createRunPool(options: RunPoolOptions = {}): RunPool {
   if (typeof options !== "object" || options === null) throw new TypeError("createRunPool: options must be an object");
-  const { size = DEFAULT_POOL_SIZE, sandbox, limits, cwd, env, ...rest } = options;
+  const { size = DEFAULT_POOL_SIZE, sandbox, limits, cwd, env, remote, ...rest } = options;
   const unknown = Object.keys(rest);
   if (unknown.length > 0) {
     throw new TypeError(
       `createRunPool: unknown option ${JSON.stringify(unknown[0])}; ` +
-        "a pool takes size, sandbox, limits, cwd and env (the rest is each runCode's)",
+        "a pool takes size, sandbox, limits, cwd, env and remote (the rest is each runCode's)",
     );
   }
   if (!(Number.isSafeInteger(size) && size >= 1 && size <= MAX_POOL_SIZE)) {
@@ -103,7 +112,7 @@ export function createRunPool(options: RunPoolOptions = {}): RunPool {
     }
   }
   // The same checks and launch as a cold runCode's: one way to start the runner.
-  const launch = codeLaunch({ sandbox, limits, cwd, env: env === undefined ? undefined : { ...env } }, "createRunPool");
+  const launch = codeLaunch({ sandbox, limits, cwd, env: env === undefined ? undefined : { ...env }, remote }, "createRunPool");
   return new WarmPool(size, launch, sandboxRequest(sandbox, "createRunPool"));
 }
 
@@ -128,6 +137,7 @@ export function poolRun(pool: RunPool, options: Omit<GuestCommand, "command" | "
   }
   if (options.cwd !== undefined && (own.cwd === undefined || resolve(options.cwd) !== resolve(own.cwd))) throw differs("cwd");
   if (options.env !== undefined && !isDeepStrictEqual({ ...options.env }, own.env)) throw differs("env");
+  if (launch.remote !== undefined && !launch.remote.sameAs(own.remote)) throw differs("remote");
   const limits = { ...launch.settings.limits };
   for (const name of POOL_LIMITS) {
     if (options.limits?.[name] !== undefined && launch.settings.limits[name] !== own.settings.limits[name]) throw differs(`limits.${name}`);
@@ -199,6 +209,10 @@ class WarmPool implements RunPool {
 
   get ready(): number {
     return this.idle.length;
+  }
+
+  get workers(): RemoteWorkerState[] {
+    return this.launch.remote?.states() ?? [];
   }
 
   /** @internal Runs one body on a runner of the pool (runCode with `pool`): the report has `pooled: true`. */

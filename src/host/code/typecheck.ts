@@ -56,6 +56,7 @@ export function checkDeclarations(
 export async function typecheckBody(body: string, declarations: string, signal: AbortSignal | undefined): Promise<string | undefined> {
   const result = await warmChecker().check(declarations, `${CHECK_PREFIX}${body}${CHECK_SUFFIX}`, signal);
   if ("failed" in result) return `typecheck: tsc failed: ${result.failed}`;
+  if ("refused" in result) return `typecheck: ${result.refused}`;
   // Each error with its explanation (which overload failed and why) on one line.
   const errors = result.errors.map(({ line, column, code, parts }) => {
     const text = clip(

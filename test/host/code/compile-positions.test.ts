@@ -52,20 +52,20 @@ const fragment = fc.constantFrom(
 );
 
 describe("CompileError positions", () => {
-  it("the issue's body `return 1 /* */ }) /*` is refused at the end of the code, not at a line it does not have", () => {
-    const compiled = compileBody("return 1 /* */ }) /*");
+  it("the issue's body `return 1 /* */ }) /*` is refused at the end of the code, not at a line it does not have", async () => {
+    const compiled = await compileBody("return 1 /* */ }) /*");
     expect(compiled).toEqual({ ok: false, message: "code.ts (at the end of the code): Unterminated block comment" });
   });
 
-  it("a stray closing brace is refused at the end of the code", () => {
-    expect(compileBody("return 1 }\n//")).toEqual({ ok: false, message: "code.ts (at the end of the code): Expected ',', got '}'" });
+  it("a stray closing brace is refused at the end of the code", async () => {
+    expect(await compileBody("return 1 }\n//")).toEqual({ ok: false, message: "code.ts (at the end of the code): Expected ',', got '}'" });
   });
 
-  it("every code.ts:LINE:COLUMN names a character of the body, for bodies built from wrapper-closing fragments (fast-check)", () => {
-    fc.assert(
-      fc.property(fc.array(fragment, { maxLength: 8 }), (pieces) => {
+  it("every code.ts:LINE:COLUMN names a character of the body, for bodies built from wrapper-closing fragments (fast-check)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fragment, { maxLength: 8 }), async (pieces) => {
         const body = pieces.join("");
-        const compiled = compileBody(body);
+        const compiled = await compileBody(body);
         if (compiled.ok) return;
         for (const { line, column } of positions(compiled.message)) {
           expect(column, compiled.message).toBeGreaterThanOrEqual(1);
@@ -76,16 +76,16 @@ describe("CompileError positions", () => {
     );
   });
 
-  it("quotes the offending line with a caret under the column, tabs kept so it lines up", () => {
-    expect(compileBody("const a = 1;\n\tlet b = ;")).toEqual({
+  it("quotes the offending line with a caret under the column, tabs kept so it lines up", async () => {
+    expect(await compileBody("const a = 1;\n\tlet b = ;")).toEqual({
       ok: false,
       message: "code.ts:2:10: Expression expected\n  | \tlet b = ;\n  | \t        ^",
     });
   });
 
-  it("cuts a long line around the column, the caret still under it", () => {
+  it("cuts a long line around the column, the caret still under it", async () => {
     const body = `const s = "${"a".repeat(300)}"; let b = ;`;
-    const compiled = compileBody(body);
+    const compiled = await compileBody(body);
     expect(compiled.ok).toBe(false);
     const [head, shown, caret] = (compiled as { message: string }).message.split("\n");
     expect(head).toBe(`code.ts:1:${body.indexOf(";", 320) + 1}: Expression expected`);
@@ -94,8 +94,8 @@ describe("CompileError positions", () => {
     expect(shown![caret!.indexOf("^")]).toBe(";");
   });
 
-  it("tells a body that imports how to reach Node's built-ins instead", () => {
-    const compiled = compileBody('import { readFileSync } from "node:fs";\nreturn 1;');
+  it("tells a body that imports how to reach Node's built-ins instead", async () => {
+    const compiled = await compileBody('import { readFileSync } from "node:fs";\nreturn 1;');
     expect(compiled.ok).toBe(false);
     expect((compiled as { message: string }).message).toContain(
       "code.ts:1:1: 'import', and 'export' cannot be used outside of module code: a code body cannot import or require modules; " +

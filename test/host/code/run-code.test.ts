@@ -216,7 +216,8 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
 
   it("delivers a body larger than one argument or variable may be (128 KiB on Linux), sandboxed", async () => {
     const filler = "x".repeat(1024 * 1024);
-    const report = await runCode({ code: `// ${filler}\nconst s: string = "${filler}";\nreturn s.length;` });
+    // Past the default maxCodeBytes (256 KiB), which a host may raise.
+    const report = await runCode({ code: `// ${filler}\nconst s: string = "${filler}";\nreturn s.length;`, maxCodeBytes: 3 * 1024 * 1024 });
     expect(report.outcome?.structured).toBe(1024 * 1024);
   });
 

@@ -164,8 +164,8 @@ for (const { name, directory } of typeScripts) {
         const first = warmChecker().pid!;
         const tree = treeOf(first);
         process.kill(first, "SIGSTOP");
-        expect(await typecheckBody("return 2;", declarationSets[0]!, undefined)).toBe(
-          "typecheck: tsc failed: tsc did not finish within 5 s",
+        expect(await typecheckBody("return 2;", declarationSets[0]!, undefined)).toMatch(
+          /^typecheck: the type check took longer than 5 s, the most a check may take: /,
         );
         expect(await goneWithin(tree, 5000)).toEqual([]);
         expect(await typecheckBody('let a: number = "x";', declarationSets[0]!, undefined)).toMatch(/^type errors: code\.ts:1:5: /);

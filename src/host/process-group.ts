@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { isRunCgroupDir } from "./limits/cgroup.js";
+import { childrenOf } from "./limits/process-tree.js";
 
 /** Whether guests get their own process group here (POSIX); Windows has none, so the child alone is signalled. */
 export const GROUPS_SUPPORTED = process.platform !== "win32";
@@ -154,17 +155,7 @@ export class ProcessGroup {
    * the session inside the sandbox instead, and the guest gets its chance to end cleanly.
    */
   signal(signal: NodeJS.Signals): void {
-    if (this.sandboxed && signal !== "SIGKILL" && this.child.pid !== undefined) {
-      const inner = childrenOf(this.child.pid)[0];
-      if (inner !== undefined) {
-        try {
-          process.kill(-inner, signal);
-          return;
-        } catch {
-          // The sandbox is ending; signal bubblewrap's group below.
-        }
-      }
-    }
+    if (this.sandboxed && signal !== "SIGKILL" && this.signalInside(signal)) return;
     if (GROUPS_SUPPORTED && this.child.pid !== undefined) {
       try {
         process.kill(-this.child.pid, signal);
@@ -174,6 +165,31 @@ export class ProcessGroup {
       }
     }
     this.child.kill(signal);
+  }
+
+  /**
+   * SIGKILLs what the guest runs, at once (runCode's runner: nothing in it has anything to clean up). In a
+   * sandbox, the sandbox's session: bubblewrap then exits once the kernel has emptied the sandbox's PID
+   * namespace (its init waits for that), so bubblewrap's exit still means that everything inside is gone.
+   * Bubblewrap's own group when the session cannot be found; unconfined, the whole group.
+   */
+  endNow(): void {
+    if (this.sandboxed && this.signalInside("SIGKILL")) return;
+    this.signal("SIGKILL");
+  }
+
+  /** Sends `signal` to the sandbox's session (its init's group); false when there is none to signal. */
+  private signalInside(signal: NodeJS.Signals): boolean {
+    if (this.child.pid === undefined) return false;
+    const inner = sandboxInit(this.child.pid);
+    if (inner === undefined) return false;
+    try {
+      process.kill(-inner, signal);
+      return true;
+    } catch {
+      // The sandbox is ending; the caller signals bubblewrap's group.
+      return false;
+    }
   }
 
   /**
@@ -217,11 +233,12 @@ export class ProcessGroup {
 }
 
 /**
- * The pids whose parent is `pid` (Linux /proc; empty elsewhere). bubblewrap's first child is the
- * sandbox's init, which leads the sandbox's session and process group (--new-session).
+ * bubblewrap's first child, the sandbox's init, which leads the sandbox's session and process group
+ * (--new-session): from /proc's children list, or the whole process table on a kernel without one.
  */
-function childrenOf(pid: number): number[] {
-  return (processTable() ?? []).filter((entry) => entry.parent === pid).map((entry) => entry.pid);
+function sandboxInit(pid: number): number | undefined {
+  const children = childrenOf(pid) ?? (processTable() ?? []).filter((entry) => entry.parent === pid).map((entry) => entry.pid);
+  return children[0];
 }
 
 /** Every process's state, parent and group from Linux's /proc; undefined where there is no /proc. */

@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -83,6 +84,11 @@ export interface LaunchExtras {
   scratch?: string;
   /** Whether the sandbox looks for the script's directory and Node's lookups (default true). */
   discover?: boolean;
+  /**
+   * The guest is runCode's runner: nothing in it has anything to clean up, so it is SIGKILLed at once when
+   * its result is in or its run is stopped, instead of being given `killGraceMs` per step.
+   */
+  disposable?: boolean;
 }
 
 /** @internal A checked launch's session (its working directory), if it has one. */
@@ -229,10 +235,13 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
     return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
   }
   const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
-  const guest = new GuestProcess(child, group, launch.killGraceMs, settings.limits.maxStderrBytes, launch.onStderr);
+  const { maxStderrBytes } = settings.limits;
+  const guest = new GuestProcess(child, group, launch.killGraceMs, maxStderrBytes, launch.onStderr, undefined, launch.disposable);
   if (confined) guest.watchOutput();
   const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
-  return new StartedGuest(child, guest, wire, limits, group, confined ? plan.report : null, fallback, confined ? plan.command : command);
+  const spawned = confined ? plan.command : command;
+  const report = confined ? plan.report : null;
+  return new StartedGuest(child, guest, wire, limits, group, report, fallback, spawned, child.stdout, scratch, launch.disposable === true);
 }
 
 /**
@@ -282,6 +291,7 @@ export interface ServeOptions {
 export class StartedGuest {
   /** Aborted when a resource limit is passed (and, once served, when the run's signal fires). */
   readonly stop = new AbortController();
+  private scratchRemoval: Promise<boolean> | undefined;
 
   constructor(
     readonly child: ChildProcessWithoutNullStreams,
@@ -296,6 +306,10 @@ export class StartedGuest {
     readonly spawned: string,
     /** What the wire reads: the child's stdout, or a remote runner's guest output read off it. */
     private readonly output: Readable = child.stdout,
+    /** The directory the host made for this run (runCode's), removed at the end before the watchdog lets go of it. */
+    private readonly scratch?: string,
+    /** See {@link LaunchExtras.disposable}. */
+    private readonly disposable = false,
   ) {
     // The session ends early when a limit is passed; the run's own signal still ends it as before.
     limits.watch((failure) => this.stop.abort(failure), child.pid);
@@ -321,13 +335,18 @@ export class StartedGuest {
           // Where usage is sampled from /proc: the last look, while the guest is still there.
           this.limits.sample();
           guest.stop("result");
+          // Nothing the guest does now changes the outcome: a disposable one is being killed, so its
+          // directory goes meanwhile (tried again once it is gone, should this attempt race its last writes).
+          if (this.disposable) void this.removeScratch();
         },
         release: (failure, paused) => {
           void wire.close().catch(() => {});
           if (failure !== undefined || paused === true) {
+            // Output that ended by itself: the child is exiting (perhaps crashing), and its exit tells the story.
+            const ended = this.output.readableEnded;
             // Nothing more is read; a child still writing gets EPIPE (a remote runner's report is still read).
             this.output.destroy();
-            guest.stop("failure");
+            guest.stop(failure === undefined ? "paused" : ended ? "ended" : "failure");
           }
         },
       });
@@ -346,13 +365,30 @@ export class StartedGuest {
   }
 
   /**
+   * Removes the run's directory, if it has one (best effort: a failure must not turn the report into a
+   * rejection). `again`: once more when an earlier attempt failed (it raced the guest's last writes).
+   */
+  private async removeScratch(again = false): Promise<void> {
+    const { scratch } = this;
+    if (scratch === undefined) return;
+    if (this.scratchRemoval === undefined || (again && !(await this.scratchRemoval))) {
+      this.scratchRemoval = rm(scratch, { recursive: true, force: true }).then(
+        () => true,
+        () => false,
+      );
+    }
+    await this.scratchRemoval;
+  }
+
+  /**
    * @internal Runs `body` with the guest (serve's session, discard's verdict, or a remote runner relaying
    * its stdio: remote/runner.ts), then ends it, its group and its limits, and reports.
    */
   async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
     const report = await this.process.run(body, () => performance.now() - startedAt, this.sandbox, this.sandboxFallback);
-    const end = await this.limits.finish(report);
-    // Only now: a host killed while the cgroup was being removed still has the watchdog remove it.
+    // The child and its group are gone: the cgroup and the directory are removed side by side.
+    const [end] = await Promise.all([this.limits.finish(report), this.removeScratch(true)]);
+    // Only now: a host killed while the cgroup or the directory was being removed still has the watchdog remove them.
     this.group.release();
     return runReport({ ...report, ...end, failure: end.failure ?? report.failure });
   }

@@ -30,6 +30,7 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
   return checkLaunch({ ...options, command: process.execPath, args: [script] }, caller, {
     readable: [dirname(dirname(script))],
     discover: false,
+    disposable: true,
   });
 }
 

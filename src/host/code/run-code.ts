@@ -110,9 +110,16 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
     traced(trace, { api: "runCode", input, code }, async (observer) => {
       const compiled = await compileBody(code, maxCodeBytes);
       if (!compiled.ok) return refused(compiled.message);
+      // The type check is a span of its own ("ears.typecheck"): a first check that starts the checker shows where its time went.
+      const checkEnded = declarations !== undefined ? observer?.step?.("ears.typecheck") : undefined;
       const checked =
         declarations !== undefined
-          ? typecheckBody(code, declarations, signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
+          ? typecheckBody(code, declarations, signal)
+              .catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
+              .then((problem) => {
+                checkEnded?.(problem);
+                return problem;
+              })
           : Promise.resolve(undefined);
       return checked.then((problem): RunReport | Promise<RunReport> => {
         // Aborted while tsc ran: the launch reports Aborted (and starts nothing), not a type error.

@@ -190,9 +190,9 @@ export interface Contract<Specs extends CapabilitySpecs = CapabilitySpecs> {
   describe(): CapabilityDescription[];
   /**
    * Ambient TypeScript declarations of what a code body has in scope (`declare const ears`, `input`,
-   * `Outcome`), for a model's prompt and for `runCode({ typecheck: true })`: one `ears.call` overload per
-   * capability, with its argument and `structured` types (from the schemas' Standard JSON Schema) and
-   * its description as a doc comment. `options.input` types `input` (default: any JSON);
+   * `Outcome`), for a model's prompt and for `runCode({ typecheck: true })`: one generic `ears.call` over
+   * a `Capabilities` map listing each capability with its argument and `structured` types (from the
+   * schemas' Standard JSON Schema) and its description as a doc comment (docs/code.md). `options.input` types `input` (default: any JSON);
    * `options.allowed` declares only the capabilities the run allows (default: all of them). Throws a
    * TypeError naming a schema whose library has no Standard JSON Schema, or an allowed name the contract
    * does not declare.

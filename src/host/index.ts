@@ -69,3 +69,4 @@ export {
 } from "./connectors/mcp.js";
 export { fetchCapability, FETCH_SPEC, FetchFailureCode, type FetchCapabilityOptions, type ResolvedAddress } from "./connectors/fetch.js";
 export { jsonSchema, type JsonSchema } from "../contract/json-schema.js";
+export { composeContracts, type ComposedSpecs, type ContractPart } from "../contract/compose.js";

@@ -15,7 +15,7 @@ export const GROUPS_SUPPORTED = process.platform !== "win32";
  * The watchdog: one shell per host, started with the first run that needs it, blocking on a pipe only
  * the host holds. The host tells it each run as it starts ("+ id group scratch cgroup…") and as it ends
  * ("- id"). When the host dies, however it dies, the kernel closes the pipe, the loop ends, and for each
- * run still told of the shell SIGKILLs the guest's group, removes the run's scratch directory if it has
+ * run still told of the shell SIGKILLs the guest's group (a directory alone, "-", has none), removes the run's scratch directory if it has
  * one (runCode's compiled body), then SIGKILLs whatever is left in each of the run's cgroups (also what
  * left the group, e.g. with setsid) and removes them, retrying for up to 5 s while the kernel still counts
  * dying processes. One shell for the host, not one per run: a spawn costs the host about a millisecond
@@ -33,7 +33,7 @@ const WATCHDOG_SCRIPT = [
   'decode() { decoded=$(printf "%bx" "$1"); decoded=${decoded%x}; }',
   'for id in $ids; do eval "set -- \\$run_$id"',
   // A scratch directory may be a bounded tmpfs (workspace/bounded-dir.ts): detached first, then removed.
-  '  kill -KILL "-$1" 2>/dev/null; if [ "$2" != - ]; then decode "$2"; umount -l -- "$decoded" 2>/dev/null',
+  '  [ "$1" = - ] || kill -KILL "-$1" 2>/dev/null; if [ "$2" != - ]; then decode "$2"; umount -l -- "$decoded" 2>/dev/null',
   '    rm -rf -- "$decoded"; fi; shift 2',
   '  for word in "$@"; do decode "$word"; n=0; while [ -d "$decoded" ] && [ $n -lt 50 ]; do',
   // Only a process's own number: 0 and negatives would name groups (0: the watchdog's own), 1 is init.
@@ -68,6 +68,15 @@ class Watchdog {
     return this.lastId;
   }
 
+  /** Tells the watchdog of a directory alone (no process group): removed should the host die. */
+  coverDirectory(dir: string): number | undefined {
+    const shell = this.running();
+    if (shell === undefined) return undefined;
+    this.lastId += 1;
+    shell.stdin?.write(`+ ${this.lastId} - ${watchdogWord(dir)}\n`);
+    return this.lastId;
+  }
+
   /** The run ended and its host cleared it: nothing for the watchdog to do should the host die now. */
   forget(id: number): void {
     this.shell?.stdin?.write(`- ${id}\n`);
@@ -99,6 +108,18 @@ class Watchdog {
 }
 
 const watchdog = new Watchdog();
+
+/**
+ * Has the watchdog remove `dir` (unmounting it first if it is a mount point) should the host die before
+ * the returned function is called (a session's workspace between its runs). Without a watchdog (no
+ * /bin/sh) the directory has no cover.
+ */
+export function coverDirectory(dir: string): () => void {
+  const id = watchdog.coverDirectory(dir);
+  return () => {
+    if (id !== undefined) watchdog.forget(id);
+  };
+}
 
 /** Where guests go when their group is gone within this poll while it is cleared. */
 const POLL_MS = 25;

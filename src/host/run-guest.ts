@@ -24,6 +24,7 @@ import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
+import { isSession, sessionRun, type Session } from "./workspace/index.js";
 import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
 
@@ -51,7 +52,26 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
   const launch = checkLaunch(options, "runGuest", {});
-  return traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) => runLaunch(launch, observer));
+  const run = () =>
+    traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) => runLaunch(launch, observer));
+  return launch.session === undefined ? run() : sessionRun(launch.session, run, "runGuest");
+}
+
+/**
+ * A session's run: its workspace is the working directory, writable, and the run is confined ("auto"
+ * becomes required: a body must not outlive its run and touch the workspace while the host does).
+ * Throws TypeError for a value that is not an open session, with `cwd`, or with `sandbox: false`.
+ */
+function sessionPaths(session: unknown, options: GuestCommand, caller: string): { cwd: string; sandbox: SandboxRequest } {
+  if (!isSession(session)) throw new TypeError(`${caller}: options.session must be a session made by createSession or openSession`);
+  if (session.closed) throw new TypeError(`${caller}: options.session is closed (session.close() was called)`);
+  if (options.remote !== undefined)
+    throw new TypeError(`${caller}: options.remote and options.session are exclusive: a workspace is this host's`);
+  if (options.cwd !== undefined)
+    throw new TypeError(`${caller}: options.cwd and options.session are exclusive: a session's workspace is the working directory`);
+  const request = sandboxRequest(options.sandbox, caller);
+  if (request.mode === "off") throw new TypeError(`${caller}: a session's runs are sandboxed; options.sandbox must not be false`);
+  return { cwd: session.path, sandbox: { ...request, mode: "required" } };
 }
 
 /** @internal What runCode adds to a launch. */
@@ -71,8 +91,13 @@ export interface LaunchExtras {
   disposable?: boolean;
 }
 
+/** @internal A checked launch's session (its working directory), if it has one. */
+export interface SessionExtra {
+  session?: Session;
+}
+
 /** @internal A launch's options, checked once (runGuest, runCode and run pools use them as they are). */
-export interface CheckedLaunch extends LaunchExtras {
+export interface CheckedLaunch extends LaunchExtras, SessionExtra {
   command: string;
   args: readonly string[];
   /** The working directory as given (undefined: this process's, when the guest starts). */
@@ -105,7 +130,12 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
   if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError(`${caller}: options.onStderr must be a function`);
   const settings = hostSettings(options, caller);
   const killGraceMs = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
-  const sandbox = withPaths(sandboxRequest(options.sandbox, caller), readable, writable);
+  const { session } = options;
+  const own = session === undefined ? undefined : sessionPaths(session, options, caller);
+  const sandbox = withPaths(own?.sandbox ?? sandboxRequest(options.sandbox, caller), readable, [
+    ...writable,
+    ...(own === undefined ? [] : [own.cwd]),
+  ]);
   // runGuest's command runs on the far end; runCode's runner is the far end's own.
   const remote =
     options.remote === undefined
@@ -113,9 +143,10 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
       : RemoteTarget.check(options.remote, options, caller, caller === "runGuest" ? [command, ...args] : undefined);
   return {
     ...extras,
+    ...(session === undefined ? {} : { session }),
     command,
     args,
-    cwd: options.cwd,
+    cwd: own?.cwd ?? options.cwd,
     env: options.env,
     onStderr,
     settings,
@@ -165,7 +196,8 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   if (settings.signal?.aborted) return aborted();
   if (launch.remote !== undefined) return startRemote(launch, launch.remote, startedAt);
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
-  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }, { tmpBytes });
+  const workspace = launch.session?.path;
+  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover, workspace }, { tmpBytes });
   if (settings.signal?.aborted) return aborted();
   if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
   if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));

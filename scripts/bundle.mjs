@@ -20,6 +20,9 @@ const entries = {
   "guest/code-runner": "guest/code-runner.js",
   // runCode's warm type checker: a program the host starts, loading the user's typescript.
   "host/typecheck-server": "host/code/checker-server.js",
+  // Code tools for agent frameworks: each loads its framework (an optional peer) and nothing else does.
+  "frameworks/ai": "frameworks/ai.js",
+  "frameworks/openai-agents": "frameworks/openai-agents.js",
 };
 
 const bundle = await rolldown({
@@ -27,7 +30,17 @@ const bundle = await rolldown({
   platform: "node",
   // Optional peers stay imports: the user's copy is loaded lazily when there is one (the MCP SDK by the
   // connectors and `ears mcp`, OpenTelemetry by the host).
-  external: [/^node:/, "zod", /^zod\//, "fast-check", /^@modelcontextprotocol\/sdk(\/|$)/, "@opentelemetry/api"],
+  external: [
+    /^node:/,
+    "zod",
+    /^zod\//,
+    "fast-check",
+    /^@modelcontextprotocol\/sdk(\/|$)/,
+    "@opentelemetry/api",
+    "ai",
+    /^ai\//,
+    /^@openai\/agents(-|\/|$)/,
+  ],
   treeshake: true,
 });
 await bundle.write({
@@ -44,7 +57,9 @@ await bundle.write({
         test: (id) =>
           id.startsWith(dist) &&
           // The code runner is a program (it serves on import): never in the chunk every guest loads.
-          !/^(host|testing|transcripts|openseek|cli)\/|^(protocol\/)?schemas\.js$|^guest\/code-runner\.js$/.test(id.slice(dist.length)),
+          !/^(host|testing|transcripts|openseek|cli|frameworks)\/|^(protocol\/)?schemas\.js$|^guest\/code-runner\.js$/.test(
+            id.slice(dist.length),
+          ),
       },
     ],
   },
@@ -69,13 +84,20 @@ for (const file of readdirSync(join(dist, "cli"), { encoding: "utf8" })) {
   if (file.endsWith(".d.ts")) rmSync(join(dist, "cli", file));
 }
 
-// fast-check and zod are optional peer dependencies: the entries that need one load it through a small
+// fast-check, zod, ai and @openai/agents are optional peer dependencies: the entries that need one load it through a small
 // front module, so a missing peer is reported as what to install, not as Node's resolution error. The
 // front imports the bundled entry dynamically (a static re-export would be linked, and fail, before any
 // check could run) and re-exports its names, read here from the entry itself.
 const peerEntries = [
   { file: "testing/index.js", entry: "@posoco/ears/testing", peer: "fast-check", install: "npm install --save-dev fast-check" },
   { file: "schemas.js", entry: "@posoco/ears/schemas", peer: "zod", install: "npm install zod" },
+  { file: "frameworks/ai.js", entry: "@posoco/ears/ai", peer: "ai", install: "npm install ai" },
+  {
+    file: "frameworks/openai-agents.js",
+    entry: "@posoco/ears/openai-agents",
+    peer: "@openai/agents",
+    install: "npm install @openai/agents",
+  },
 ];
 for (const { file, entry, peer, install } of peerEntries) {
   const front = join(dist, file);

@@ -54,3 +54,4 @@ export {
 } from "./contract/contract.js";
 export type { DeclarationOptions } from "./contract/declarations.js";
 export { jsonSchema, type JsonSchema } from "./contract/json-schema.js";
+export { composeContracts, type ComposedSpecs, type ContractPart } from "./contract/compose.js";

@@ -1,5 +1,5 @@
 // The layers of src/ (CONTRIBUTING.md, "Layout"): protocol ← wires ← guest ← transcripts, testing, openseek ← cli, and
-// protocol ← wires ← host (which starts guest programs by path, never imports them).
+// protocol ← wires ← host (which starts guest programs by path, never imports them) ← frameworks.
 // Every import of every src file is parsed and checked against the layers its folder may use, in the spirit
 // of the MCP SDK's layering test: a lower layer importing a higher one fails here, naming the file and line.
 import { readdirSync, readFileSync } from "node:fs";
@@ -20,6 +20,8 @@ const allowed: Record<string, readonly string[]> = {
   openseek: ["protocol"],
   testing: ["protocol", "wires", "contract", "guest", "host", "transcripts", "openseek"],
   cli: ["protocol", "wires", "contract", "guest", "host", "transcripts"],
+  // The framework adapters (@posoco/ears/ai, /openai-agents): code tools over the host's runCode; nothing imports them.
+  frameworks: ["protocol", "wires", "contract", "host"],
   "index.ts": ["protocol", "wires", "contract", "guest"],
   "schemas.ts": ["protocol"],
 };

@@ -4,8 +4,8 @@
  * built-ins). Any MCP client (Claude Desktop, Cursor, an agent framework) then has a code tool whose
  * description carries the TypeScript declarations of what a body may call.
  */
-import { createRunPool, runCode, type HostLimits, type RunPool, type RunReport } from "../host/index.js";
-import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, POOL_LIMITS } from "../host/code/run-pool.js";
+import { createRunPool, runCode, type RunPool, type RunReport } from "../host/index.js";
+import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, poolLimitsOf } from "../host/code/run-pool.js";
 import type { Json } from "../protocol/json.js";
 import { isMissingMcpSdk, missingMcpSdk } from "../host/connectors/mcp.js";
 import { SDK } from "../protocol/version.js";
@@ -167,11 +167,6 @@ export function maxResultOf(text: string | undefined): number {
     );
   }
   return bytes;
-}
-
-/** The limits a pool's runners are started with, from the limits every body gets. */
-function poolLimitsOf(limits: HostLimits | undefined): HostLimits {
-  return Object.fromEntries(POOL_LIMITS.filter((name) => limits?.[name] !== undefined).map((name) => [name, limits![name]]));
 }
 
 /**

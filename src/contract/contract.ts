@@ -190,9 +190,11 @@ export interface Contract<Specs extends CapabilitySpecs = CapabilitySpecs> {
   describe(): CapabilityDescription[];
   /**
    * Ambient TypeScript declarations of what a code body has in scope (`declare const ears`, `input`,
-   * `Outcome`), for a model's prompt and for `runCode({ typecheck: true })`: one `ears.call` overload per
-   * capability, with its argument and `structured` types (from the schemas' Standard JSON Schema) and
-   * its description as a doc comment. `options.input` types `input` (default: any JSON);
+   * `Outcome`), for a model's prompt and for `runCode({ typecheck: true })`: one generic `ears.call` over an
+   * interface `Capabilities` with an entry per capability, its argument and `structured` types (from the
+   * schemas' Standard JSON Schema) and its description as a doc comment (docs/code.md says why one generic
+   * call, not an overload per capability). Arguments are optional where every property is (`z.object({})`).
+   * `options.input` types `input` (default: any JSON);
    * `options.allowed` declares only the capabilities the run allows (default: all of them). Throws a
    * TypeError naming a schema whose library has no Standard JSON Schema, or an allowed name the contract
    * does not declare.
@@ -277,6 +279,24 @@ export function check(schema: StandardSchemaV1, value: unknown): Checked | Promi
   return verdict(result);
 }
 
+/**
+ * Checks a call's arguments with `schema`. A call without arguments (`ears.call(name)`: null on the wire)
+ * to a capability whose schema refuses null but takes an empty object (`z.object({})`, or an object whose
+ * every property is optional) is checked, and handled, as a call with `{}`: "no arguments" to a tool that
+ * takes an object means none of its properties (docs/code.md, "What a body is"). Anything else as `check`.
+ */
+export function checkArguments(schema: StandardSchemaV1, value: unknown): Checked | Promise<Checked> {
+  const given = check(schema, value);
+  if (value !== null) return given;
+  const orEmpty = (checked: Checked): Checked | Promise<Checked> => {
+    if (checked.ok) return checked;
+    const empty = check(schema, {});
+    const pick = (verdict: Checked): Checked => (verdict.ok ? verdict : checked);
+    return empty instanceof Promise ? empty.then(pick) : pick(empty);
+  };
+  return given instanceof Promise ? given.then(orEmpty) : orEmpty(given);
+}
+
 const MAX_ISSUES = 5;
 const MAX_PROBLEM_CHARS = 1000;
 const MAX_PART_CHARS = 200;
@@ -341,7 +361,7 @@ function checkedHandler(name: string, spec: CapabilitySpec, handler: (args: unkn
   return async (args: Json, ctx: CapabilityContext): Promise<unknown> => {
     let value: unknown = args;
     if (argumentsSchema !== undefined) {
-      const checking = check(argumentsSchema, args);
+      const checking = checkArguments(argumentsSchema, args);
       const checked = await checking;
       // A slow asynchronous check can outlast the call: its answer is no longer wanted, so the handler
       // does not start (the signal is read only then, since reading it makes its AbortController).

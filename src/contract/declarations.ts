@@ -113,10 +113,12 @@ function render(capabilities: string, aliases: string, input: string): string {
 interface Capabilities {
 ${capabilities}
 }
-/** What follows a capability's name in \`ears.call\`: its arguments (optional when it takes any JSON), then options. */
+/** What follows a capability's name in \`ears.call\`: its arguments (optional when none is required), then options. */
 type CallArguments<Name extends keyof Capabilities> = undefined extends Capabilities[Name]["args"]
   ? [args?: Capabilities[Name]["args"], options?: CallOptions]
-  : [args: Capabilities[Name]["args"], options?: CallOptions];
+  : {} extends Capabilities[Name]["args"]
+    ? [args?: Capabilities[Name]["args"], options?: CallOptions]
+    : [args: Capabilities[Name]["args"], options?: CallOptions];
 /** The host's capabilities: call one (a failure resolves as a value, it does not throw), log. */
 declare const ears: {
   call<Name extends keyof Capabilities>(name: Name, ...rest: CallArguments<Name>): Promise<Capabilities[Name]["result"]>;

@@ -1,5 +1,6 @@
 import { MAX_TIMER_MS } from "../protocol/timers.js";
 import {
+  checkArguments,
   check,
   replyMismatch,
   specOf,
@@ -190,7 +191,7 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
           );
     try {
       // The value that goes on the wire (undefined is sent as null), as the host will check it.
-      const checked = check(spec.arguments, value);
+      const checked = checkArguments(spec.arguments, value);
       return checked instanceof Promise ? handled(checked.then(sendChecked)) : sendChecked(checked);
     } catch (error) {
       // A schema whose validate throws is the program's own bug: it surfaces as the call's rejection.

@@ -61,6 +61,13 @@ export interface ChildEnd {
   droppedBytes: number;
 }
 
+/**
+ * How a stop begins: stdin ended (`"end"`: what was written still reaches the child) or destroyed
+ * (`"destroy"`), then the steps; or SIGKILL at once for a child with nothing to clean up (runCode's
+ * runner; {@link ProcessGroup.endNow}): `"kill"` counts as forced, `"finish"` (its work is done) does not.
+ */
+export type StopStart = "end" | "destroy" | "kill" | "finish";
+
 /** The start of a {@link BoundedChild}: `spawn` without a shell, in its own process group where there are groups. */
 export function spawnInGroup(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
   return spawn(command, args, { ...options, shell: false, windowsHide: true, detached: GROUPS_SUPPORTED });
@@ -164,12 +171,13 @@ export class BoundedChild {
    * Starts the stop once (a later call joins it): stdin ended (`"end"`: what was written still reaches the
    * child) or destroyed and `killGraceMs` for the exit (skipped without an input pipe), SIGTERM to the
    * group and `killGraceMs` again, then SIGKILL.
-   * Whatever the child left in its group is stopped the same way after it exits.
+   * Whatever the child left in its group is stopped the same way after it exits. `"kill"` and `"finish"`
+   * SIGKILL at once instead (see {@link StopStart}).
    */
-  stop(why: string, stdin: "end" | "destroy" = "destroy"): void {
+  stop(why: string, start: StopStart = "destroy"): void {
     if (this.stopping !== undefined) return;
     this.stopped = why;
-    this.stopping = this.shutdown(stdin);
+    this.stopping = this.shutdown(start);
   }
 
   /**
@@ -234,11 +242,22 @@ export class BoundedChild {
     if (text !== "") this.onText?.(text);
   }
 
-  private async shutdown(stdin: "end" | "destroy"): Promise<void> {
+  private async shutdown(start: StopStart): Promise<void> {
     await this.started;
     if (this.spawnFailed) return;
     const { child } = this;
     const grace = this.killGraceMs;
+    if (start === "kill" || start === "finish") {
+      child.stdin?.destroy();
+      if (this.exit === undefined) {
+        if (start === "kill") this.forced = "SIGKILL";
+        this.group.endNow();
+        await this.exited;
+      }
+      await this.group.clear(grace);
+      return;
+    }
+    const stdin = start;
     // After a result the child may still be reading; end() lets queued frames flush. Otherwise the
     // pipe may be full (a child that stopped reading), so destroy() closes it without waiting.
     if (stdin === "end") child.stdin?.end();

@@ -40,6 +40,18 @@ export function launcherFailed(line: string): HostFailure {
   return { code: HostFailureCode.SandboxUnavailable, message: `the guest was not started: ${clip(line, 300)}` };
 }
 
+/** A code body past its run's deadline: the model is told its code ran too long, and what to do. */
+export function codeRunTimedOut(ms: number): HostFailure {
+  const time = ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+  return {
+    code: HostFailureCode.RunTimeout,
+    message:
+      // The host's setting stays named, last in its parentheses, for the host's developer (and the CLI's --timeout note).
+      `the code ran longer than ${time}, the most a run may take here (limits.runTimeoutMs), and was stopped: do less in one run ` +
+      "(fewer or smaller calls, no waiting or polling), or return what you have sooner and continue in the next run",
+  };
+}
+
 export function codeNotCompiled(problem: string): HostFailure {
   return { code: HostFailureCode.CompileError, message: `the code was not run: ${problem}` };
 }

@@ -56,6 +56,8 @@ export class GuestProcess {
     maxStderrBytes: number,
     onStderr: ((chunk: string) => void) | undefined,
     private readonly farEnd?: FarEnd,
+    /** Nothing in the child needs a chance to clean up (runCode's runner): see {@link stop}. */
+    private readonly disposable = false,
   ) {
     // stderr is always read (its tail kept), so a chatty child never blocks on a full pipe.
     this.bounded = new BoundedChild(child, {
@@ -174,9 +176,17 @@ export class GuestProcess {
   /**
    * Starts the shutdown sequence once (see BoundedChild.stop); a later call joins it. After a result the
    * child may still be reading, so its stdin is ended (queued replies flush); otherwise it is destroyed.
+   * A disposable child is SIGKILLed at once after its result, and on a failure the host decided (a deadline,
+   * an abort, a limit, a broken protocol: `"failure"`), which counts as forced. When its output ended
+   * (`"ended"`: it is exiting, perhaps crashing) or the session is over (`"end"`), it is given the steps, so
+   * its own exit, and what it says on stderr, make the report. A run that ended paused for approval
+   * (`"paused"`) is stopped as after a failure, at once and not forced when disposable.
    */
-  stop(why: "result" | "failure" | "end"): void {
-    this.bounded.stop(why, why === "result" ? "end" : "destroy");
+  stop(why: "result" | "paused" | "failure" | "ended" | "end"): void {
+    if (why === "result") this.bounded.stop(why, this.disposable ? "finish" : "end");
+    else if (why === "paused") this.bounded.stop(why, this.disposable ? "finish" : "destroy");
+    else if (why === "failure" && this.disposable) this.bounded.stop(why, "kill");
+    else this.bounded.stop(why === "ended" ? "failure" : why);
   }
 
   /** The output ended early: when the child then exited on its own, its exit tells the real story. */

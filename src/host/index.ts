@@ -50,6 +50,14 @@ export {
 export { createRunPool, DEFAULT_POOL_SIZE, type RunPool, type RunPoolOptions } from "./code/run-pool.js";
 export { closeTypeChecker } from "./code/warm-checker.js";
 export {
+  createSession,
+  openSession,
+  DEFAULT_WORKSPACE_BYTES,
+  type Session,
+  type SessionOptions,
+  type WorkspaceEntry,
+} from "./workspace/index.js";
+export {
   connectMcpServers,
   mcpConfig,
   readMcpConfig,
@@ -61,3 +69,4 @@ export {
 } from "./connectors/mcp.js";
 export { fetchCapability, FETCH_SPEC, FetchFailureCode, type FetchCapabilityOptions, type ResolvedAddress } from "./connectors/fetch.js";
 export { jsonSchema, type JsonSchema } from "../contract/json-schema.js";
+export { composeContracts, type ComposedSpecs, type ContractPart } from "../contract/compose.js";

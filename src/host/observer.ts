@@ -17,4 +17,9 @@ export interface RunObserver {
   replied(id: number, outcome: Outcome, line: string): void;
   /** A log frame arrived. */
   logged(entry: LogEntry): void;
+  /**
+   * A step of the run before the guest starts (runCode's type check, span "ears.typecheck") begins; the
+   * returned function ends it, with the problem it found (undefined: none).
+   */
+  step?(name: string): (problem: string | undefined) => void;
 }

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { isRunCgroupDir } from "./limits/cgroup.js";
+import { childrenOf } from "./limits/process-tree.js";
 
 /** Whether guests get their own process group here (POSIX); Windows has none, so the child alone is signalled. */
 export const GROUPS_SUPPORTED = process.platform !== "win32";
@@ -14,7 +15,7 @@ export const GROUPS_SUPPORTED = process.platform !== "win32";
  * The watchdog: one shell per host, started with the first run that needs it, blocking on a pipe only
  * the host holds. The host tells it each run as it starts ("+ id group scratch cgroup…") and as it ends
  * ("- id"). When the host dies, however it dies, the kernel closes the pipe, the loop ends, and for each
- * run still told of the shell SIGKILLs the guest's group, removes the run's scratch directory if it has
+ * run still told of the shell SIGKILLs the guest's group (a directory alone, "-", has none), removes the run's scratch directory if it has
  * one (runCode's compiled body), then SIGKILLs whatever is left in each of the run's cgroups (also what
  * left the group, e.g. with setsid) and removes them, retrying for up to 5 s while the kernel still counts
  * dying processes. One shell for the host, not one per run: a spawn costs the host about a millisecond
@@ -32,7 +33,7 @@ const WATCHDOG_SCRIPT = [
   'decode() { decoded=$(printf "%bx" "$1"); decoded=${decoded%x}; }',
   'for id in $ids; do eval "set -- \\$run_$id"',
   // A scratch directory may be a bounded tmpfs (workspace/bounded-dir.ts): detached first, then removed.
-  '  kill -KILL "-$1" 2>/dev/null; if [ "$2" != - ]; then decode "$2"; umount -l -- "$decoded" 2>/dev/null',
+  '  [ "$1" = - ] || kill -KILL "-$1" 2>/dev/null; if [ "$2" != - ]; then decode "$2"; umount -l -- "$decoded" 2>/dev/null',
   '    rm -rf -- "$decoded"; fi; shift 2',
   '  for word in "$@"; do decode "$word"; n=0; while [ -d "$decoded" ] && [ $n -lt 50 ]; do',
   // Only a process's own number: 0 and negatives would name groups (0: the watchdog's own), 1 is init.
@@ -64,6 +65,15 @@ class Watchdog {
     if (shell === undefined) return undefined;
     this.lastId += 1;
     shell.stdin?.write(`+ ${this.lastId} ${group} ${watchdogWord(scratch)} ${cgroups.map(watchdogWord).join(" ")}\n`);
+    return this.lastId;
+  }
+
+  /** Tells the watchdog of a directory alone (no process group): removed should the host die. */
+  coverDirectory(dir: string): number | undefined {
+    const shell = this.running();
+    if (shell === undefined) return undefined;
+    this.lastId += 1;
+    shell.stdin?.write(`+ ${this.lastId} - ${watchdogWord(dir)}\n`);
     return this.lastId;
   }
 
@@ -99,6 +109,18 @@ class Watchdog {
 
 const watchdog = new Watchdog();
 
+/**
+ * Has the watchdog remove `dir` (unmounting it first if it is a mount point) should the host die before
+ * the returned function is called (a session's workspace between its runs). Without a watchdog (no
+ * /bin/sh) the directory has no cover.
+ */
+export function coverDirectory(dir: string): () => void {
+  const id = watchdog.coverDirectory(dir);
+  return () => {
+    if (id !== undefined) watchdog.forget(id);
+  };
+}
+
 /** Where guests go when their group is gone within this poll while it is cleared. */
 const POLL_MS = 25;
 
@@ -133,17 +155,7 @@ export class ProcessGroup {
    * the session inside the sandbox instead, and the guest gets its chance to end cleanly.
    */
   signal(signal: NodeJS.Signals): void {
-    if (this.sandboxed && signal !== "SIGKILL" && this.child.pid !== undefined) {
-      const inner = childrenOf(this.child.pid)[0];
-      if (inner !== undefined) {
-        try {
-          process.kill(-inner, signal);
-          return;
-        } catch {
-          // The sandbox is ending; signal bubblewrap's group below.
-        }
-      }
-    }
+    if (this.sandboxed && signal !== "SIGKILL" && this.signalInside(signal)) return;
     if (GROUPS_SUPPORTED && this.child.pid !== undefined) {
       try {
         process.kill(-this.child.pid, signal);
@@ -153,6 +165,31 @@ export class ProcessGroup {
       }
     }
     this.child.kill(signal);
+  }
+
+  /**
+   * SIGKILLs what the guest runs, at once (runCode's runner: nothing in it has anything to clean up). In a
+   * sandbox, the sandbox's session: bubblewrap then exits once the kernel has emptied the sandbox's PID
+   * namespace (its init waits for that), so bubblewrap's exit still means that everything inside is gone.
+   * Bubblewrap's own group when the session cannot be found; unconfined, the whole group.
+   */
+  endNow(): void {
+    if (this.sandboxed && this.signalInside("SIGKILL")) return;
+    this.signal("SIGKILL");
+  }
+
+  /** Sends `signal` to the sandbox's session (its init's group); false when there is none to signal. */
+  private signalInside(signal: NodeJS.Signals): boolean {
+    if (this.child.pid === undefined) return false;
+    const inner = sandboxInit(this.child.pid);
+    if (inner === undefined) return false;
+    try {
+      process.kill(-inner, signal);
+      return true;
+    } catch {
+      // The sandbox is ending; the caller signals bubblewrap's group.
+      return false;
+    }
   }
 
   /**
@@ -196,11 +233,12 @@ export class ProcessGroup {
 }
 
 /**
- * The pids whose parent is `pid` (Linux /proc; empty elsewhere). bubblewrap's first child is the
- * sandbox's init, which leads the sandbox's session and process group (--new-session).
+ * bubblewrap's first child, the sandbox's init, which leads the sandbox's session and process group
+ * (--new-session): from /proc's children list, or the whole process table on a kernel without one.
  */
-function childrenOf(pid: number): number[] {
-  return (processTable() ?? []).filter((entry) => entry.parent === pid).map((entry) => entry.pid);
+function sandboxInit(pid: number): number | undefined {
+  const children = childrenOf(pid) ?? (processTable() ?? []).filter((entry) => entry.parent === pid).map((entry) => entry.pid);
+  return children[0];
 }
 
 /** Every process's state, parent and group from Linux's /proc; undefined where there is no /proc. */

@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -23,6 +24,7 @@ import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
+import { isSession, sessionRun, type Session } from "./workspace/index.js";
 import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
 
@@ -50,7 +52,26 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
   const launch = checkLaunch(options, "runGuest", {});
-  return traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) => runLaunch(launch, observer));
+  const run = () =>
+    traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) => runLaunch(launch, observer));
+  return launch.session === undefined ? run() : sessionRun(launch.session, run, "runGuest");
+}
+
+/**
+ * A session's run: its workspace is the working directory, writable, and the run is confined ("auto"
+ * becomes required: a body must not outlive its run and touch the workspace while the host does).
+ * Throws TypeError for a value that is not an open session, with `cwd`, or with `sandbox: false`.
+ */
+function sessionPaths(session: unknown, options: GuestCommand, caller: string): { cwd: string; sandbox: SandboxRequest } {
+  if (!isSession(session)) throw new TypeError(`${caller}: options.session must be a session made by createSession or openSession`);
+  if (session.closed) throw new TypeError(`${caller}: options.session is closed (session.close() was called)`);
+  if (options.remote !== undefined)
+    throw new TypeError(`${caller}: options.remote and options.session are exclusive: a workspace is this host's`);
+  if (options.cwd !== undefined)
+    throw new TypeError(`${caller}: options.cwd and options.session are exclusive: a session's workspace is the working directory`);
+  const request = sandboxRequest(options.sandbox, caller);
+  if (request.mode === "off") throw new TypeError(`${caller}: a session's runs are sandboxed; options.sandbox must not be false`);
+  return { cwd: session.path, sandbox: { ...request, mode: "required" } };
 }
 
 /** @internal What runCode adds to a launch. */
@@ -63,10 +84,20 @@ export interface LaunchExtras {
   scratch?: string;
   /** Whether the sandbox looks for the script's directory and Node's lookups (default true). */
   discover?: boolean;
+  /**
+   * The guest is runCode's runner: nothing in it has anything to clean up, so it is SIGKILLed at once when
+   * its result is in or its run is stopped, instead of being given `killGraceMs` per step.
+   */
+  disposable?: boolean;
+}
+
+/** @internal A checked launch's session (its working directory), if it has one. */
+export interface SessionExtra {
+  session?: Session;
 }
 
 /** @internal A launch's options, checked once (runGuest, runCode and run pools use them as they are). */
-export interface CheckedLaunch extends LaunchExtras {
+export interface CheckedLaunch extends LaunchExtras, SessionExtra {
   command: string;
   args: readonly string[];
   /** The working directory as given (undefined: this process's, when the guest starts). */
@@ -99,7 +130,12 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
   if (onStderr !== undefined && typeof onStderr !== "function") throw new TypeError(`${caller}: options.onStderr must be a function`);
   const settings = hostSettings(options, caller);
   const killGraceMs = graceMs(options.killGraceMs, DEFAULT_KILL_GRACE_MS, "killGraceMs", caller);
-  const sandbox = withPaths(sandboxRequest(options.sandbox, caller), readable, writable);
+  const { session } = options;
+  const own = session === undefined ? undefined : sessionPaths(session, options, caller);
+  const sandbox = withPaths(own?.sandbox ?? sandboxRequest(options.sandbox, caller), readable, [
+    ...writable,
+    ...(own === undefined ? [] : [own.cwd]),
+  ]);
   // runGuest's command runs on the far end; runCode's runner is the far end's own.
   const remote =
     options.remote === undefined
@@ -107,9 +143,10 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
       : RemoteTarget.check(options.remote, options, caller, caller === "runGuest" ? [command, ...args] : undefined);
   return {
     ...extras,
+    ...(session === undefined ? {} : { session }),
     command,
     args,
-    cwd: options.cwd,
+    cwd: own?.cwd ?? options.cwd,
     env: options.env,
     onStderr,
     settings,
@@ -159,7 +196,8 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   if (settings.signal?.aborted) return aborted();
   if (launch.remote !== undefined) return startRemote(launch, launch.remote, startedAt);
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
-  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover }, { tmpBytes });
+  const workspace = launch.session?.path;
+  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover, workspace }, { tmpBytes });
   if (settings.signal?.aborted) return aborted();
   if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
   if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
@@ -197,10 +235,13 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
     return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
   }
   const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
-  const guest = new GuestProcess(child, group, launch.killGraceMs, settings.limits.maxStderrBytes, launch.onStderr);
+  const { maxStderrBytes } = settings.limits;
+  const guest = new GuestProcess(child, group, launch.killGraceMs, maxStderrBytes, launch.onStderr, undefined, launch.disposable);
   if (confined) guest.watchOutput();
   const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
-  return new StartedGuest(child, guest, wire, limits, group, confined ? plan.report : null, fallback, confined ? plan.command : command);
+  const spawned = confined ? plan.command : command;
+  const report = confined ? plan.report : null;
+  return new StartedGuest(child, guest, wire, limits, group, report, fallback, spawned, child.stdout, scratch, launch.disposable === true);
 }
 
 /**
@@ -250,6 +291,7 @@ export interface ServeOptions {
 export class StartedGuest {
   /** Aborted when a resource limit is passed (and, once served, when the run's signal fires). */
   readonly stop = new AbortController();
+  private scratchRemoval: Promise<boolean> | undefined;
 
   constructor(
     readonly child: ChildProcessWithoutNullStreams,
@@ -264,6 +306,10 @@ export class StartedGuest {
     readonly spawned: string,
     /** What the wire reads: the child's stdout, or a remote runner's guest output read off it. */
     private readonly output: Readable = child.stdout,
+    /** The directory the host made for this run (runCode's), removed at the end before the watchdog lets go of it. */
+    private readonly scratch?: string,
+    /** See {@link LaunchExtras.disposable}. */
+    private readonly disposable = false,
   ) {
     // The session ends early when a limit is passed; the run's own signal still ends it as before.
     limits.watch((failure) => this.stop.abort(failure), child.pid);
@@ -289,13 +335,18 @@ export class StartedGuest {
           // Where usage is sampled from /proc: the last look, while the guest is still there.
           this.limits.sample();
           guest.stop("result");
+          // Nothing the guest does now changes the outcome: a disposable one is being killed, so its
+          // directory goes meanwhile (tried again once it is gone, should this attempt race its last writes).
+          if (this.disposable) void this.removeScratch();
         },
         release: (failure, paused) => {
           void wire.close().catch(() => {});
           if (failure !== undefined || paused === true) {
+            // Output that ended by itself: the child is exiting (perhaps crashing), and its exit tells the story.
+            const ended = this.output.readableEnded;
             // Nothing more is read; a child still writing gets EPIPE (a remote runner's report is still read).
             this.output.destroy();
-            guest.stop("failure");
+            guest.stop(failure === undefined ? "paused" : ended ? "ended" : "failure");
           }
         },
       });
@@ -314,13 +365,30 @@ export class StartedGuest {
   }
 
   /**
+   * Removes the run's directory, if it has one (best effort: a failure must not turn the report into a
+   * rejection). `again`: once more when an earlier attempt failed (it raced the guest's last writes).
+   */
+  private async removeScratch(again = false): Promise<void> {
+    const { scratch } = this;
+    if (scratch === undefined) return;
+    if (this.scratchRemoval === undefined || (again && !(await this.scratchRemoval))) {
+      this.scratchRemoval = rm(scratch, { recursive: true, force: true }).then(
+        () => true,
+        () => false,
+      );
+    }
+    await this.scratchRemoval;
+  }
+
+  /**
    * @internal Runs `body` with the guest (serve's session, discard's verdict, or a remote runner relaying
    * its stdio: remote/runner.ts), then ends it, its group and its limits, and reports.
    */
   async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
     const report = await this.process.run(body, () => performance.now() - startedAt, this.sandbox, this.sandboxFallback);
-    const end = await this.limits.finish(report);
-    // Only now: a host killed while the cgroup was being removed still has the watchdog remove it.
+    // The child and its group are gone: the cgroup and the directory are removed side by side.
+    const [end] = await Promise.all([this.limits.finish(report), this.removeScratch(true)]);
+    // Only now: a host killed while the cgroup or the directory was being removed still has the watchdog remove them.
     this.group.release();
     return runReport({ ...report, ...end, failure: end.failure ?? report.failure });
   }

@@ -170,6 +170,21 @@ class SpanObserver implements RunObserver {
     });
   }
 
+  step(name: string): (problem: string | undefined) => void {
+    if (!this.recording) return () => {};
+    let span: Otel.Span | undefined;
+    guard(() => {
+      span = this.tracer.startSpan(name, { kind: this.api.SpanKind.INTERNAL }, this.context);
+    });
+    return (problem) =>
+      guard(() => {
+        if (span === undefined) return;
+        span.setAttribute("ears.step.ok", problem === undefined);
+        if (problem !== undefined) span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: "CompileError" });
+        span.end();
+      });
+  }
+
   logged(entry: LogEntry): void {
     if (!this.recording) return;
     guard(() => {
@@ -238,7 +253,10 @@ export function runAttributes(report: RunReport): Otel.Attributes {
     if (report.outcome.status === "failure") attributes["ears.outcome.code"] = report.outcome.code;
   }
   if (report.failure !== undefined) attributes["ears.failure.code"] = report.failure.code;
-  if (report.sandbox !== undefined) attributes["ears.sandbox.mechanism"] = report.sandbox?.mechanism ?? "none";
+  // "none" means the guest ran unconfined: a run whose guest never started (CompileError) claims nothing.
+  if (report.sandbox !== undefined && (report.sandbox !== null || report.pid !== undefined)) {
+    attributes["ears.sandbox.mechanism"] = report.sandbox?.mechanism ?? "none";
+  }
   if (report.pid !== undefined) attributes["process.pid"] = report.pid;
   if (report.exit?.code !== undefined && report.exit.code !== null) attributes["process.exit.code"] = report.exit.code;
   if (report.exit?.signal) attributes["ears.exit.signal"] = report.exit.signal;

@@ -7,6 +7,7 @@ import type { Capabilities } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";
 import type { Failure, Outcome, Success } from "../protocol/outcome.js";
 import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
+import type { Session } from "./workspace/index.js";
 import type { ApprovalOptions, ApprovalRecord, PausedRun } from "./approval.js";
 
 // The handler types belong to the capability contract, which the guest side shares; the host API exports them too.
@@ -413,6 +414,12 @@ export interface GuestCommand extends HostOptions {
    * `sandbox.allowBroadPaths`. runCode's default is a private empty directory instead.
    */
   cwd?: string;
+  /**
+   * Added: a session (`createSession`): its workspace is the working directory, writable, kept after the
+   * run and seen by the session's next run only. The run is sandboxed (`sandbox: false` is a TypeError,
+   * "auto" required); not with `cwd`. A session's runs go one at a time. See docs/host.md, "Sessions".
+   */
+  session?: Session;
   /**
    * Unconfined: the guest's environment, default this process's. Sandboxed: where the names in
    * `sandbox.env` (and LANG, TZ) are looked up; nothing else of it reaches the guest.

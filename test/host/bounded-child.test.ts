@@ -159,3 +159,31 @@ describe.runIf(process.platform === "linux")("BoundedChild", () => {
     expect(await bounded.end()).toMatchObject({ stopped: "done with it", forced: undefined, exit: { code: 0 } });
   });
 });
+
+describe.runIf(process.platform === "linux")("a stop at once (runCode's runner, which has nothing to clean up)", () => {
+  it('"kill" SIGKILLs the child and its group at once, not after killGraceMs, and counts as forced', async () => {
+    const marker = newMarker();
+    const child = spawnInGroup("/bin/sh", ["-c", `trap '' TERM; sleep ${marker} & while :; do :; done`], { stdio: "ignore" });
+    // A grace no test could wait out: only a kill at once ends this child before the test's time limit.
+    const bounded = new BoundedChild(child, { killGraceMs: 600_000 });
+    await bounded.started;
+    bounded.stop("the deadline passed", "kill");
+    const end = await bounded.end();
+    expect(end).toMatchObject({ stopped: "the deadline passed", forced: "SIGKILL", exit: { signal: "SIGKILL" } });
+    expect(exists(child.pid!)).toBe(false);
+    expect(liveWith(marker)).toEqual([]);
+  });
+
+  it('"finish" (the child\'s work is done) SIGKILLs it at once as well, and is not counted as forced', async () => {
+    const marker = newMarker();
+    const child = spawnInGroup("/bin/sh", ["-c", `trap '' TERM; sleep ${marker} & while :; do :; done`], {
+      stdio: ["pipe", "ignore", "ignore"],
+    });
+    const bounded = new BoundedChild(child, { killGraceMs: 600_000 });
+    await bounded.started;
+    bounded.stop("result", "finish");
+    const end = await bounded.end();
+    expect(end).toMatchObject({ stopped: "result", forced: undefined, exit: { signal: "SIGKILL" } });
+    expect(liveWith(marker)).toEqual([]);
+  });
+});

@@ -4,6 +4,7 @@
  * failure, attributes without payloads by default and with them on request, and the traceparent the
  * guest sees belonging to the run span.
  */
+import { readFileSync } from "node:fs";
 import { context, trace, SpanStatusCode, type Span } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
@@ -145,6 +146,8 @@ describe("a traced runCode and runHost", () => {
     expect(run.attributes).toMatchObject({ "ears.run.api": "runCode", "ears.failure.code": "CompileError" });
     expect(run.status.code).toBe(SpanStatusCode.ERROR);
     expect(run.attributes).not.toHaveProperty("ears.code");
+    // Nothing ran, so nothing ran unconfined: no "ears.sandbox.mechanism" = "none" (issue 29, item 12).
+    expect(run.attributes).not.toHaveProperty("ears.sandbox.mechanism");
 
     exporter.reset();
     await runCode({ code: "return (;", sandbox: false, trace: { payloads: true } });
@@ -198,9 +201,29 @@ describe("a traced runCode and runHost", () => {
   });
 });
 
+describe("a type-checked runCode (issue 29, item 12)", () => {
+  it("has an ears.typecheck span under the run span, an ERROR when the check refuses the body", async () => {
+    const good = await runCode({ code: "const n: number = 1; return n;", typecheck: true, sandbox: false });
+    expect(good.ok).toBe(true);
+    const [check] = named("ears.typecheck");
+    const [run] = named("ears.run");
+    const parent = check?.parentSpanContext?.spanId ?? (check as unknown as { parentSpanId?: string }).parentSpanId;
+    expect(parent).toBe(run!.spanContext().spanId);
+    expect(check!.attributes["ears.step.ok"]).toBe(true);
+
+    exporter.reset();
+    const bad = await runCode({ code: 'const n: number = "x"; return n;', typecheck: true, sandbox: false });
+    expect(bad.failure?.code).toBe("CompileError");
+    const [refused] = named("ears.typecheck");
+    expect(refused!.attributes["ears.step.ok"]).toBe(false);
+    expect(refused!.status.code).toBe(SpanStatusCode.ERROR);
+  });
+});
+
 describe("the run span's attributes from a report", () => {
   it("carry the usage figures when the report has them, snake-cased, and the sandbox mechanism or none", () => {
-    const report = runReport({ outcome: { status: "success", content: "" }, durationMs: 1, sandbox: null });
+    const report = runReport({ outcome: { status: "success", content: "" }, durationMs: 1, sandbox: null, pid: 7 });
+    const pid = { "process.pid": 7 };
     const usage = { source: "cgroup-v2" as const, cpuMs: 120, peakMemoryBytes: 50_331_648, peakProcesses: 3, wallMs: 7, calls: 0 };
     expect(runAttributes({ ...report, usage })).toEqual({
       "ears.run.ok": true,
@@ -213,8 +236,51 @@ describe("the run span's attributes from a report", () => {
       "ears.usage.peak_memory_bytes": 50_331_648,
       "ears.usage.peak_processes": 3,
       "ears.usage.wall_ms": 7,
+      ...pid,
       "ears.usage.calls": 0,
     });
     expect(runAttributes(report)).not.toHaveProperty("ears.usage.cpu_ms");
   });
 });
+
+describe("the documented install line (issue 29, item 12)", () => {
+  it("names OpenTelemetry versions whose peer ranges admit each other (a bare install fails with ERESOLVE)", () => {
+    const docs = readFileSync(new URL("../../docs/observability.md", import.meta.url), "utf8");
+    const line = /^npm install (@opentelemetry\/.*)$/m.exec(docs)?.[1];
+    expect(line, "docs/observability.md names an npm install line").toBeDefined();
+    const named = new Map(line!.split(" ").map((spec) => [spec.slice(0, spec.lastIndexOf("@")), spec.slice(spec.lastIndexOf("@") + 1)]));
+    const installed = (name: string) =>
+      JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), "utf8")) as {
+        version: string;
+        peerDependencies?: Record<string, string>;
+      };
+    // Each named version is the one this repository tests with (same major, or same minor for a 0.x.y-style pin).
+    for (const [name, wanted] of named) expect(`${installed(name).version}.`.startsWith(`${wanted}.`), `${name}@${wanted}`).toBe(true);
+    // And the API version each SDK package asks for admits the named API.
+    const api = installed("@opentelemetry/api").version;
+    for (const name of [...named.keys()].filter((name) => name !== "@opentelemetry/api")) {
+      const range = installed(name).peerDependencies?.["@opentelemetry/api"];
+      if (range !== undefined) expect(admits(range, api), `${name} accepts @opentelemetry/api ${range}`).toBe(true);
+    }
+  });
+});
+
+/** Whether `version` meets every comparator of a range such as ">=1.3.0 <1.10.0" (the form these packages use). */
+function admits(range: string, version: string): boolean {
+  const parts = (v: string) => v.split(".").map(Number);
+  const compare = (a: string, b: string) => {
+    const [x, y] = [parts(a), parts(b)];
+    for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+    return 0;
+  };
+  return range.split(" ").every((comparator) => {
+    const [, op, bound] = /^(>=|<=|>|<|\^|~)?(.*)$/.exec(comparator)!;
+    const c = compare(version, bound!);
+    if (op === ">=") return c >= 0;
+    if (op === "<") return c < 0;
+    if (op === "<=") return c <= 0;
+    if (op === ">") return c > 0;
+    if (op === "^") return c >= 0 && parts(version)[0] === parts(bound!)[0];
+    return c === 0;
+  });
+}

@@ -2,14 +2,12 @@
  * How runCode starts its runner, cold or in a run pool: the runner script, its launch (runGuest's checks,
  * the sandbox showing it this package's dist/), and the private working directory each runner gets.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import * as failures from "../failures.js";
 import { checkLaunch, withPaths, type CheckedLaunch } from "../run-guest.js";
 import type { GuestCommand, HostFailure } from "../types.js";
 import { builtScript } from "./built-script.js";
-import { filesFor, mountBounded, unmountBounded } from "../workspace/bounded-dir.js";
+import { filesFor, makeBoundedDir } from "../workspace/bounded-dir.js";
 
 let runnerPath: string | undefined;
 
@@ -32,6 +30,7 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
   return checkLaunch({ ...options, command: process.execPath, args: [script] }, caller, {
     readable: [dirname(dirname(script))],
     discover: false,
+    disposable: true,
   });
 }
 
@@ -45,28 +44,12 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
  */
 export function withWorkDir(launch: CheckedLaunch): { launch: CheckedLaunch; remove: () => Promise<void> } | { failure: HostFailure } {
   if (launch.cwd !== undefined || launch.remote !== undefined) return { launch, remove: () => Promise.resolve() };
-  let dir: string | undefined;
-  let mounted = false;
-  const removeDir = () => {
-    try {
-      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // Best effort: a directory that cannot be removed must not turn the report into a rejection.
-    }
-  };
-  const remove = async () => {
-    if (mounted && dir !== undefined) await unmountBounded(dir);
-    removeDir();
-  };
+  const bytes = launch.settings.limits.tmpBytes;
   try {
-    dir = mkdtempSync(join(tmpdir(), "ears-code-"));
-    const bytes = launch.settings.limits.tmpBytes;
-    if (bytes !== Infinity) mounted = mountBounded(dir, { bytes, files: filesFor(bytes) }) === undefined;
-    const work = join(dir, "work");
-    mkdirSync(work, { mode: 0o700 });
-    return { launch: { ...launch, cwd: work, scratch: dir, sandbox: withPaths(launch.sandbox, [], [work]) }, remove };
+    const made = makeBoundedDir("ears-code-", bytes === Infinity ? undefined : { bytes, files: filesFor(bytes) }, true);
+    const { work } = made;
+    return { launch: { ...launch, cwd: work, scratch: made.dir, sandbox: withPaths(launch.sandbox, [], [work]) }, remove: made.remove };
   } catch (error) {
-    void remove();
     // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
     return { failure: failures.workDirNotMade(error) };
   }

@@ -235,13 +235,22 @@ export async function compileBody(body: string, maxBytes = DEFAULT_MAX_CODE_BYTE
   } catch (error) {
     return {
       ok: false,
-      message:
-        error instanceof RangeError
-          ? `${CODE_FILENAME}: ${TOO_DEEP}`
-          : `${CODE_FILENAME}: the code is not one function body: ${(error as Error).message}`,
+      message: error instanceof RangeError ? `${CODE_FILENAME}: ${TOO_DEEP}` : `${CODE_FILENAME}: ${notOneBody((error as Error).message)}`,
     };
   }
   return { ok: true, javascript };
+}
+
+/**
+ * Why a body is not one function body, in words a model can act on: V8's own ("Single function literal
+ * required") says nothing about what to change.
+ */
+function notOneBody(v8Message: string): string {
+  return (
+    "the code must be the body of one async function, and it closes that function early: it has a `}` (or `})`) " +
+    "that closes a bracket the code did not open, with more code after it; remove the extra closing brackets and " +
+    `write the code as statements that end with a return (V8: ${v8Message})`
+  );
 }
 
 /** A body the stripper itself failed on (it trapped): deep nesting overflows its stack, anything else is named. */

@@ -17,6 +17,7 @@ import { codeLaunch, withWorkDir } from "./code-launch.js";
 import { compileBody, DEFAULT_MAX_CODE_BYTES, requireStripper } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
 import { poolRun, runPooled, type RunPool } from "./run-pool.js";
+import { sessionRun } from "../workspace/index.js";
 import type { CheckedLaunch } from "../run-guest.js";
 import type { PausedState, Replay } from "../approval.js";
 import { sealToken } from "./approval-token.js";
@@ -59,6 +60,13 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
   pool?: RunPool;
 }
 
+/** A body past its deadline is told so in words a model can act on (runGuest's name the host's setting). */
+function inCodeWords(report: RunReport, runTimeoutMs: number): RunReport {
+  if (report.failure?.code !== "RunTimeout") return report;
+  // Only the failure's words change: a report with a failure stays the member it was.
+  return { ...report, failure: failures.codeRunTimedOut(runTimeoutMs) } as RunReport;
+}
+
 /**
  * Runs a code body as a guest: `ears`, `input` and `Outcome` are in scope, top-level `await` works and
  * `return` gives the result. Resolves with the same {@link RunReport} as runGuest and never rejects. A
@@ -92,6 +100,11 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
   if ("command" in rest || "args" in rest)
     throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
   // Every option is checked here, once, before any compiling: the cold and the pooled run use the result as it is.
+  if (pool !== undefined && rest.session !== undefined) {
+    throw new TypeError(
+      'runCode: options.pool and options.session are exclusive for now: a session\'s runs start cold (docs/host.md, "Sessions")',
+    );
+  }
   const launch = resumable(pool === undefined ? codeLaunch(rest, "runCode") : poolRun(pool, rest), code, replay);
   if (typecheck) requireTypeScript();
   const declarations = typecheck ? checkDeclarations(contract, inputSchema, rest.allowed) : undefined;
@@ -100,23 +113,33 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
   const refused = (problem: string) => notStartedReport(failures.codeNotCompiled(problem), performance.now() - startedAt);
   // Looked for before tracing starts: a missing amaro must throw synchronously, as documented.
   requireStripper();
-  return traced(trace, { api: "runCode", input, code }, async (observer) => {
-    const compiled = await compileBody(code, maxCodeBytes);
-    if (!compiled.ok) return refused(compiled.message);
-    const checked =
-      declarations !== undefined
-        ? typecheckBody(code, declarations, signal).catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
-        : Promise.resolve(undefined);
-    return checked.then((problem): RunReport | Promise<RunReport> => {
-      // Aborted while tsc ran: the launch reports Aborted (and starts nothing), not a type error.
-      if (problem !== undefined && signal?.aborted !== true) return refused(problem);
-      const body = encodeBodyFrame(compiled.javascript);
-      if (pool !== undefined) return runPooled(pool, launch, observer, body);
-      const own = withWorkDir(launch);
-      if ("failure" in own) return notStartedReport(own.failure, performance.now() - startedAt);
-      return runLaunch(own.launch, observer, body).finally(own.remove);
+  const run = () =>
+    traced(trace, { api: "runCode", input, code }, async (observer) => {
+      const compiled = await compileBody(code, maxCodeBytes);
+      if (!compiled.ok) return refused(compiled.message);
+      // The type check is a span of its own ("ears.typecheck"): a first check that starts the checker shows where its time went.
+      const checkEnded = declarations !== undefined ? observer?.step?.("ears.typecheck") : undefined;
+      const checked =
+        declarations !== undefined
+          ? typecheckBody(code, declarations, signal)
+              .catch((error: unknown) => `typecheck could not run: ${describeError(error)}`)
+              .then((problem) => {
+                checkEnded?.(problem);
+                return problem;
+              })
+          : Promise.resolve(undefined);
+      return checked.then((problem): RunReport | Promise<RunReport> => {
+        // Aborted while tsc ran: the launch reports Aborted (and starts nothing), not a type error.
+        if (problem !== undefined && signal?.aborted !== true) return refused(problem);
+        const body = encodeBodyFrame(compiled.javascript);
+        const ran = (report: RunReport) => inCodeWords(report, launch.settings.limits.runTimeoutMs);
+        if (pool !== undefined) return runPooled(pool, launch, observer, body).then(ran);
+        const own = withWorkDir(launch);
+        if ("failure" in own) return notStartedReport(own.failure, performance.now() - startedAt);
+        return runLaunch(own.launch, observer, body).finally(own.remove).then(ran);
+      });
     });
-  });
+  return launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode");
 }
 
 /**

@@ -24,6 +24,10 @@ import { codeLaunch, withWorkDir } from "./code-launch.js";
 export const POOL_LIMITS = [...RESOURCE_LIMITS, "maxFrameBytes", "maxStderrBytes"] as const satisfies readonly (keyof HostLimits)[];
 /** The limits {@link createRunPool} takes: the pool's own, and helloTimeoutMs, each runner's start-up deadline. */
 const POOL_OPTION_LIMITS: ReadonlySet<string> = new Set([...POOL_LIMITS, "helloTimeoutMs"]);
+/** The pool's part of a run's limits (those {@link POOL_LIMITS} names), for starting a pool whose runs get `limits`. */
+export function poolLimitsOf(limits: HostLimits | undefined): HostLimits {
+  return Object.fromEntries(POOL_LIMITS.filter((name) => limits?.[name] !== undefined).map((name) => [name, limits![name]]));
+}
 /** The default number of runners kept ready. */
 export const DEFAULT_POOL_SIZE = 2;
 /** The most runners a pool may keep (each is a Node process, about 40 MB). */

@@ -17,6 +17,45 @@ const MAX_SHOWN = 10;
 /** Each error's text is cut here (an overload error can explain itself at length). */
 const MAX_ERROR_CHARS = 600;
 
+/** An error about reading a call's `structured` before its `status` narrowed it to the success. */
+const STRUCTURED_BEFORE_STATUS =
+  /\.structured' is possibly|does not exist on type '[^']*Json\[\]|structured' does not exist on type 'Failure'/;
+/** What to do about it, added once to the message. */
+const CHECK_STATUS_FIRST =
+  "hint: a call resolves to a success or a failure; check its status before reading structured " +
+  '(`const r = await ears.call(...); if (r.status === "failure") return r;`), then r.structured has the type the capability declares';
+
+/**
+ * What a body has in scope besides `ears`, `input` and `Outcome`, for the checker: the standard library and
+ * the DOM's (console, timers, fetch, URL, AbortSignal, TextEncoder, ...) come from `lib`; this adds what a
+ * body reaches of Node without `@types/node` (not loaded): `process` (its `getBuiltinModule`, which the docs
+ * and the import error tell a body to use, returns an untyped module), `Buffer`, `setImmediate`. Appended
+ * to the declarations, so their positions stay what they were.
+ */
+export const BODY_ENVIRONMENT = `
+/** Node's process, as far as a code body uses it. */
+declare const process: {
+  /** A built-in module (a body cannot import or require): \`process.getBuiltinModule("node:fs")\`. Untyped. */
+  getBuiltinModule(id: string): any;
+  readonly env: { readonly [name: string]: string | undefined };
+  readonly argv: readonly string[];
+  readonly platform: string;
+  readonly arch: string;
+  readonly version: string;
+  readonly versions: { readonly [name: string]: string | undefined };
+  readonly pid: number;
+  cwd(): string;
+  uptime(): number;
+  memoryUsage(): { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
+  hrtime: { (time?: [number, number]): [number, number]; bigint(): bigint };
+  nextTick(callback: (...args: any[]) => void, ...args: any[]): void;
+};
+/** Node's Buffer. Untyped. */
+declare const Buffer: any;
+declare function setImmediate(callback: (...args: any[]) => void, ...args: any[]): unknown;
+declare function clearImmediate(handle: unknown): void;
+`;
+
 /** Throws {@link MissingPeerError} saying what to install when TypeScript is not installed. */
 export function requireTypeScript(): void {
   if (installedTypeScript() === undefined) {
@@ -54,7 +93,7 @@ export function checkDeclarations(
  * (warm-checker.ts): the first check starts it, the next ones reuse it.
  */
 export async function typecheckBody(body: string, declarations: string, signal: AbortSignal | undefined): Promise<string | undefined> {
-  const result = await warmChecker().check(declarations, `${CHECK_PREFIX}${body}${CHECK_SUFFIX}`, signal);
+  const result = await warmChecker().check(`${declarations}${BODY_ENVIRONMENT}`, `${CHECK_PREFIX}${body}${CHECK_SUFFIX}`, signal);
   if ("failed" in result) return `typecheck: tsc failed: ${result.failed}`;
   if ("refused" in result) return `typecheck: ${result.refused}`;
   // Each error with its explanation (which overload failed and why) on one line.
@@ -72,5 +111,6 @@ export async function typecheckBody(body: string, declarations: string, signal: 
   if (errors.length === 0)
     return result.other.length === 0 ? undefined : `typecheck: tsc failed: ${result.other.join("\n").slice(0, 1000)}`;
   const more = errors.length > MAX_SHOWN ? `; and ${errors.length - MAX_SHOWN} more` : "";
-  return `type errors: ${errors.slice(0, MAX_SHOWN).join("; ")}${more}`;
+  const hint = errors.some((error) => STRUCTURED_BEFORE_STATUS.test(error)) ? `; ${CHECK_STATUS_FIRST}` : "";
+  return `type errors: ${errors.slice(0, MAX_SHOWN).join("; ")}${more}${hint}`;
 }

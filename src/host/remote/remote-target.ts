@@ -179,7 +179,8 @@ export class RemoteTarget {
         workerFailed(worker, `${why}${failures.stderrHint(stderrTail)}`);
       }
     };
-    child.once("exit", (code, signal) => gone({ code, signal }));
+    // "close", not "exit": only then has all of its stdout (a header) and stderr been read.
+    child.once("close", (code, signal) => gone({ code, signal }));
     child.once("error", (error) => gone(undefined, error));
     void stream.started.then((started) => {
       if (started) {

@@ -208,6 +208,12 @@ export interface Launch {
    * it off: it names every path its runner needs.
    */
   discover?: boolean;
+  /**
+   * A session's workspace (the working directory): the run's own files, bounded and sanitized by the host
+   * (src/host/workspace/), so it is not walked for secrets: a body's `.env` is its own, and a full
+   * workspace must not exceed the walk's budget.
+   */
+  workspace?: string;
 }
 
 /** Facts about the host the rules need: the directories too broad to show. */
@@ -332,7 +338,7 @@ export function sandboxPolicy(
     refuseBroad(real, path, what);
     bind(real, given, writable);
     named.add(real).add(given);
-    if (fs.targetKind(real) === "directory") walked.add(real);
+    if (fs.targetKind(real) === "directory" && real !== launch.workspace) walked.add(real);
   };
   /**
    * A path the host found (not named): shown only when it resolves inside `root` (the directory it was
@@ -363,7 +369,7 @@ export function sandboxPolicy(
   const cwd = resolveNamed(resolve(launch.cwd), "the working directory", launch.cwd);
   refuseBroad(cwd, launch.cwd, "the working directory");
   bind(cwd, resolve(launch.cwd), false);
-  walked.add(cwd);
+  if (cwd !== launch.workspace) walked.add(cwd);
   const discover = launch.discover !== false;
   const script = discover ? scriptOf(launch.args, launch.cwd, fs) : undefined;
   let scriptDir: string | undefined;

@@ -11,7 +11,9 @@
  * cgroup limits do); a host that cannot mount gets {@link mountBounded}'s reason and the caller decides.
  */
 import { execFile, execFileSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /** A directory's bounds: bytes of file data, and files (every file, directory and link counts one). */
 export interface DirBound {
@@ -98,4 +100,50 @@ export function unmountBounded(dir: string): Promise<void> {
   return new Promise((settle) => {
     execFile(found.umount, ["-l", dir], { env: {}, timeout: TIMEOUT_MS }, () => settle());
   });
+}
+
+/** A bounded directory made by {@link makeBoundedDir}: `work` inside `dir`, the mount point. */
+export interface BoundedDir {
+  /** The directory the host made (mode 0700), the mount point: the watchdog's to remove should the host die. */
+  dir: string;
+  /** The directory inside it to use (mode 0700). */
+  work: string;
+  /** Whether the tmpfs is mounted; false: `fallback` was true and the host could not mount (then unbounded). */
+  bounded: boolean;
+  /** Unmounts and removes it, once; resolves when it is gone. Never rejects. */
+  remove(): Promise<void>;
+}
+
+/**
+ * Makes a fresh directory under the OS temporary directory, named `prefix` and a random suffix, with the
+ * tmpfs of `bound` mounted on it and `work` made inside. Where the host cannot mount, it throws the reason,
+ * unless `fallback` (then the directory is a plain one, bounded by nothing). Throws what mkdtemp throws.
+ */
+export function makeBoundedDir(prefix: string, bound: DirBound | undefined, fallback: boolean): BoundedDir {
+  // Its real path: the sandbox compares the working directory by it.
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  let bounded = false;
+  let removing: Promise<void> | undefined;
+  const remove = () =>
+    (removing ??= (async () => {
+      if (bounded) await unmountBounded(dir);
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // Best effort: a directory that cannot be removed must not turn a report into a rejection.
+      }
+    })());
+  try {
+    if (bound !== undefined) {
+      const problem = mountBounded(dir, bound);
+      if (problem !== undefined && !fallback) throw new Error(problem);
+      bounded = problem === undefined;
+    }
+    const work = join(dir, "work");
+    mkdirSync(work, { mode: 0o700 });
+    return { dir, work, bounded, remove };
+  } catch (error) {
+    void remove();
+    throw error;
+  }
 }

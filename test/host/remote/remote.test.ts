@@ -5,6 +5,9 @@
  * (header, guest bytes, trailer). Over a real sshd: remote-ssh.test.ts.
  */
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createRunPool, runCode, runGuest } from "../../../src/host/index.js";
@@ -83,6 +86,33 @@ describe("a remote runner's start", () => {
     const second = await runCode({ code: "return 1;", remote });
     expect(second.failure?.code).toBe("SpawnFailed");
     expect(second.failure?.message).toMatch(/backing off after failed starts .*1 failed starts, next try in \d+ ms: .*no route to worker/);
+  });
+
+  it("a worker taken out is tried again after its back-off, and its first good start puts it back", async () => {
+    const flag = join(mkdtempSync(join(tmpdir(), "ears-remote-flag-")), "tried");
+    // Fails its first start (as an ssh to a worker that is down), then starts the runner.
+    const script =
+      'const fs = require("node:fs"); const [flag, cli] = process.argv.slice(1);' +
+      'if (!fs.existsSync(flag)) { fs.writeFileSync(flag, ""); console.error("worker down"); process.exit(3); }' +
+      'process.exit(require("node:child_process").spawnSync(process.execPath, [cli, "runner"], { stdio: "inherit" }).status ?? 1);';
+    const pool = createRunPool({ size: 1, remote: { command: process.execPath, args: ["-e", script, flag, cliPath] } });
+    try {
+      const deadline = Date.now() + 20_000;
+      let taken = 0;
+      while (pool.ready < 1 && Date.now() < deadline) {
+        taken = Math.max(taken, pool.workers[0]?.failuresInARow ?? 0);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(taken).toBe(1);
+      expect(pool.ready).toBe(1);
+      expect(pool.workers).toEqual([expect.objectContaining({ failuresInARow: 0, running: 1 })]);
+      expect(pool.workers[0]).not.toHaveProperty("lastFailure");
+      const report = await runCode({ code: "return 5;", pool });
+      expect(report.outcome?.structured, JSON.stringify(report.failure)).toBe(5);
+    } finally {
+      await pool.close();
+      rmSync(dirname(flag), { recursive: true, force: true });
+    }
   });
 
   it("a command that writes something else first did not start a runner", async () => {

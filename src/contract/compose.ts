@@ -1,0 +1,61 @@
+/**
+ * composeContracts: one contract from several (the user's own, `connectMcpServers(...).contract`, a
+ * `{ fetch: FETCH_SPEC }` record), so `declarations()`, `typecheck: true` and `implement` see every
+ * capability a run offers. A spread of `specs` lost the names' types and needed a cast.
+ */
+import { defineCapabilities, isContract, type CapabilitySpecs, type Contract } from "./contract.js";
+
+/** A part of {@link composeContracts}: a contract, or specs by name (as `defineCapabilities` takes them). */
+export type ContractPart = Contract<CapabilitySpecs> | CapabilitySpecs;
+
+type SpecsOfPart<Part> = Part extends Contract<infer Specs> ? Specs : Part;
+/** Only the names a type spells out: an index signature (an MCP connection's contract, whose names are known at run time) drops out. */
+type KnownSpecs<Specs> = {
+  readonly [Name in keyof Specs as string extends Name ? never : number extends Name ? never : Name]: Specs[Name];
+};
+type Intersection<Union> = (Union extends unknown ? (part: Union) => void : never) extends (part: infer All) => void ? All : never;
+
+/**
+ * The specs of the parts whose names the type system knows, each with its own spec type. The names of a
+ * part typed only as `Contract` (`connectMcpServers(...).contract`) are in the composed contract at run
+ * time (its `names`, `declarations()`, `typecheck: true`) but not in its type: a typed guest cannot know
+ * them when it is compiled.
+ */
+type Merged<Parts extends readonly ContractPart[]> = Intersection<KnownSpecs<SpecsOfPart<Parts[number]>>>;
+export type ComposedSpecs<Parts extends readonly ContractPart[]> = {
+  readonly [Name in keyof Merged<Parts> & string]: Merged<Parts>[Name] & CapabilitySpecs[string];
+};
+
+/**
+ * One contract holding the capabilities of every part, in the parts' order: contracts (the user's own,
+ * `connectMcpServers(...).contract`) and records of specs (`{ fetch: FETCH_SPEC }`). Each typed name keeps
+ * its types (see {@link ComposedSpecs}), with no cast: `ears.call("add", …)` stays typed. Throws a TypeError
+ * naming a capability two parts declare (decision: refused, never one silently replacing the other),
+ * or a part that is neither a contract nor an object of specs.
+ *
+ * @example
+ * const contract = composeContracts(tools, servers.contract, { fetch: FETCH_SPEC });
+ * const report = await runCode({ code, contract, typecheck: true, capabilities: { ...mine, ...servers.capabilities, fetch } });
+ */
+export function composeContracts<const Parts extends readonly ContractPart[]>(...parts: Parts): Contract<ComposedSpecs<Parts>> {
+  const specs: Record<string, CapabilitySpecs[string]> = Object.create(null);
+  const from: Record<string, number> = Object.create(null);
+  parts.forEach((part, index) => {
+    if (typeof part !== "object" || part === null || Array.isArray(part)) {
+      throw new TypeError(`composeContracts: part ${index + 1} must be a contract or an object of capability specs by name`);
+    }
+    const own = isContract(part) ? part.specs : part;
+    for (const [name, spec] of Object.entries(own)) {
+      if (Object.hasOwn(specs, name)) {
+        throw new TypeError(
+          `composeContracts: ${JSON.stringify(name)} is declared by part ${from[name]! + 1} and part ${index + 1}; ` +
+            "a capability name must be declared once",
+        );
+      }
+      specs[name] = spec;
+      from[name] = index;
+    }
+  });
+  // defineCapabilities checks the specs of a record part as it checks any contract's.
+  return defineCapabilities(specs) as Contract<ComposedSpecs<Parts>>;
+}

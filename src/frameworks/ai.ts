@@ -1,0 +1,175 @@
+/**
+ * @posoco/ears/ai: code mode for the Vercel AI SDK (`ai` 6 or 7, an optional peer dependency loaded by
+ * this entry alone). `createCodeTool({ tools })` turns a `ToolSet` into one AI SDK tool whose input is a
+ * code body: the body calls the tools with `ears.call`, runs sandboxed with runCode, and each call runs
+ * that tool's own `execute` in the host. See docs/frameworks.md.
+ */
+import { asSchema, jsonSchema as aiJsonSchema, type Tool, type ToolExecutionOptions, type ToolSet } from "ai";
+import { jsonSchema } from "../contract/json-schema.js";
+import type { CapabilitySpec } from "../contract/contract.js";
+import {
+  answerOf,
+  codeToolCore,
+  invalidArguments,
+  type CodeToolOptions,
+  type CodeToolOutput,
+  type FrameworkTool,
+  type LeftOutTool,
+} from "./code-tool.js";
+
+export type { CodeToolOptions, CodeToolOutput } from "./code-tool.js";
+
+/** Options for {@link createCodeTool}. */
+export interface AiCodeToolOptions extends CodeToolOptions {
+  /**
+   * The AI SDK tools a body may call, by the name it calls them (`ears.call("getWeather", …)`): made
+   * with `tool({ description, inputSchema, outputSchema?, execute })`, zod or `jsonSchema()` schemas,
+   * or from the AI SDK's MCP client (`await mcpClient.tools()`). A tool with `needsApproval`, one
+   * without `execute` (a client-side tool) and a provider-executed tool are left out of the body's
+   * reach and named in the description, so the model calls them as tools of their own.
+   */
+  tools: ToolSet;
+}
+
+/** The code tool's input: the body. */
+export interface CodeToolInput {
+  code: string;
+}
+
+const ENTRY = "createCodeTool";
+
+/**
+ * One AI SDK tool that runs a code body calling `tools` (and the MCP servers of `mcp`), for
+ * `generateText`, `streamText` or an `Agent`. Its description holds the tools' TypeScript declarations
+ * (the generator of `contract.declarations()`); its `execute` runs the body with runCode (sandboxed, on
+ * `pool` or a pool it keeps, with `limits` and `typecheck`), each `ears.call` running that tool's own
+ * `execute` in the host with the code tool call's options (`abortSignal`, `messages`, `toolCallId`, the
+ * context) passed through. The model gets a {@link CodeToolOutput}: what the body returned, or the
+ * failure with its code and position; a body's mistake never throws. `execute` yields the log lines
+ * while the body runs (preliminary results in `streamText`), the result last. Throws a TypeError for
+ * bad options.
+ *
+ * @example
+ * const codeTool = createCodeTool({ tools: { getWeather, getTime }, limits: { runTimeoutMs: 30_000 } });
+ * const { text } = await generateText({ model, tools: { code: codeTool }, stopWhen: stepCountIs(5), prompt });
+ */
+export function createCodeTool(options: AiCodeToolOptions): Tool<CodeToolInput, CodeToolOutput> {
+  if (typeof options !== "object" || options === null) throw new TypeError(`${ENTRY}: options must be an object with tools`);
+  const { tools } = options;
+  if (typeof tools !== "object" || tools === null || Array.isArray(tools)) {
+    throw new TypeError(`${ENTRY}: options.tools must be an AI SDK ToolSet (an object of tools by name)`);
+  }
+  const own = new Map<string, FrameworkTool<ToolExecutionOptions>>();
+  const leftOut: LeftOutTool[] = [];
+  for (const [name, tool] of Object.entries(tools)) {
+    if (typeof tool !== "object" || tool === null) throw new TypeError(`${ENTRY}: tools.${name} is not an AI SDK tool`);
+    const why = leftOutBecause(tool);
+    if (why !== undefined) leftOut.push({ name, why });
+    else own.set(name, callable(name, tool));
+  }
+  const core = codeToolCore(ENTRY, own, leftOut, options);
+  return {
+    description: core.description,
+    inputSchema: aiJsonSchema<CodeToolInput>({
+      type: "object",
+      properties: { code: { type: "string", description: "The body of an async function, in TypeScript" } },
+      required: ["code"],
+      additionalProperties: false,
+    }),
+    execute: (input: CodeToolInput, callOptions: ToolExecutionOptions) => streamRun(core.run, input, callOptions),
+  };
+}
+
+/** Why a tool cannot be called from a body, or undefined when it can. */
+function leftOutBecause(tool: ToolSet[string]): string | undefined {
+  if ((tool as { type?: string }).type === "provider") return "its provider runs it";
+  if (typeof tool.execute !== "function") return "it has no execute: the client runs it";
+  if (tool.needsApproval !== undefined && tool.needsApproval !== false) return "it needs approval";
+  return undefined;
+}
+
+/** An AI SDK tool as a capability: arguments checked with its own schema, its `execute` run with the code tool call's options. */
+function callable(name: string, tool: ToolSet[string]): FrameworkTool<ToolExecutionOptions> {
+  const input = asSchema(tool.inputSchema);
+  const output = tool.outputSchema === undefined ? undefined : asSchema(tool.outputSchema);
+  const spec: CapabilitySpec = {
+    ...(tool.description === undefined ? {} : { description: tool.description }),
+    arguments: jsonSchema(syncJsonSchema(name, "inputSchema", input.jsonSchema)),
+    ...(output === undefined ? {} : { structured: jsonSchema(syncJsonSchema(name, "outputSchema", output.jsonSchema)) }),
+  };
+  const execute = tool.execute!;
+  return {
+    spec,
+    async call(args, ctx, callOptions) {
+      let value: unknown = args;
+      if (input.validate !== undefined) {
+        const checked = await input.validate(args);
+        if (!checked.success) return invalidArguments(name, checked.error.message);
+        value = checked.value;
+      }
+      const signal = callOptions.abortSignal === undefined ? ctx.signal : AbortSignal.any([ctx.signal, callOptions.abortSignal]);
+      return answerOf(await lastOf(execute(value as never, { ...callOptions, abortSignal: signal })));
+    },
+  };
+}
+
+function syncJsonSchema(name: string, field: string, schema: unknown): Record<string, unknown> | boolean {
+  if (typeof (schema as PromiseLike<unknown> | null)?.then === "function") {
+    throw new TypeError(`${ENTRY}: tools.${name}.${field} gives its JSON Schema asynchronously; resolve it before making the code tool`);
+  }
+  return schema as Record<string, unknown> | boolean;
+}
+
+/** A streaming tool's last value (its final output), or a plain result awaited. */
+async function lastOf(result: unknown): Promise<unknown> {
+  if (typeof result === "object" && result !== null && Symbol.asyncIterator in result) {
+    let last: unknown;
+    for await (const value of result as AsyncIterable<unknown>) last = value;
+    return last;
+  }
+  return result;
+}
+
+/**
+ * Runs the body, yielding its progress (log lines, calls) while it runs and the result last. Stopping
+ * the iteration early (the caller gave up) aborts the run.
+ */
+async function* streamRun(
+  run: ReturnType<typeof codeToolCore<ToolExecutionOptions>>["run"],
+  input: CodeToolInput,
+  callOptions: ToolExecutionOptions,
+): AsyncGenerator<CodeToolOutput, void, undefined> {
+  const stop = new AbortController();
+  const signal = callOptions.abortSignal === undefined ? stop.signal : AbortSignal.any([callOptions.abortSignal, stop.signal]);
+  let latest: CodeToolOutput | undefined;
+  let wake: (() => void) | undefined;
+  let settled = false;
+  const running = run(input?.code, callOptions, signal, (progress) => {
+    latest = progress;
+    wake?.();
+  });
+  const done = () => {
+    settled = true;
+    wake?.();
+  };
+  running.then(done, done);
+  try {
+    for (;;) {
+      if (latest !== undefined && !settled) {
+        const progress = latest;
+        latest = undefined;
+        yield progress;
+        continue;
+      }
+      if (settled) break;
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+    }
+    yield await running;
+  } finally {
+    if (!settled) {
+      stop.abort(new DOMException("the caller stopped reading the code tool's results", "AbortError"));
+      await running.catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,273 @@
+/**
+ * What the framework adapters (`@posoco/ears/ai`, `@posoco/ears/openai-agents`) share: a framework's
+ * tools as capabilities with a contract (so `declarations()` and `typecheck: true` see them), MCP
+ * connections beside them, the code tool's description, and one run of a body with `runCode` mapped to
+ * what a model can act on. Each adapter only reads its framework's tool shape and calls its tools.
+ * This file imports no framework: it is the part both entries load.
+ */
+import { composeContracts } from "../contract/compose.js";
+import type { CapabilityContext, CapabilitySpec, Contract } from "../contract/contract.js";
+import type { Json } from "../protocol/json.js";
+import { Outcome } from "../protocol/outcome.js";
+import { clip } from "../protocol/text.js";
+import { poolLimitsOf } from "../host/code/run-pool.js";
+import { requireTypeScript } from "../host/code/typecheck.js";
+import type { McpConnection } from "../host/connectors/mcp.js";
+import { createRunPool, runCode, type Capabilities, type HostLimits, type RunPool, type RunReport } from "../host/index.js";
+import type { SandboxSetting } from "../host/sandbox/types.js";
+
+/** Options every framework's code tool takes besides its tools. */
+export interface CodeToolOptions {
+  /**
+   * MCP servers' tools, from `connectMcpServers` (one connection or several): callable from a body as
+   * `<server>.<tool>`, declared from their JSON Schemas. The caller keeps the connection and closes it.
+   */
+  mcp?: McpConnection | readonly McpConnection[];
+  /**
+   * The run pool bodies run on (`createRunPool`; the caller closes it), or `false` to start each body
+   * cold. Default: the tool starts its own pool (2 runners, with `sandbox` and the pool's part of
+   * `limits`) on its first run; its runners never keep the process alive and end with it.
+   */
+  pool?: RunPool | false;
+  /** runCode's limits for each body (`runTimeoutMs`, `memoryBytes`, ...); the run's deadline is named in the description. */
+  limits?: HostLimits;
+  /**
+   * Check each body's types against the tools' declarations before it runs (default false, as runCode):
+   * a type error comes back as `CompileError` with its `code.ts:LINE:COLUMN`. Needs `typescript`.
+   */
+  typecheck?: boolean;
+  /** runCode's sandbox (default "auto"). */
+  sandbox?: SandboxSetting;
+  /** Called with each run's full report (usage, calls, logs, pid), after the result is made. A throw is ignored. */
+  onReport?: (report: RunReport) => void;
+}
+
+/**
+ * What the model sees as the code tool's result: the body's outcome (what it returned, or a failure a
+ * call or the body made), or the run's failure (`CompileError` with `code.ts:LINE:COLUMN`, `GuestFailed`,
+ * `RunTimeout`, `MemoryLimit`, `Aborted`, ...), with the body's log lines. While a body runs, a framework
+ * that streams tool results gets the same shape with `status: "running"` and the log lines so far.
+ */
+export interface CodeToolOutput {
+  status: "success" | "failure" | "running";
+  /** A failure's code: the body's own, a tool's, or the run's (CompileError, RunTimeout, ...). */
+  code?: string;
+  /** The outcome's text; for a run that failed, the message saying why. */
+  content: string;
+  /** What the body returned (any JSON value). */
+  structured?: Json;
+  /** The body's log lines (`console.*`, `ears.log`) as `[level] text`, at most 50 lines and 10,000 characters. */
+  logs?: string[];
+  /** While running: how many tool calls the body has made so far. */
+  calls?: number;
+}
+
+/** One of the user's tools as a capability: its spec, and how to call it with the framework's options of the code tool's call. */
+export interface FrameworkTool<CallOptions> {
+  spec: CapabilitySpec;
+  call(args: Json, ctx: CapabilityContext, options: CallOptions): unknown;
+}
+
+/** A tool that cannot be called from a body, and why (it is named in the description). */
+export interface LeftOutTool {
+  name: string;
+  why: string;
+}
+
+/** A code tool's shared part: its description, contract and runs. */
+export interface CodeToolCore<CallOptions> {
+  readonly description: string;
+  readonly contract: Contract;
+  /**
+   * Runs a body; `onProgress` gets the log lines and the number of calls so far as they change. Rejects
+   * only for a setup mistake (a missing peer).
+   */
+  run(
+    code: unknown,
+    callOptions: CallOptions,
+    signal: AbortSignal | undefined,
+    onProgress?: (progress: CodeToolOutput) => void,
+  ): Promise<CodeToolOutput>;
+}
+
+const MAX_LOG_LINES = 50;
+const MAX_LOG_CHARS = 10_000;
+
+/**
+ * The shared part of a code tool over `tools` (by the name a body calls), with `leftOut` named in the
+ * description. Throws a TypeError for bad options or a name two sources declare, and what to install
+ * when `typecheck` is asked for without `typescript`.
+ */
+export function codeToolCore<CallOptions>(
+  entry: string,
+  tools: ReadonlyMap<string, FrameworkTool<CallOptions>>,
+  leftOut: readonly LeftOutTool[],
+  options: CodeToolOptions,
+): CodeToolCore<CallOptions> {
+  const { pool, limits, typecheck = false, sandbox, onReport } = options;
+  if (pool !== undefined && pool !== false && (typeof pool !== "object" || pool === null)) {
+    throw new TypeError(`${entry}: options.pool must be a run pool (createRunPool) or false`);
+  }
+  if (typeof typecheck !== "boolean") throw new TypeError(`${entry}: options.typecheck must be a boolean`);
+  if (onReport !== undefined && typeof onReport !== "function") throw new TypeError(`${entry}: options.onReport must be a function`);
+  if (typecheck) requireTypeScript();
+  const connections = mcpConnectionsOf(entry, options.mcp);
+  const own: Record<string, CapabilitySpec> = Object.create(null);
+  for (const [name, tool] of tools) own[name] = tool.spec;
+  let contract: Contract;
+  try {
+    contract = composeContracts(own, ...connections.map((connection) => connection.contract));
+  } catch (error) {
+    throw new TypeError(`${entry}: ${(error as Error).message.replace(/^composeContracts: /, "")} (a tool and an MCP server's tool?)`);
+  }
+  const description = codeToolDescription(contract.declarations(), typecheck, limits?.runTimeoutMs, leftOut);
+  let kept: RunPool | undefined;
+  const poolOfRun = (): RunPool | undefined => {
+    if (pool === false) return undefined;
+    if (pool !== undefined) return pool;
+    kept ??= createRunPool({ sandbox, limits: poolLimitsOf(limits) });
+    return kept;
+  };
+
+  const run: CodeToolCore<CallOptions>["run"] = async (code, callOptions, signal, onProgress) => {
+    if (typeof code !== "string") {
+      return { status: "failure", code: "InvalidArguments", content: 'the code tool takes { "code": "<the body of an async function>" }' };
+    }
+    const logs: string[] = [];
+    let calls = 0;
+    const progress = () => onProgress?.({ status: "running", content: "", logs: boundedLogs(logs), calls });
+    const capabilities: Capabilities = Object.create(null);
+    for (const [name, tool] of tools) {
+      capabilities[name] = (args, ctx) => {
+        calls += 1;
+        progress();
+        return tool.call(args, ctx, callOptions);
+      };
+    }
+    for (const connection of connections) {
+      for (const [name, capability] of Object.entries(connection.capabilities)) {
+        capabilities[name] = (args, ctx) => {
+          calls += 1;
+          progress();
+          return capability(args, ctx);
+        };
+      }
+    }
+    const runPool = poolOfRun();
+    const report = await runCode({
+      code,
+      capabilities,
+      allowed: contract.names,
+      contract,
+      typecheck,
+      ...(limits === undefined ? {} : { limits }),
+      ...(sandbox === undefined || runPool !== undefined ? {} : { sandbox }),
+      ...(signal === undefined ? {} : { signal }),
+      ...(runPool === undefined ? {} : { pool: runPool }),
+      onLog: (entry) => {
+        logs.push(`[${entry.level}] ${entry.content}`);
+        progress();
+      },
+    });
+    try {
+      onReport?.(report);
+    } catch {
+      // The caller's observer; the model's result does not depend on it.
+    }
+    return outputOf(report, logs);
+  };
+  return { description, contract, run };
+}
+
+/** The model's view of a finished run (see {@link CodeToolOutput}). */
+export function outputOf(report: RunReport, logs: readonly string[]): CodeToolOutput {
+  const shown = logs.length === 0 ? {} : { logs: boundedLogs(logs) };
+  if (report.failure !== undefined) return { status: "failure", code: report.failure.code, content: report.failure.message, ...shown };
+  // A run pauses only for an `approval` in pause mode (issue 31), which a code tool never passes.
+  if (report.paused !== undefined) throw new Error("a code tool's run paused for approval, which the code tool never asks for");
+  const outcome = report.outcome;
+  return {
+    status: outcome.status,
+    ...(outcome.status === "failure" ? { code: outcome.code } : {}),
+    content: outcome.content,
+    ...(outcome.structured === undefined ? {} : { structured: outcome.structured }),
+    ...shown,
+  };
+}
+
+/** At most {@link MAX_LOG_LINES} lines and {@link MAX_LOG_CHARS} characters, saying what was left out. */
+function boundedLogs(logs: readonly string[]): string[] {
+  const shown: string[] = [];
+  let chars = 0;
+  for (const line of logs.slice(0, MAX_LOG_LINES)) {
+    if (chars + line.length > MAX_LOG_CHARS) {
+      shown.push(clip(line, Math.max(0, MAX_LOG_CHARS - chars)));
+      break;
+    }
+    shown.push(line);
+    chars += line.length;
+  }
+  if (logs.length > shown.length) shown.push(`(${logs.length - shown.length} more log lines not shown)`);
+  return shown;
+}
+
+/** The code tool's description: how to write a body, the run's deadline, what is left out, then the declarations. */
+export function codeToolDescription(
+  declarations: string,
+  typecheck: boolean,
+  runTimeoutMs: number | undefined,
+  leftOut: readonly LeftOutTool[],
+): string {
+  const deadline = runTimeoutMs === undefined ? "" : `The body must finish within ${formatSeconds(runTimeoutMs)}. `;
+  const left =
+    leftOut.length === 0
+      ? ""
+      : `Not callable from code (call them as tools of their own): ${leftOut.map(({ name, why }) => `${name} (${why})`).join(", ")}. `;
+  return (
+    "Runs TypeScript in a sandbox: `code` is the body of an async function that calls the tools declared below with " +
+    "`await ears.call(name, args)` and returns the answer. Make independent calls together with Promise.all. A call " +
+    'resolves to { status: "success", content, structured } (a tool\'s output is its `structured`) or to ' +
+    '{ status: "failure", code, content }: it does not throw, check `status` first. `return` gives this tool\'s result ' +
+    "(any JSON value); console.log lines come back with it. There is no import or require. " +
+    (typecheck ? "Types are checked before the body runs. " : "") +
+    "A compile error names code.ts:LINE:COLUMN in the body. " +
+    deadline +
+    left +
+    "Declarations:\n```ts\n" +
+    declarations +
+    "```"
+  );
+}
+
+function formatSeconds(ms: number): string {
+  const seconds = ms / 1000;
+  return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)} s`;
+}
+
+function mcpConnectionsOf(entry: string, mcp: CodeToolOptions["mcp"]): readonly McpConnection[] {
+  if (mcp === undefined) return [];
+  const list = Array.isArray(mcp) ? (mcp as readonly McpConnection[]) : [mcp as McpConnection];
+  for (const connection of list) {
+    if (typeof connection !== "object" || connection === null || typeof connection.capabilities !== "object" || !connection.contract) {
+      throw new TypeError(`${entry}: options.mcp must be what connectMcpServers resolves with (or an array of those)`);
+    }
+  }
+  return list;
+}
+
+/**
+ * A framework tool's output as the answer to a body's call: the output is the success's `structured`,
+ * whatever its JSON type (a string too), so a body reads every tool's output the same way; `undefined`
+ * is a success without it. A value JSON would alter is refused by the host, as any handler's.
+ */
+export function answerOf(output: unknown): Outcome {
+  return output === undefined ? Outcome.success() : Outcome.success("", output as Json);
+}
+
+/** A tool's failure the body reads: its arguments did not match the tool's schema, so it did not run. */
+export function invalidArguments(name: string, problem: string): Outcome {
+  return Outcome.failure(
+    "InvalidArguments",
+    `arguments for "${name}" do not match its schema: ${clip(problem, 1000)}; the tool did not run`,
+  );
+}

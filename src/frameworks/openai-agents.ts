@@ -1,0 +1,105 @@
+/**
+ * @posoco/ears/openai-agents: code mode for the OpenAI Agents SDK (`@openai/agents`, an optional peer
+ * dependency loaded by this entry alone). `codeTool({ tools })` turns function tools into one function
+ * tool whose input is a code body: the body calls them with `ears.call`, runs sandboxed with runCode,
+ * and each call runs that tool's own `invoke` in the host. See docs/frameworks.md.
+ */
+import { RunContext, tool, type FunctionTool, type Tool } from "@openai/agents";
+import { jsonSchema } from "../contract/json-schema.js";
+import type { CapabilitySpec } from "../contract/contract.js";
+import { Outcome } from "../protocol/outcome.js";
+import { answerOf, codeToolCore, type CodeToolOptions, type CodeToolOutput, type FrameworkTool, type LeftOutTool } from "./code-tool.js";
+
+export type { CodeToolOptions, CodeToolOutput } from "./code-tool.js";
+
+/** Options for {@link codeTool}. */
+export interface AgentsCodeToolOptions extends CodeToolOptions {
+  /**
+   * The tools a body may call, by their names (`ears.call("get_weather", …)`): function tools made with
+   * `tool({ name, description, parameters, execute })`. Other kinds (hosted tools, computer, shell,
+   * apply-patch) run elsewhere: they are left out of the body's reach and named in the description.
+   */
+  tools: readonly Tool<any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any -- any Agent context, as Agent's own `tools`
+  /** The code tool's name, default "run_code". */
+  name?: string;
+}
+
+/** What the framework passes a function tool's `execute` besides its input. */
+interface CallOptions {
+  runContext: RunContext<unknown>;
+  details: Parameters<FunctionTool["invoke"]>[2];
+}
+
+const ENTRY = "codeTool";
+
+/**
+ * One function tool for an `Agent` that runs a code body calling `tools` (and the MCP servers of `mcp`).
+ * Its description holds the tools' TypeScript declarations; its `execute` runs the body with runCode
+ * (sandboxed, on `pool` or a pool it keeps, with `limits` and `typecheck`), each `ears.call` running
+ * that tool's own `invoke` in the host with the run context and the code tool call's details (its
+ * `toolCall`, an abort `signal`) passed through, so the tool's parsing, validation, timeout and
+ * `errorFunction` apply as when the model calls it. A call a tool's `needsApproval` policy holds for
+ * approval is answered `ApprovalRequired` to the body (the tool did not run). The model gets a
+ * {@link CodeToolOutput}; a body's mistake never throws. Throws a TypeError for bad options.
+ *
+ * @example
+ * const agent = new Agent({ name: "Assistant", model, tools: [codeTool({ tools: [getWeather, getTime] })] });
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- FunctionTool's own parameters type, as tool() returns it
+export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, any, CodeToolOutput> {
+  if (typeof options !== "object" || options === null) throw new TypeError(`${ENTRY}: options must be an object with tools`);
+  const { tools, name = "run_code" } = options;
+  if (!Array.isArray(tools)) throw new TypeError(`${ENTRY}: options.tools must be an array of function tools`);
+  if (typeof name !== "string" || name === "") throw new TypeError(`${ENTRY}: options.name must be a non-empty string`);
+  const own = new Map<string, FrameworkTool<CallOptions>>();
+  const leftOut: LeftOutTool[] = [];
+  for (const [index, each] of (tools as readonly Tool<unknown>[]).entries()) {
+    if (typeof each !== "object" || each === null) throw new TypeError(`${ENTRY}: tools[${index}] is not a tool`);
+    const toolName = (each as { name?: unknown }).name;
+    if (each.type !== "function") {
+      leftOut.push({ name: typeof toolName === "string" ? toolName : each.type, why: `a ${each.type} tool runs outside the host` });
+      continue;
+    }
+    if (own.has(each.name)) throw new TypeError(`${ENTRY}: two tools are named ${JSON.stringify(each.name)}`);
+    own.set(each.name, callable(each));
+  }
+  const core = codeToolCore(ENTRY, own, leftOut, options);
+  return tool({
+    name,
+    description: core.description,
+    parameters: {
+      type: "object",
+      properties: { code: { type: "string", description: "The body of an async function, in TypeScript" } },
+      required: ["code"],
+      additionalProperties: false,
+    },
+    strict: true,
+    execute: (input, runContext, details) =>
+      core.run((input as { code?: unknown } | null)?.code, { runContext: runContext ?? new RunContext(), details }, details?.signal),
+  });
+}
+
+/** A function tool as a capability: its own `invoke` (parsing, validation, errorFunction) with the code tool call's context. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any parameters type: the tool parses its own input
+function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<CallOptions> {
+  const spec: CapabilitySpec = {
+    ...(each.description === "" ? {} : { description: each.description }),
+    arguments: jsonSchema(each.parameters as Record<string, unknown>),
+    ...(each.outputSchema === undefined ? {} : { structured: jsonSchema(each.outputSchema as Record<string, unknown>) }),
+  };
+  return {
+    spec,
+    async call(args, ctx, { runContext, details }) {
+      const callId = details?.toolCall?.callId ?? "";
+      if (await each.needsApproval(runContext, args as never, callId)) {
+        return Outcome.failure(
+          "ApprovalRequired",
+          `"${each.name}" needs a person's approval for this call, which a code body cannot get; the tool did not run. ` +
+            "Call it as a tool of its own.",
+        );
+      }
+      const signal = details?.signal === undefined ? ctx.signal : AbortSignal.any([ctx.signal, details.signal]);
+      return answerOf(await each.invoke(runContext, JSON.stringify(args), { ...details, signal }));
+    },
+  };
+}

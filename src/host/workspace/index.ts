@@ -1,0 +1,328 @@
+/**
+ * Sessions: a workspace that lasts between runs (issue 32). A session owns a bounded directory
+ * (bounded-dir.ts: a tmpfs the host mounts, `workspaceBytes` and one file per 4 KiB of them), which
+ * `runCode({ session })` and `runGuest({ session })` get as their writable working directory. Runs and
+ * the host's own file operations on one session are serialised; after each run the workspace is
+ * sanitized (tree.ts: no link, special file or setuid bit is kept). A session made with `dir` is durable:
+ * its files are loaded from `dir` when it opens and written back to it after every run and every host
+ * write, so `openSession(dir)` continues it in another process. See docs/host.md, "Sessions".
+ */
+import { constants } from "node:fs";
+import { lstat, mkdir, open, readdir, rm } from "node:fs/promises";
+import { existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
+import { isAbsolute, join, normalize, resolve, sep } from "node:path";
+import { coverDirectory } from "../process-group.js";
+import { filesFor, makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
+import { entryKind, load, mirror, sanitize } from "./tree.js";
+
+/** The default size of a session's workspace: 256 MiB (as `limits.tmpBytes`), and one file per 4 KiB of it. */
+export const DEFAULT_WORKSPACE_BYTES = 256 * 1024 * 1024;
+
+/** Options for {@link createSession}. */
+export interface SessionOptions {
+  /**
+   * The workspace's size in bytes (default 256 MiB); files are bounded too, one per 4 KiB of it (at least
+   * 1024). Past either, a write fails with `ENOSPC`: inside a body, or from {@link Session.writeFile}.
+   */
+  workspaceBytes?: number;
+  /** Files placed in the workspace before the first run: relative path to text (UTF-8) or bytes. */
+  files?: Readonly<Record<string, string | Uint8Array>>;
+  /**
+   * A directory of the host's that keeps the workspace: created if missing, and must be empty (continue
+   * one with {@link openSession}). It is the caller's: `close()` leaves it, and it outlives this process.
+   * Without it the workspace is temporary: removed by `close()`, or by the watchdog if the host dies.
+   */
+  dir?: string;
+}
+
+/** One entry of {@link Session.list}. */
+export interface WorkspaceEntry {
+  name: string;
+  type: "file" | "directory";
+  /** Size in bytes (files). */
+  size: number;
+}
+
+/** A session: a workspace that lasts between runs. Pass it to runCode or runGuest as `session`. */
+export interface Session {
+  /** The workspace's path on the host (a run's working directory, at the same path inside the sandbox). */
+  readonly path: string;
+  /** The durable session's directory, or undefined for a temporary one. */
+  readonly dir: string | undefined;
+  /** The workspace's bounds. */
+  readonly workspaceBytes: number;
+  readonly workspaceFiles: number;
+  /** True once {@link Session.close} was called. */
+  readonly closed: boolean;
+  /** Writes a file (creating its directories); rejects with `ENOSPC` past the bounds. */
+  writeFile(path: string, data: string | Uint8Array): Promise<void>;
+  /** A file's bytes. Rejects for a missing path, a directory, and anything but a regular file. */
+  readFile(path: string): Promise<Buffer>;
+  /** A directory's entries (default the workspace's top), sorted by name. */
+  list(path?: string): Promise<WorkspaceEntry[]>;
+  /** Removes a file or a directory with everything in it; a missing path is not an error. */
+  remove(path: string): Promise<void>;
+  /**
+   * Waits for the runs and file operations under way, then removes the workspace (a durable session's
+   * `dir` stays, holding its last state). Calling it again returns the same promise.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Makes a session with a fresh workspace (empty but for `files`). Rejects when the workspace cannot be
+ * bounded here (the host must be able to mount a tmpfs: root on Linux), when `dir` is not empty, or
+ * when `files` do not fit. Invalid options throw TypeError or RangeError.
+ *
+ * @example
+ * const session = await createSession({ files: { "data.csv": "a,b\n1,2\n" } });
+ * await runCode({ code: 'const fs = process.getBuiltinModule("node:fs");\nfs.writeFileSync("out.txt", "hi");', session });
+ * const out = await session.readFile("out.txt");
+ * await session.close();
+ */
+export function createSession(options: SessionOptions = {}): Promise<Session> {
+  if (typeof options !== "object" || options === null) throw new TypeError("createSession: options must be an object");
+  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, files = {}, dir, ...rest } = options;
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0)
+    throw new TypeError(`createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, files and dir`);
+  checkBytes(workspaceBytes, "createSession");
+  if (typeof files !== "object" || files === null || Array.isArray(files)) {
+    throw new TypeError("createSession: options.files must be an object of relative path to string or Uint8Array");
+  }
+  for (const [path, data] of Object.entries(files)) {
+    relativePath(path, "createSession: options.files");
+    if (typeof data !== "string" && !(data instanceof Uint8Array))
+      throw new TypeError(`createSession: options.files[${JSON.stringify(path)}] must be a string or a Uint8Array`);
+  }
+  if (dir !== undefined && (typeof dir !== "string" || dir === ""))
+    throw new TypeError("createSession: options.dir must be a non-empty string");
+  return (async () => {
+    let durable: string | undefined;
+    if (dir !== undefined) {
+      durable = resolve(dir);
+      mkdirSync(durable, { recursive: true });
+      if (readdirSync(durable).length > 0)
+        throw new Error(`createSession: ${durable} is not empty; continue its session with openSession(dir)`);
+    }
+    const session = WorkspaceSession.make(workspaceBytes, durable, "createSession");
+    try {
+      for (const [path, data] of Object.entries(files)) await session.writeFile(path, data);
+    } catch (error) {
+      await session.close();
+      throw error;
+    }
+    return session;
+  })();
+}
+
+/**
+ * Continues a durable session in this process: a workspace loaded from `dir` (which another process's
+ * `createSession({ dir })` made). Rejects when `dir` is not a directory, holds a link or special file, or
+ * does not fit `workspaceBytes` (default 256 MiB).
+ */
+export async function openSession(dir: string, options: { workspaceBytes?: number } = {}): Promise<Session> {
+  if (typeof dir !== "string" || dir === "") throw new TypeError("openSession: dir must be a non-empty string");
+  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES } = options;
+  checkBytes(workspaceBytes, "openSession");
+  const durable = resolve(dir);
+  return (async () => {
+    const stat = lstatSync(durable, { throwIfNoEntry: false });
+    if (stat === undefined || !stat.isDirectory()) throw new Error(`openSession: ${durable} is not a directory`);
+    return WorkspaceSession.make(workspaceBytes, durable, "openSession");
+  })();
+}
+
+function checkBytes(bytes: unknown, caller: string): asserts bytes is number {
+  if (typeof bytes !== "number" || !Number.isSafeInteger(bytes) || bytes < 1024 * 1024) {
+    throw new RangeError(`${caller}: options.workspaceBytes must be an integer of at least 1 MiB (1048576), got ${String(bytes)}`);
+  }
+}
+
+/**
+ * A path inside the workspace, as given to the file operations: relative, without `..` climbing out, no
+ * NUL. Returns its normal form ("" for the top). Throws TypeError naming the problem.
+ */
+export function relativePath(path: unknown, what: string): string {
+  if (typeof path !== "string" || path.includes("\0")) throw new TypeError(`${what}: a path must be a string without NUL`);
+  if (isAbsolute(path)) throw new TypeError(`${what}: ${JSON.stringify(path)} is absolute; paths are relative to the workspace`);
+  const normal = normalize(path === "" ? "." : path);
+  if (normal === ".." || normal.startsWith(`..${sep}`))
+    throw new TypeError(`${what}: ${JSON.stringify(path)} climbs out of the workspace with ..`);
+  return normal === "." ? "" : normal.replace(/\/+$/, "");
+}
+
+/** Open flags that never follow a link at the last step, nor block on a pipe or take a terminal. */
+const NO_FOLLOW = (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
+
+/** The session itself. */
+class WorkspaceSession implements Session {
+  closed = false;
+  /** The tail of the queue: runs and file operations, one at a time. */
+  private tail: Promise<unknown> = Promise.resolve();
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly bounded: BoundedDir,
+    readonly dir: string | undefined,
+    readonly workspaceBytes: number,
+    readonly workspaceFiles: number,
+    private readonly uncover: () => void,
+  ) {}
+
+  /** Mounts the workspace, has the watchdog cover it, and loads a durable one's files. Throws why not. */
+  static make(bytes: number, dir: string | undefined, caller: string): WorkspaceSession {
+    const files = filesFor(bytes);
+    let bounded: BoundedDir;
+    try {
+      bounded = makeBoundedDir("ears-session-", { bytes, files }, false);
+    } catch (error) {
+      throw new Error(`${caller}: the workspace cannot be bounded here: ${(error as Error).message}`, { cause: error });
+    }
+    const session = new WorkspaceSession(bounded, dir, bytes, files, coverDirectory(bounded.dir));
+    if (dir !== undefined) {
+      try {
+        load(dir, bounded.work);
+      } catch (error) {
+        void session.close();
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOSPC")
+          throw new Error(`${caller}: ${dir} holds more than workspaceBytes (${bytes}) or ${files} files`, { cause: error });
+        throw new Error(`${caller}: ${(error as Error).message}`, { cause: error });
+      }
+    }
+    return session;
+  }
+
+  get path(): string {
+    return this.bounded.work;
+  }
+
+  /**
+   * @internal Runs `task` (one run with this workspace) when the runs and operations before it are over;
+   * then sanitizes the workspace and, for a durable session, writes it back to `dir`. Throws when closed.
+   */
+  use<T>(task: () => Promise<T>, caller: string): Promise<T> {
+    if (this.closed) throw new TypeError(`${caller}: options.session is closed (session.close() was called)`);
+    return this.queue(async () => {
+      try {
+        return await task();
+      } finally {
+        this.settle();
+      }
+    });
+  }
+
+  /** After a run or a write: nothing planted is kept, and a durable session's directory holds the same. */
+  private settle(): void {
+    sanitize(this.path);
+    if (this.dir !== undefined && existsSync(this.dir)) mirror(this.path, this.dir);
+  }
+
+  private queue<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(task, task);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  private operation<T>(name: string, task: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(`session.${name}: the session is closed`));
+    return this.queue(task);
+  }
+
+  /** The host path of a relative path, every existing directory on the way checked to be a directory (not a link). */
+  private async located(path: string, name: string): Promise<string> {
+    const relative = relativePath(path, `session.${name}`);
+    let at = this.path;
+    const parts = relative === "" ? [] : relative.split(sep);
+    for (const part of parts.slice(0, -1)) {
+      at = join(at, part);
+      const stat = await lstat(at).catch(() => undefined);
+      if (stat !== undefined && !stat.isDirectory()) throw new Error(`session.${name}: ${path}: ${part} is not a directory`);
+    }
+    return join(this.path, relative);
+  }
+
+  writeFile(path: string, data: string | Uint8Array): Promise<void> {
+    if (typeof data !== "string" && !(data instanceof Uint8Array))
+      return Promise.reject(new TypeError("session.writeFile: data must be a string or a Uint8Array"));
+    return this.operation("writeFile", async () => {
+      const target = await this.located(path, "writeFile");
+      if (target === this.path) throw new TypeError("session.writeFile: a path must name a file");
+      const parent = join(target, "..");
+      if (parent !== this.path) await mkdir(parent, { recursive: true, mode: 0o700 });
+      const existing = await lstat(target).catch(() => undefined);
+      if (existing !== undefined && !existing.isFile())
+        throw new Error(`session.writeFile: ${path} is a ${entryKind(existing)}, not a file`);
+      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600);
+      try {
+        await handle.writeFile(data);
+      } finally {
+        await handle.close();
+      }
+      this.settle();
+    });
+  }
+
+  readFile(path: string): Promise<Buffer> {
+    return this.operation("readFile", async () => {
+      const target = await this.located(path, "readFile");
+      const handle = await open(target, constants.O_RDONLY | NO_FOLLOW).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === "ELOOP") throw new Error(`session.readFile: ${path} is a link; a workspace holds only files`, { cause: error });
+        throw error;
+      });
+      try {
+        const stat = await handle.stat();
+        if (!stat.isFile())
+          throw new Error(`session.readFile: ${path} is ${stat.isDirectory() ? "a directory; use list" : "not a regular file"}`);
+        return await handle.readFile();
+      } finally {
+        await handle.close();
+      }
+    });
+  }
+
+  list(path = ""): Promise<WorkspaceEntry[]> {
+    return this.operation("list", async () => {
+      const target = await this.located(path, "list");
+      const stat = await lstat(target);
+      if (!stat.isDirectory()) throw new Error(`session.list: ${path} is not a directory`);
+      const entries: WorkspaceEntry[] = [];
+      for (const name of (await readdir(target)).sort()) {
+        const entry = await lstat(join(target, name));
+        const type = entryKind(entry);
+        if (type !== "other") entries.push({ name, type, size: type === "file" ? entry.size : 0 });
+      }
+      return entries;
+    });
+  }
+
+  remove(path: string): Promise<void> {
+    return this.operation("remove", async () => {
+      const target = await this.located(path, "remove");
+      if (target === this.path) throw new TypeError("session.remove: a path must name a file or directory in the workspace");
+      await rm(target, { recursive: true, force: true });
+      this.settle();
+    });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      await this.tail;
+      await this.bounded.remove();
+      this.uncover();
+    })();
+    return this.closing;
+  }
+}
+
+/** @internal Runs `task` as a run of `session` (runCode's and runGuest's `session` option). */
+export function sessionRun<T>(session: Session, task: () => Promise<T>, caller: string): Promise<T> {
+  return (session as WorkspaceSession).use(task, caller);
+}
+
+/** @internal Whether `value` is a session made by createSession or openSession. */
+export function isSession(value: unknown): value is Session {
+  return value instanceof WorkspaceSession;
+}

@@ -1,0 +1,272 @@
+/**
+ * @posoco/ears/openai-agents (issue 30): the code tool in a real OpenAI Agents SDK loop (`run(agent, …)`),
+ * driven by a scripted `Model` written against the SDK's public `Model` interface: each turn sees the
+ * request the runner built, so a turn that reacts to the previous tool output proves the model saw it.
+ */
+import { Agent, run, RunContext, tool, Usage, webSearchTool, type Model, type ModelRequest, type ModelResponse } from "@openai/agents";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { codeTool, type CodeToolOutput } from "../../src/frameworks/openai-agents.js";
+import type { RunReport } from "../../src/host/index.js";
+import { goneWithin, uniqueMarker } from "../helpers/processes.js";
+
+// The SDK exports traces to OpenAI's API by default; a test sends nothing off this machine.
+process.env.OPENAI_AGENTS_DISABLE_TRACING = "1";
+
+type Turn = { code: string } | { text: string };
+/** What a function tool's execute gets besides its input and run context. */
+type ToolCallDetails = Parameters<ReturnType<typeof tool>["invoke"]>[2];
+
+/** A Model answering each turn with the next of `turns` (a function sees the request's input so far). */
+function scripted(turns: ((input: string) => Turn)[]): { model: Model; inputs: string[]; outputs: () => CodeToolOutput[] } {
+  const inputs: string[] = [];
+  let index = 0;
+  const model: Model = {
+    async getResponse(request: ModelRequest): Promise<ModelResponse> {
+      const input = JSON.stringify(request.input);
+      inputs.push(input);
+      const turn = turns[index++];
+      if (turn === undefined) throw new Error(`the script has no turn ${index}`);
+      const step = turn(input);
+      const output: ModelResponse["output"] =
+        "code" in step
+          ? [
+              {
+                type: "function_call",
+                callId: `call-${index}`,
+                name: "run_code",
+                arguments: JSON.stringify({ code: step.code }),
+                status: "completed",
+              },
+            ]
+          : [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: step.text }] }];
+      return { usage: new Usage(), output };
+    },
+    getStreamedResponse() {
+      throw new Error("the scripted model does not stream");
+    },
+  };
+  // The code tool's outputs as the runner sent them back to the model, read from the last request.
+  const outputs = () =>
+    (JSON.parse(inputs.at(-1)!) as { type: string; output?: { type: string; text: string } }[])
+      .filter((item) => item.type === "function_call_result")
+      .map((item) => JSON.parse(item.output!.text) as CodeToolOutput);
+  return { model, inputs, outputs };
+}
+
+/** The user's tools, recording what each execute got. With `parallel`, each waits (up to 5 s) until both have started. */
+function weatherTools({ parallel = false } = {}) {
+  const seen: { name: string; context: unknown; details: ToolCallDetails | undefined }[] = [];
+  let started = 0;
+  let release: () => void = () => undefined;
+  const bothStarted = new Promise<void>((resolve) => (release = resolve));
+  const together = async () => {
+    if (!parallel) return;
+    started += 1;
+    if (started === 2) release();
+    const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error("called one after the other")), 5000).unref());
+    await Promise.race([bothStarted, timer]);
+  };
+  const getWeather = tool({
+    name: "get_weather",
+    description: "The weather in a city",
+    parameters: z.object({ city: z.string() }),
+    execute: async ({ city }, runContext, details) => {
+      seen.push({ name: "get_weather", context: runContext?.context, details });
+      await together();
+      return { city, celsius: city.length };
+    },
+  });
+  const getTime = tool({
+    name: "get_time",
+    description: "The time in a zone",
+    parameters: z.object({ zone: z.string() }),
+    execute: async ({ zone }, runContext, details) => {
+      seen.push({ name: "get_time", context: runContext?.context, details });
+      await together();
+      return `12:00 in ${zone}`;
+    },
+  });
+  return { tools: [getWeather, getTime], seen };
+}
+
+describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
+  const loop =
+    "runs a body calling two tools (in parallel), each tool's invoke with the run's context and the call's details; " +
+    "the next turn sees the result";
+  it(loop, async () => {
+    const { tools, seen } = weatherTools({ parallel: true });
+    const { model, inputs, outputs } = scripted([
+      () => ({
+        code: [
+          "const [w, t] = await Promise.all([",
+          '  ears.call("get_weather", { city: "Paris" }),',
+          '  ears.call("get_time", { zone: "Europe/Paris" }),',
+          "]);",
+          'if (w.status === "failure" || t.status === "failure") return "a call failed";',
+          'console.log("both answered");',
+          "return { celsius: (w.structured as { celsius: number }).celsius, time: t.structured };",
+        ].join("\n"),
+      }),
+      (input) => ({ text: input.includes('\\"celsius\\":5') && input.includes("12:00 in Europe/Paris") ? "5 degrees at noon" : "?" }),
+    ]);
+    const code = codeTool({ tools, pool: false, typecheck: true });
+    const agent = new Agent({ name: "Assistant", model, tools: [code] });
+    const result = await run(agent, "Weather and time in Paris?", { context: { user: "ann" } });
+
+    expect(result.finalOutput).toBe("5 degrees at noon");
+    expect(outputs()).toEqual([
+      { status: "success", content: "", structured: { celsius: 5, time: "12:00 in Europe/Paris" }, logs: ["[info] both answered"] },
+    ]);
+    expect(seen.map(({ name }) => name).sort()).toEqual(["get_time", "get_weather"]);
+    for (const { context, details } of seen) {
+      expect(context).toEqual({ user: "ann" });
+      expect(details?.toolCall?.callId).toBe("call-1");
+      expect(details?.signal).toBeInstanceOf(AbortSignal);
+    }
+    expect(inputs).toHaveLength(2);
+    expect(code.name).toBe("run_code");
+    expect(code.description).toContain("get_weather: { args: {\n    city: string;\n  }; result: Outcome };");
+    expect(code.description).toContain("/** The time in a zone */");
+  });
+
+  it("a body with a type error comes back with its position (typecheck: true); the model fixes it in the next turn", async () => {
+    const { tools } = weatherTools();
+    const { model, outputs } = scripted([
+      () => ({ code: 'const w = await ears.call("get_weather", { city: 1 });\nreturn w;' }),
+      (input) => ({
+        code: input.includes("code.ts:1:44")
+          ? 'const w = await ears.call("get_weather", { city: "Oslo" });\nif (w.status === "failure") return w;\nreturn w.structured;'
+          : "return 'no position';",
+      }),
+      () => ({ text: "done" }),
+    ]);
+    const agent = new Agent({ name: "Assistant", model, tools: [codeTool({ tools, pool: false, typecheck: true })] });
+    const result = await run(agent, "Oslo?");
+    const [first, second] = outputs();
+    expect(first).toMatchObject({ status: "failure", code: "CompileError" });
+    expect(first!.content).toContain("code.ts:1:44: Type 'number' is not assignable to type 'string'. (TS2322)");
+    expect(second).toEqual({ status: "success", content: "", structured: { city: "Oslo", celsius: 4 } });
+    expect(result.finalOutput).toBe("done");
+  });
+
+  it("a body that loops forever is RunTimeout and the agent goes on", async () => {
+    const { tools } = weatherTools();
+    const { model, outputs } = scripted([
+      () => ({ code: "for (;;) {}" }),
+      (input) => ({ text: input.includes("RunTimeout") ? "too slow" : "?" }),
+    ]);
+    const agent = new Agent({ name: "Assistant", model, tools: [codeTool({ tools, pool: false, limits: { runTimeoutMs: 1000 } })] });
+    const result = await run(agent, "loop");
+    expect(outputs()).toEqual([expect.objectContaining({ status: "failure", code: "RunTimeout" })]);
+    expect(result.finalOutput).toBe("too slow");
+  });
+
+  const throws =
+    "a tool that throws: with errorFunction: null the body reads a CapabilityFailed value; " + "by default, the SDK's words for a model";
+  it(throws, async () => {
+    const throwing = (name: string, errorFunction?: null) =>
+      tool({
+        name,
+        description: "Fails",
+        parameters: z.object({}),
+        ...(errorFunction === null ? { errorFunction } : {}),
+        execute: async (): Promise<string> => {
+          throw new Error("the service is down");
+        },
+      });
+    const { model, outputs } = scripted([
+      () => ({
+        code:
+          'const [a, b] = await Promise.all([ears.call("raw", {}), ears.call("worded", {})]);\n' +
+          'return [a.status === "failure" ? `${a.code}: ${a.content}` : "ok", b];',
+      }),
+      () => ({ text: "noted" }),
+    ]);
+    const agent = new Agent({
+      name: "Assistant",
+      model,
+      tools: [codeTool({ tools: [throwing("raw", null), throwing("worded")], pool: false })],
+    });
+    await run(agent, "try");
+    expect(outputs()).toEqual([
+      {
+        status: "success",
+        content: "",
+        structured: [
+          "CapabilityFailed: the service is down",
+          { status: "success", content: "", structured: "An error occurred while running the tool. Please try again." },
+        ],
+      },
+    ]);
+  });
+
+  it("a call the tool's needsApproval holds is ApprovalRequired to the body, and the tool does not run", async () => {
+    let ran = 0;
+    const dangerous = tool({
+      name: "delete_all",
+      description: "Deletes everything",
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: async () => {
+        ran += 1;
+        return "deleted";
+      },
+    });
+    const { model, outputs } = scripted([
+      () => ({ code: 'const r = await ears.call("delete_all", {});\nreturn r.status === "failure" ? r.code : "ran";' }),
+      () => ({ text: "ok" }),
+    ]);
+    const code = codeTool({ tools: [dangerous, webSearchTool()], pool: false });
+    expect(code.description).toContain(
+      "Not callable from code (call them as tools of their own): web_search (a hosted_tool tool runs outside the host).",
+    );
+    await run(new Agent({ name: "Assistant", model, tools: [code] }), "x");
+    expect(outputs()).toEqual([{ status: "success", content: "", structured: "ApprovalRequired" }]);
+    expect(ran).toBe(0);
+  });
+
+  it("an abort from the caller stops the run, and nothing it started is left", async () => {
+    const marker = uniqueMarker();
+    const controller = new AbortController();
+    const ready = tool({
+      name: "ready",
+      description: "Ready",
+      parameters: z.object({}),
+      execute: async () => {
+        setTimeout(() => controller.abort(new Error("the user left")), 200);
+        return "go on";
+      },
+    });
+    const { model } = scripted([
+      () => ({
+        code: [
+          `process.getBuiltinModule("node:child_process").spawn("sleep", ["${marker}"], { stdio: "ignore" });`,
+          'await ears.call("ready", {});',
+          "for (;;) {}",
+        ].join("\n"),
+      }),
+      () => ({ text: "after the abort" }),
+    ]);
+    const reports: RunReport[] = [];
+    const code = codeTool({ tools: [ready], pool: false, onReport: (report) => reports.push(report) });
+    const ended = await run(new Agent({ name: "Assistant", model, tools: [code] }), "go", { signal: controller.signal }).then(
+      (result) => `resolved: ${String(result.finalOutput)}`,
+      (error: Error) => `rejected: ${error.message}`,
+    );
+    expect(ended).toBe("rejected: the user left");
+    await expect.poll(() => reports.length, { timeout: 10_000 }).toBe(1);
+    expect(reports[0]!.failure?.code).toBe("Aborted");
+    expect(await goneWithin(marker, 5000)).toEqual([]);
+  });
+
+  it("runs when invoked without a run context, and refuses bad options", async () => {
+    const code = codeTool({ tools: [], pool: false, name: "code" });
+    const output = await code.invoke(new RunContext(), JSON.stringify({ code: "return 6 * 7;" }));
+    expect(output).toEqual({ status: "success", content: "", structured: 42 });
+    expect(() => codeTool({ tools: {} as never })).toThrow("codeTool: options.tools must be an array of function tools");
+    expect(() => codeTool({ tools: [], name: "" })).toThrow("codeTool: options.name must be a non-empty string");
+    const { tools } = weatherTools();
+    expect(() => codeTool({ tools: [tools[0]!, tools[0]!] })).toThrow('codeTool: two tools are named "get_weather"');
+  });
+});

@@ -58,8 +58,11 @@ export function requireStripper(): string {
  * the instance in any state, so it is answered and the worker ends: the next text gets a fresh one.
  */
 const WORKER_SOURCE = `
-import("node:worker_threads").then(async ({ parentPort, workerData }) => {
-  const amaro = (await import(workerData)).default;
+Promise.all([import("node:worker_threads"), import("node:module"), import("node:url")]).then(([threads, { createRequire }, url]) => {
+  const { parentPort, workerData } = threads;
+  // Required from its own file, not imported: Deno resolves an imported CommonJS file's own require()s
+  // against the eval'd worker's name ("Cannot find module './internal.js'").
+  const amaro = createRequire(workerData)(url.fileURLToPath(workerData));
   parentPort.postMessage({ ready: true });
   parentPort.on("message", (text) => {
     try {

@@ -14,6 +14,7 @@ import { execFile, execFileSync } from "node:child_process";
 import { accessSync, constants, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { coverDirectory } from "../process-group.js";
 
 /** A directory's bounds: bytes of file data, and files (every file, directory and link counts one). */
 export interface DirBound {
@@ -104,7 +105,7 @@ export function unmountBounded(dir: string): Promise<void> {
 
 /** A bounded directory made by {@link makeBoundedDir}: `work` inside `dir`, the mount point. */
 export interface BoundedDir {
-  /** The directory the host made (mode 0700), the mount point: the watchdog's to remove should the host die. */
+  /** The directory the host made (mode 0700), the mount point: the watchdog removes it should the host die before `remove` ends. */
   dir: string;
   /** The directory inside it to use (mode 0700). */
   work: string;
@@ -122,6 +123,9 @@ export interface BoundedDir {
 export function makeBoundedDir(prefix: string, bound: DirBound | undefined, fallback: boolean): BoundedDir {
   // Its real path: the sandbox compares the working directory by it.
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  // Covered from the moment it exists until it is gone: a host killed at any point in between (a run pool's
+  // runner still starting, or ended and its directory still being unmounted) has the watchdog remove it.
+  const uncover = coverDirectory(dir);
   let bounded = false;
   let removing: Promise<void> | undefined;
   const remove = () =>
@@ -129,8 +133,9 @@ export function makeBoundedDir(prefix: string, bound: DirBound | undefined, fall
       if (bounded) await unmountBounded(dir);
       try {
         rmSync(dir, { recursive: true, force: true });
+        uncover();
       } catch {
-        // Best effort: a directory that cannot be removed must not turn a report into a rejection.
+        // Best effort: a directory that cannot be removed must not turn a report into a rejection (the watchdog keeps it).
       }
     })());
   try {

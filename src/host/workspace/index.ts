@@ -11,7 +11,6 @@ import { constants } from "node:fs";
 import { lstat, mkdir, open, readdir, rm } from "node:fs/promises";
 import { existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
 import { isAbsolute, join, normalize, resolve, sep } from "node:path";
-import { coverDirectory } from "../process-group.js";
 import { filesFor, makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
 import { entryKind, load, mirror, sanitize } from "./tree.js";
 
@@ -167,10 +166,9 @@ class WorkspaceSession implements Session {
     readonly dir: string | undefined,
     readonly workspaceBytes: number,
     readonly workspaceFiles: number,
-    private readonly uncover: () => void,
   ) {}
 
-  /** Mounts the workspace, has the watchdog cover it, and loads a durable one's files. Throws why not. */
+  /** Mounts the workspace (makeBoundedDir has the watchdog cover it), and loads a durable one's files. Throws why not. */
   static make(bytes: number, dir: string | undefined, caller: string): WorkspaceSession {
     const files = filesFor(bytes);
     let bounded: BoundedDir;
@@ -179,7 +177,7 @@ class WorkspaceSession implements Session {
     } catch (error) {
       throw new Error(`${caller}: the workspace cannot be bounded here: ${(error as Error).message}`, { cause: error });
     }
-    const session = new WorkspaceSession(bounded, dir, bytes, files, coverDirectory(bounded.dir));
+    const session = new WorkspaceSession(bounded, dir, bytes, files);
     if (dir !== undefined) {
       try {
         load(dir, bounded.work);
@@ -311,7 +309,6 @@ class WorkspaceSession implements Session {
       this.closed = true;
       await this.tail;
       await this.bounded.remove();
-      this.uncover();
     })();
     return this.closing;
   }

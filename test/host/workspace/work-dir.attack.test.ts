@@ -4,11 +4,15 @@
  * of `limits.tmpBytes` bytes and filesFor(tmpBytes) files: past either, ENOSPC inside the body, and the host's
  * disk holds none of it. Cold and pooled runs alike. The host mounts it, so these run where the host is root.
  */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRunPool, runCode, type RunPool } from "../../../src/host/index.js";
 import { filesFor } from "../../../src/host/workspace/bounded-dir.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { goneFromDisk } from "../../helpers/processes.js";
+import { within } from "../../helpers/spawned-guest.js";
 
 failOnUnhandledRejections();
 
@@ -65,5 +69,28 @@ describe.runIf(root && bwrapPath !== undefined)("runCode's private working direc
     const report = await runCode({ code: FILL, pool });
     expect(report).toMatchObject({ ok: true, pooled: true });
     expect(report.outcome?.structured).toMatchObject({ error: "ENOSPC", type: TMPFS_MAGIC });
+  });
+});
+
+describe.runIf(root)("a bounded directory of a host that is SIGKILLed", () => {
+  // A run pool makes each runner's directory before the runner exists (and removes it after the runner is
+  // gone): the watchdog must cover the directory itself, from the moment it is made, not only through a runner.
+  it("is unmounted and removed by the watchdog, though no runner was ever started in it", async () => {
+    const fixture = fileURLToPath(new URL("../../../fixtures/hostile/bounded-dir-host.ts", import.meta.url));
+    const host = spawn(process.execPath, ["--import", "tsx", fixture], { stdio: ["ignore", "pipe", "inherit"] });
+    const [dir = "", bounded] = await within(
+      new Promise<string[]>((resolve, reject) => {
+        let said = "";
+        host.stdout.on("data", (chunk: Buffer) => {
+          said += chunk.toString();
+          if (said.includes("ready")) resolve(said.split("\n")[0]?.split(" ") ?? []);
+        });
+        host.once("exit", () => reject(new Error("the host ended before it made its directory")));
+      }),
+      "the host's start",
+    );
+    expect(bounded).toBe("true");
+    host.kill("SIGKILL");
+    expect(await goneFromDisk([dir], 5000), "directory left 5 s after the host was killed").toEqual([]);
   });
 });

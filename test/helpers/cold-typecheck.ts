@@ -1,7 +1,7 @@
 /**
  * The oracle for the warm checker: a body checked the way runCode checked it before issue 20, by
  * `tsc -p` run cold on a temporary directory, its output turned into runCode's message by the same
- * reading as then. The warm checker must say exactly this for every body.
+ * reading as then (plus the hint runCode now adds after the errors). The warm checker must say exactly this for every body.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 import { clip } from "../../src/protocol/text.js";
 import { placeInBody } from "../../src/host/code/compile.js";
 import { CHECK_CONFIG } from "../../src/host/code/check-protocol.js";
+import { typeErrorHint } from "../../src/host/code/typecheck.js";
 
 const CHECK_PREFIX = "async function __earsBody() {";
 const CHECK_SUFFIX = "\n}\nexport {};\n";
@@ -47,7 +48,8 @@ export async function coldTypecheck(typescript: string, body: string, declaratio
     );
     if (errors.length === 0) return `typecheck: tsc failed: ${output.trim().slice(0, 1000)}`;
     const more = errors.length > 10 ? `; and ${errors.length - 10} more` : "";
-    return `type errors: ${errors.slice(0, 10).join("; ")}${more}`;
+    // The hint after the errors (issue 29 item 13) is new since then; the oracle adds it by the same rule.
+    return `type errors: ${errors.slice(0, 10).join("; ")}${more}${typeErrorHint(errors)}`;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -167,7 +167,10 @@ function relay(started: StartedGuest, rest: Buffer, io: RunnerIo): Promise<Guest
         child.stdin.once("drain", () => io.stdin.resume());
       }
     });
-    io.stdin.once("end", () => guest.stop("result"));
+    // The end of input may already have been read while stdin was paused after the launch line (a host that
+    // wrote it and closed, or died while the runner started): its "end" event then came with no listener.
+    if (io.stdin.readableEnded) guest.stop("result");
+    else io.stdin.once("end", () => guest.stop("result"));
     io.stdin.once("error", stopNow);
     io.stdin.resume();
     io.stdout.once("error", stopNow);

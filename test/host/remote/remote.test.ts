@@ -178,6 +178,15 @@ describe("ears runner on its own", () => {
     expect(await runnerProcess("")).toEqual({ code: 0, stdout: "" });
   });
 
+  it("ends its guest and exits when its stdin ends right after the launch line (no runner left waiting)", async () => {
+    // Input that ends in the same chunk as the launch line: the end was read while stdin was paused, and a
+    // runner that waited for an "end" event then lived on, with its sandboxed guest, long after its host.
+    const launch = '{"type":"runner","version":1,"sandbox":"required","limits":{},"killGraceMs":2000}\n';
+    const { code, stdout } = await runnerProcess(launch);
+    expect(code).toBe(0);
+    expect(stdout).toContain('"exit":'); // its trailer: the guest was ended and the run reported
+  });
+
   it("refuses a launch line it cannot read, in its header, with exit status 1", async () => {
     const { code, stdout } = await runnerProcess('{"type":"runner","version":7}\n');
     expect(code).toBe(1);

@@ -59,7 +59,11 @@ describe.skipIf(sshdPath === undefined || bwrapPath === undefined)("remote runne
     expect(report.usage).toMatchObject({ calls: 1, wallMs: report.durationMs });
     expect(report.usage?.cpuMs).toBeGreaterThan(0);
     // The far end ends its runner at the result (SIGKILL: issue 33), as a local one: bubblewrap passes it on as 137.
-    expect(report.exit).toEqual({ code: 137, signal: null });
+    // Unless the runner exited by itself first (code 0): which comes first is a race the report does not hide.
+    expect([
+      { code: 137, signal: null },
+      { code: 0, signal: null },
+    ]).toContainEqual(report.exit);
     expect(await farEndGone()).toEqual([]);
   });
 

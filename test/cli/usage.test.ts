@@ -11,7 +11,7 @@ describe("usage errors exit 64 with a message that says what to do", () => {
     [[], "ears: no command; use ears run, ears exec, ears replay or ears timeline (see ears --help)"],
     [
       ["start"],
-      'ears: unknown command "start"; the commands are run, exec, replay, timeline, doctor, declarations and mcp (see ears --help)',
+      'ears: unknown command "start"; the commands are run, exec, replay, timeline, doctor, declarations, mcp and runner (see ears --help)',
     ],
     [
       ["--allow", "read"],

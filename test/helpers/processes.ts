@@ -155,3 +155,13 @@ export async function goneFromDisk(paths: string[], withinMs: number): Promise<s
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** Whether a process with this pid is still there (a zombie counts: it has not been reaped). */
+export function exists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -5,21 +5,11 @@
 import { describe, expect, it } from "vitest";
 import { BoundedChild, runBounded, spawnInGroup } from "../../src/host/bounded-child.js";
 import { failOnUnhandledRejections } from "../helpers/host.js";
-import { liveWith, markersKilledAfterEach } from "../helpers/processes.js";
+import { exists, liveWith, markersKilledAfterEach } from "../helpers/processes.js";
 
 failOnUnhandledRejections();
 
 const newMarker = markersKilledAfterEach();
-
-/** Whether a process with this pid is still there (a zombie counts: it has not been reaped). */
-function exists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe.runIf(process.platform === "linux")("runBounded", () => {
   it("at the deadline stops the whole group, the grandchild too, with SIGTERM first", async () => {

@@ -8,21 +8,11 @@ import { describe, expect, it } from "vitest";
 import { HostFailureCode, runCode } from "../../../src/host/index.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
-import { liveWith, markersKilledAfterEach } from "../../helpers/processes.js";
+import { exists, liveWith, markersKilledAfterEach } from "../../helpers/processes.js";
 
 failOnUnhandledRejections();
 
 const newMarker = markersKilledAfterEach();
-
-/** Whether a process with this pid is still there. */
-function exists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A body that starts `sleep <marker>` beside itself (in its group, or its sandbox) and reports its directory. */
 function startsSleep(marker: string, then: string): string {

@@ -6,7 +6,7 @@
 export { runHost } from "./run-host.js";
 export { runGuest, DEFAULT_KILL_GRACE_MS } from "./run-guest.js";
 export { DEFAULT_HOST_LIMITS } from "./settings.js";
-export { HostFailureCode, HostReplyCode } from "./codes.js";
+export { HostFailureCode, HostReplyCode } from "./report/codes.js";
 export type {
   Capability,
   Capabilities,
@@ -46,7 +46,7 @@ export {
   type ApprovalToken,
   type PausedRun,
   type ResumeDecision,
-} from "./approval.js";
+} from "./engine/approval.js";
 export { createRunPool, DEFAULT_POOL_SIZE, type RunPool, type RunPoolOptions } from "./code/run-pool.js";
 export { closeTypeChecker } from "./code/warm-checker.js";
 export {

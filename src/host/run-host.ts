@@ -4,9 +4,9 @@
  */
 import { performance } from "node:perf_hooks";
 import type { Wire } from "../wires/wire.js";
-import { hostSession, type SessionHooks } from "./session.js";
+import { hostSession, type SessionHooks } from "./engine/session.js";
 import { hostSettings, RESOURCE_LIMITS } from "./settings.js";
-import { traced } from "./tracing.js";
+import { traced } from "./observe/tracing.js";
 import type { HostOptions, RunReport } from "./types.js";
 
 /**

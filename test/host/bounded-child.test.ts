@@ -1,9 +1,9 @@
 /**
- * The one spawn-with-deadline helper (src/host/bounded-child.ts) that tsc, bubblewrap's start probe and
+ * The one spawn-with-deadline helper (src/host/process/bounded-child.ts) that tsc, bubblewrap's start probe and
  * the guest run on: real processes, found from outside through /proc by a marker in their command line.
  */
 import { describe, expect, it } from "vitest";
-import { BoundedChild, runBounded, spawnInGroup } from "../../src/host/bounded-child.js";
+import { BoundedChild, runBounded, spawnInGroup } from "../../src/host/process/bounded-child.js";
 import { failOnUnhandledRejections } from "../helpers/host.js";
 import { exists, liveWith, markersKilledAfterEach } from "../helpers/processes.js";
 

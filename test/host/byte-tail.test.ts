@@ -1,7 +1,7 @@
 /** The stderr tail: bounded, exact, and never shows a character cut in half. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ByteTail } from "../../src/host/byte-tail.js";
+import { ByteTail } from "../../src/host/process/byte-tail.js";
 import { text } from "../../src/testing/arbitraries.js";
 
 describe("ByteTail", () => {

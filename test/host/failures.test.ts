@@ -2,7 +2,7 @@
 // are checked end to end in run-host.messages.test.ts, run-guest.test.ts and crash-line.test.ts).
 import { describe, expect, it } from "vitest";
 import { HostFailureCode } from "../../src/host/index.js";
-import { endedEarly, outputEnded } from "../../src/host/failures.js";
+import { endedEarly, outputEnded } from "../../src/host/report/failures.js";
 
 describe("endedEarly", () => {
   const ended = outputEnded(true, undefined);

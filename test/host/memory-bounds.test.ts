@@ -9,7 +9,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createLinkedPair, Outcome, serve, streamWire, type MemoryWire } from "../../src/index.js";
 import { HostFailureCode, HostReplyCode, runHost, type HostOptions } from "../../src/host/index.js";
-import { cutText, LogBook } from "../../src/host/log-book.js";
+import { cutText, LogBook } from "../../src/host/report/log-book.js";
 import { failOnUnhandledRejections } from "../helpers/host.js";
 
 failOnUnhandledRejections();

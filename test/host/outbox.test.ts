@@ -4,7 +4,7 @@
  * (The session-level behaviour is in memory-bounds.test.ts and running-handlers.test.ts.)
  */
 import { describe, expect, it } from "vitest";
-import { Outbox } from "../../src/host/outbox.js";
+import { Outbox } from "../../src/host/engine/outbox.js";
 import { sendFrame, type Wire } from "../../src/wires/wire.js";
 
 /** A wire whose promise-free sends settle only when the test says so. */

@@ -1,5 +1,5 @@
 /**
- * The host's one watchdog shell (src/host/process-group.ts): paths reach it intact whatever bytes they
+ * The host's one watchdog shell (src/host/process/process-group.ts): paths reach it intact whatever bytes they
  * hold, it ends every run it still covers when the host is SIGKILLed, none it was told had ended, and a
  * watchdog killed from outside is replaced by the next run.
  */
@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { watchdogWord } from "../../src/host/process-group.js";
+import { watchdogWord } from "../../src/host/process/process-group.js";
 import { goneFromDisk, goneWithin, markersKilledAfterEach } from "../helpers/processes.js";
 import { within } from "../helpers/spawned-guest.js";
 

@@ -11,8 +11,8 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Outcome, serve, createLinkedPair } from "../../src/index.js";
 import { runCode, runHost } from "../../src/host/index.js";
-import { runReport } from "../../src/host/report.js";
-import { runAttributes } from "../../src/host/tracing.js";
+import { runReport } from "../../src/host/report/report.js";
+import { runAttributes } from "../../src/host/observe/tracing.js";
 import { failOnUnhandledRejections, runFixture } from "../helpers/host.js";
 import { requireBuild } from "../helpers/spawned-guest.js";
 

@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { timelineHtml, escape } from "../../src/cli/timeline-html.js";
 import { printTimeline } from "../../src/cli/timeline-text.js";
-import { runReport } from "../../src/host/report.js";
+import { runReport } from "../../src/host/report/report.js";
 import { recordingOf } from "../../src/transcripts/recording.js";
 import { timelineOf } from "../../src/transcripts/timeline.js";
 import {

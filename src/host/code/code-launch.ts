@@ -3,7 +3,7 @@
  * the sandbox showing it this package's dist/), and the private working directory each runner gets.
  */
 import { dirname } from "node:path";
-import * as failures from "../failures.js";
+import * as failures from "../report/failures.js";
 import { checkLaunch, withPaths, type CheckedLaunch } from "../run-guest.js";
 import type { GuestCommand, HostFailure } from "../types.js";
 import { builtScript } from "./built-script.js";

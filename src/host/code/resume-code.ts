@@ -4,7 +4,7 @@
  * then the body runs again in a fresh runner: the calls it made before the pause are answered from the
  * token (their handlers do not run again), the pending calls get their decisions, and the run goes on live.
  */
-import { decisionProblem, tokenKeyBytes, type ApprovalCall, type Replay, type ResumeDecision } from "../approval.js";
+import { decisionProblem, tokenKeyBytes, type ApprovalCall, type Replay, type ResumeDecision } from "../engine/approval.js";
 import type { RunReport } from "../types.js";
 import { openToken } from "./approval-token.js";
 import { runCodeWith, type CodeOptions } from "./run-code.js";

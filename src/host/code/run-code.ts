@@ -8,10 +8,10 @@ import { performance } from "node:perf_hooks";
 import type { Contract, StandardSchemaV1 } from "../../contract/contract.js";
 import { encodeBodyFrame } from "../../protocol/code-body.js";
 import { describeError } from "../../protocol/errors.js";
-import * as failures from "../failures.js";
+import * as failures from "../report/failures.js";
 import { runLaunch } from "../run-guest.js";
-import { notStartedReport } from "../report.js";
-import { traced } from "../tracing.js";
+import { notStartedReport } from "../report/report.js";
+import { traced } from "../observe/tracing.js";
 import type { GuestCommand, RunReport } from "../types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
 import { compileBody, DEFAULT_MAX_CODE_BYTES, requireStripper } from "./compile.js";
@@ -19,7 +19,7 @@ import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck
 import { poolRun, runPooled, type RunPool } from "./run-pool.js";
 import { sessionRun } from "../workspace/index.js";
 import type { CheckedLaunch } from "../run-guest.js";
-import type { PausedState, Replay } from "../approval.js";
+import type { PausedState, Replay } from "../engine/approval.js";
 import { sealToken } from "./approval-token.js";
 
 /** Options for {@link runCode}: the body, plus everything {@link runGuest} takes but the command. */

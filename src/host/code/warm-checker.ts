@@ -12,7 +12,7 @@ import type { ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
-import { BoundedChild, spawnInGroup } from "../bounded-child.js";
+import { BoundedChild, spawnInGroup } from "../process/bounded-child.js";
 import { hostCgroupPlan, RunCgroup } from "../limits/cgroup.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "../limits/launcher.js";
 import { builtScript } from "./built-script.js";

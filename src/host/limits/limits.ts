@@ -3,7 +3,7 @@
  * cgroup, an rlimit, bubblewrap's tmpfs size), the watch that ends a run past its memory or CPU limit,
  * the run's usage, and {@link limitSupport} for `ears doctor`. See docs/host.md "Resource limits".
  */
-import * as failures from "../failures.js";
+import * as failures from "../report/failures.js";
 import { RESOURCE_LIMITS } from "../settings.js";
 import type { HostFailure, LimitEnforcer, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "../types.js";
 import {

@@ -7,9 +7,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { clip } from "../../protocol/text.js";
-import type { Exit, FarEnd } from "../guest-process.js";
-import * as failures from "../failures.js";
-import { GROUPS_SUPPORTED, ProcessGroup } from "../process-group.js";
+import type { Exit, FarEnd } from "../process/guest-process.js";
+import * as failures from "../report/failures.js";
+import { GROUPS_SUPPORTED, ProcessGroup } from "../process/process-group.js";
 import type { SandboxReport } from "../sandbox/index.js";
 import type { CheckedLaunch, RunEnd, RunEndFacts } from "../run-guest.js";
 import type { HostFailure, RemoteRunner, RemoteWorkerState, RunReport } from "../types.js";

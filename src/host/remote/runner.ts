@@ -12,11 +12,11 @@ import type { Readable, Writable } from "node:stream";
 import { describeError } from "../../protocol/errors.js";
 import { SDK } from "../../protocol/version.js";
 import { codeLaunch, withWorkDir } from "../code/code-launch.js";
-import * as failures from "../failures.js";
-import type { GuestOutcome } from "../guest-process.js";
+import * as failures from "../report/failures.js";
+import type { GuestOutcome } from "../process/guest-process.js";
 import { checkLaunch, StartedGuest, startGuest, type CheckedLaunch } from "../run-guest.js";
 import type { SandboxSetting } from "../sandbox/types.js";
-import { HostFailureCode } from "../codes.js";
+import { HostFailureCode } from "../report/codes.js";
 import type { HostFailure, HostLimits } from "../types.js";
 import {
   MAX_RUNNER_LINE_BYTES,

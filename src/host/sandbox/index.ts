@@ -8,7 +8,7 @@ import type { Writable } from "node:stream";
 import { homedir, tmpdir } from "node:os";
 import { bubblewrapArgs, findBwrap, probeArgs, standardBinDirs, systemLayout } from "./bubblewrap.js";
 import { nodeFileSystem, type FileSystemView } from "./file-system-view.js";
-import { runBounded } from "../bounded-child.js";
+import { runBounded } from "../process/bounded-child.js";
 import {
   checkSandboxOptions,
   CommandNotFoundError,

@@ -14,7 +14,7 @@ import { execFile, execFileSync } from "node:child_process";
 import { accessSync, constants, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { coverDirectory } from "../process-group.js";
+import { coverDirectory } from "../process/process-group.js";
 
 /** A directory's bounds: bytes of file data, and files (every file, directory and link counts one). */
 export interface DirBound {

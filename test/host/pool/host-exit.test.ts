@@ -1,6 +1,6 @@
 /**
  * Run pools (issue 20): runners never outlive their host. A host SIGKILLed with runners waiting leaves
- * none (each runner's watchdog, src/host/process-group.ts), nor their private directories; a host that
+ * none (each runner's watchdog, src/host/process/process-group.ts), nor their private directories; a host that
  * returns without closing its pool exits by itself (waiting runners do not hold its event loop) and takes
  * its runners with it. Real host processes (fixtures/hostile/pool-host.mjs, loading dist/).
  */

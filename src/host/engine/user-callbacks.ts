@@ -1,5 +1,5 @@
 /** Calls the user's callbacks (onLog, onFrame, onStderr) so that a throw never breaks a run. */
-import { describeError } from "../protocol/errors.js";
+import { describeError } from "../../protocol/errors.js";
 
 /**
  * Runs user callbacks for one run. A throw is ignored so the run goes on; the first throw from each

@@ -2,8 +2,8 @@
  * The codes the host produces: failure codes of a whole run, and failure codes of the replies it sends
  * on its own (besides whatever the capability handlers return).
  */
-import { FailureCode } from "../protocol/outcome.js";
-import type { HostFailureCode as HostFailureCodeType } from "./types.js";
+import { FailureCode } from "../../protocol/outcome.js";
+import type { HostFailureCode as HostFailureCodeType } from "../types.js";
 
 /** The run-level failure codes, as values (the type of the same name is their union). */
 export const HostFailureCode = {

@@ -6,14 +6,14 @@
  */
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { BoundedChild, type ChildExit } from "./bounded-child.js";
-import * as failures from "./failures.js";
+import * as failures from "../report/failures.js";
 import type { ProcessGroup } from "./process-group.js";
-import { runReport } from "./report.js";
-import type { SandboxReport } from "./sandbox/index.js";
-import { guestHoldsOutput, OUTPUT_WATCH_MS } from "./sandbox/output-watch.js";
-import type { SessionResult } from "./session.js";
-import type { HostFailure, RunReport } from "./types.js";
-import { UserCallbacks } from "./user-callbacks.js";
+import { runReport } from "../report/report.js";
+import type { SandboxReport } from "../sandbox/index.js";
+import { guestHoldsOutput, OUTPUT_WATCH_MS } from "../sandbox/output-watch.js";
+import type { SessionResult } from "../engine/session.js";
+import type { HostFailure, RunReport } from "../types.js";
+import { UserCallbacks } from "../engine/user-callbacks.js";
 
 /** How a child exited. */
 export type Exit = ChildExit;

@@ -1,8 +1,8 @@
 // The seam through which a run is observed (tracing, tracing.ts): what the session and call admission
 // tell an observer, and nothing else. Kept apart so the engine's files carry one line per hook.
-import type { RequestFrame } from "../protocol/frames.js";
-import type { Outcome } from "../protocol/outcome.js";
-import type { LogEntry } from "./types.js";
+import type { RequestFrame } from "../../protocol/frames.js";
+import type { Outcome } from "../../protocol/outcome.js";
+import type { LogEntry } from "../types.js";
 
 /**
  * @internal Watches one run. The session calls it as frames cross the wire; none of its methods may

@@ -1,7 +1,7 @@
 // The host's one way to send: every frame to the guest goes out here, counted against the unread-reply
 // budget until the wire has taken it, and the session's read loop waits here while the guest leaves too
 // much unread. The session (invoke) and call admission (replies) both send through it.
-import { frameSender, type Wire } from "../wires/wire.js";
+import { frameSender, type Wire } from "../../wires/wire.js";
 
 /** What one unread frame is counted as besides its characters, against `maxUnreadChars`. */
 const UNREAD_FRAME_OVERHEAD = 256;

@@ -1,10 +1,10 @@
 // The admission of the guest's calls: unique request ids, the call records and their payload budget, the
 // in-flight limit, the running-handler cap and the unread-reply budget that hold calls (and reading) back,
 // each call's deadline and reply; the calls that wait for approval (approval.ts) and a resumed run's replay.
-import { excerpt } from "../protocol/text.js";
-import type { RequestFrame } from "../protocol/frames.js";
-import { jsonDifference, type Json } from "../protocol/json.js";
-import { Outcome } from "../protocol/outcome.js";
+import { excerpt } from "../../protocol/text.js";
+import type { RequestFrame } from "../../protocol/frames.js";
+import { jsonDifference, type Json } from "../../protocol/json.js";
+import { Outcome } from "../../protocol/outcome.js";
 import {
   decisionProblem,
   needsApproval,
@@ -15,16 +15,16 @@ import {
   type PausedState,
   type ResumeDecision,
 } from "./approval.js";
-import { FrameQueue } from "../wires/frame-queue.js";
+import { FrameQueue } from "../../wires/frame-queue.js";
 import { answer } from "./answer.js";
 import { Call, CallContext, replyLine } from "./calls.js";
 import { DeadlineQueue } from "./deadlines.js";
-import * as replies from "./call-failures.js";
-import * as failures from "./failures.js";
-import type { RunObserver } from "./observer.js";
+import * as replies from "../report/call-failures.js";
+import * as failures from "../report/failures.js";
+import type { RunObserver } from "../observe/observer.js";
 import type { Outbox } from "./outbox.js";
-import type { HostSettings } from "./settings.js";
-import type { Capability, CallRecord, HostFailure } from "./types.js";
+import type { HostSettings } from "../settings.js";
+import type { Capability, CallRecord, HostFailure } from "../types.js";
 
 /** Characters of a requested capability name kept in a call record; a longer (hostile) name is cut with its length. */
 const MAX_RECORDED_NAME_CHARS = 1024;

@@ -1,8 +1,8 @@
 // The host's side of one call: the running call (its record, deadline, abort) and what its handler sees.
-import { encodeFrame, outcomeWire } from "../protocol/frames.js";
-import type { Json } from "../protocol/json.js";
-import type { Outcome } from "../protocol/outcome.js";
-import type { CallRecord, Capability, CapabilityContext } from "./types.js";
+import { encodeFrame, outcomeWire } from "../../protocol/frames.js";
+import type { Json } from "../../protocol/json.js";
+import type { Outcome } from "../../protocol/outcome.js";
+import type { CallRecord, Capability, CapabilityContext } from "../types.js";
 
 /** A call whose handler is running. */
 export class Call {

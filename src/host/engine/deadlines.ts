@@ -1,4 +1,4 @@
-import { FrameQueue } from "../wires/frame-queue.js";
+import { FrameQueue } from "../../wires/frame-queue.js";
 
 /** Something with a deadline that may be settled (answered, dropped) before the deadline passes. */
 export interface Deadline {

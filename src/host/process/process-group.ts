@@ -5,8 +5,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { isRunCgroupDir } from "./limits/cgroup.js";
-import { childrenOf } from "./limits/process-tree.js";
+import { isRunCgroupDir } from "../limits/cgroup.js";
+import { childrenOf } from "../limits/process-tree.js";
 
 /** Whether guests get their own process group here (POSIX); Windows has none, so the child alone is signalled. */
 export const GROUPS_SUPPORTED = process.platform !== "win32";

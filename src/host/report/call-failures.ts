@@ -3,9 +3,9 @@
  * wording a guest reads when its call did not get an answer from a handler lives here, in one file.
  * Run-level failures are in failures.ts.
  */
-import { describeError } from "../protocol/errors.js";
-import { notAllowedMessage, Outcome } from "../protocol/outcome.js";
-import { quotedExcerpt } from "../protocol/text.js";
+import { describeError } from "../../protocol/errors.js";
+import { notAllowedMessage, Outcome } from "../../protocol/outcome.js";
+import { quotedExcerpt } from "../../protocol/text.js";
 import { HostReplyCode } from "./codes.js";
 
 /** The name is not in the run's allow-list (quoted in at most 64 characters: it is guest text). */

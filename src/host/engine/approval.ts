@@ -4,10 +4,10 @@
  * The gate lives beside call admission: a call that needs approval waits here, its handler not started,
  * its own deadline not yet running, and the run's deadline held (see `CallSession.holdClock`).
  */
-import type { Json } from "../protocol/json.js";
-import type { Outcome } from "../protocol/outcome.js";
-import { MAX_TIMER_MS } from "../protocol/timers.js";
-import type { Capability, CapabilityContext } from "./types.js";
+import type { Json } from "../../protocol/json.js";
+import type { Outcome } from "../../protocol/outcome.js";
+import { MAX_TIMER_MS } from "../../protocol/timers.js";
+import type { Capability, CapabilityContext } from "../types.js";
 
 /** A call waiting for a decision, as `approval.decide` sees it. */
 export interface ApprovalCall {

@@ -7,13 +7,13 @@
  * Spans carry names, sizes, statuses and codes; payloads only when the host opts in (`trace.payloads`).
  */
 import type * as Otel from "@opentelemetry/api";
-import type { Json } from "../protocol/json.js";
-import type { RequestFrame } from "../protocol/frames.js";
-import type { Outcome } from "../protocol/outcome.js";
-import { excerpt } from "../protocol/text.js";
-import { SDK } from "../protocol/version.js";
+import type { Json } from "../../protocol/json.js";
+import type { RequestFrame } from "../../protocol/frames.js";
+import type { Outcome } from "../../protocol/outcome.js";
+import { excerpt } from "../../protocol/text.js";
+import { SDK } from "../../protocol/version.js";
 import type { RunObserver } from "./observer.js";
-import type { LogEntry, RunReport, TraceOptions, TraceSetting } from "./types.js";
+import type { LogEntry, RunReport, TraceOptions, TraceSetting } from "../types.js";
 
 type Api = typeof Otel;
 

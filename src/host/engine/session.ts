@@ -5,19 +5,19 @@
  * `result`. Every way a session can go wrong ends in a report; the promise never rejects and no timer outlives it.
  */
 import { performance } from "node:perf_hooks";
-import { describeError, TransportError } from "../protocol/errors.js";
-import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type InvokeFrame, type LogFrame } from "../protocol/frames.js";
-import type { Outcome } from "../protocol/outcome.js";
-import type { Wire } from "../wires/wire.js";
+import { describeError, TransportError } from "../../protocol/errors.js";
+import { decodeLine, encodeFrame, PROTOCOL, type HelloFrame, type InvokeFrame, type LogFrame } from "../../protocol/frames.js";
+import type { Outcome } from "../../protocol/outcome.js";
+import type { Wire } from "../../wires/wire.js";
 import { CallAdmission, type CallSession } from "./call-admission.js";
-import * as failures from "./failures.js";
-import { LogBook } from "./log-book.js";
+import * as failures from "../report/failures.js";
+import { LogBook } from "../report/log-book.js";
 import { Outbox } from "./outbox.js";
-import type { RunObserver } from "./observer.js";
-import { runReport } from "./report.js";
-import type { HostSettings } from "./settings.js";
+import type { RunObserver } from "../observe/observer.js";
+import { runReport } from "../report/report.js";
+import type { HostSettings } from "../settings.js";
 import type { PausedRun, PausedState } from "./approval.js";
-import type { HostFailure, RunReport } from "./types.js";
+import type { HostFailure, RunReport } from "../types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
 /** @internal How a caller (runHost, runGuest) plugs into a session. */

@@ -1,4 +1,4 @@
-import { FrameQueue } from "../wires/frame-queue.js";
+import { FrameQueue } from "../../wires/frame-queue.js";
 
 /**
  * The last `maxBytes` of a byte stream (a child's stderr): chunks are kept as they come and the oldest

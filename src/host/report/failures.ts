@@ -3,11 +3,11 @@
  * session, runGuest and runCode alike: the wording a host's user reads lives here, in one file. The
  * failure replies to a single call are in call-failures.ts.
  */
-import { byteSize, clip, quotedExcerpt } from "../protocol/text.js";
-import { describeError } from "../protocol/errors.js";
-import { PROTOCOL } from "../protocol/frames.js";
+import { byteSize, clip, quotedExcerpt } from "../../protocol/text.js";
+import { describeError } from "../../protocol/errors.js";
+import { PROTOCOL } from "../../protocol/frames.js";
 import { HostFailureCode } from "./codes.js";
-import type { HostFailure, RunDetails } from "./types.js";
+import type { HostFailure, RunDetails } from "../types.js";
 
 // Before the guest runs (runGuest, runCode).
 

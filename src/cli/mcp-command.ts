@@ -4,7 +4,7 @@
  * built-ins). Any MCP client (Claude Desktop, Cursor, an agent framework) then has a code tool whose
  * description carries the TypeScript declarations of what a body may call.
  */
-import { createRunPool, runCode, type RunPool, type RunReport } from "../host/index.js";
+import { createRunPool, runCode, type RunPool, type RunReport, type SandboxSetting } from "../host/index.js";
 import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, poolLimitsOf } from "../host/code/run-pool.js";
 import type { Json } from "../protocol/json.js";
 import { isMissingMcpSdk, missingMcpSdk } from "../host/connectors/mcp.js";
@@ -55,6 +55,8 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   const maxResultBytes = maxResultOf(values["max-result"]);
   const { contract, closeConnectors, recorder: _recorder, ...host } = await hostOptionsOf(values, io);
   host.limits = { ...host.limits, maxResultBytes };
+  host.sandbox = mcpSandboxOf(host.sandbox);
+  const notice = host.sandbox === false ? UNCONFINED_NOTICE : undefined;
   const typecheck = values.typecheck ?? false;
   const declarations = (contract ?? contractOf(host.allowed ?? [], {})).declarations();
   // Bodies run on warm runners (a run pool) unless --pool 0: the sandbox and limits every body gets, started ahead.
@@ -114,7 +116,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
       return { content: [{ type: "text" as const, text: (error as Error).message }], isError: true };
     }
     printSandboxNote(report, io, values.quiet ?? false);
-    return toolResult(report);
+    return toolResult(report, notice);
   });
   const closed = new Promise<void>((resolve) => {
     server.onclose = resolve;
@@ -146,6 +148,19 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   return ExitStatus.Success;
 });
 
+/**
+ * `ears mcp`'s sandbox: required unless `--no-sandbox` (issue 28 item 5). A client's model writes the
+ * bodies and nobody reads a note on ears' stderr, so "auto" falling back to an unconfined run is no
+ * option here: without a sandbox each body is refused (SandboxUnavailable) instead.
+ */
+export function mcpSandboxOf(setting: SandboxSetting | undefined): SandboxSetting {
+  return setting === undefined || setting === "auto" ? true : setting;
+}
+
+/** The line every tool result of `ears mcp --no-sandbox` ends with: the model and its user see it, not only ears' stderr. */
+export const UNCONFINED_NOTICE =
+  "Note: ears mcp runs bodies without a sandbox (--no-sandbox): this body ran with the rights of the user who started ears.";
+
 /** `--pool <n>`: runners kept started ahead, default {@link DEFAULT_POOL_SIZE}; 0 starts one per body instead. */
 export function poolSizeOf(text: string | undefined): number {
   if (text === undefined) return DEFAULT_POOL_SIZE;
@@ -175,8 +190,8 @@ export function maxResultOf(text: string | undefined): number {
  * `structuredContent` repeating it (a 6 MB result went out as 18 MB that way, and the client hung up).
  * `structured` is pretty-printed when that keeps it small, else sent compact.
  */
-export function toolResult(report: RunReport): { content: { type: "text"; text: string }[]; isError: boolean } {
-  const logs = logText(report);
+export function toolResult(report: RunReport, notice?: string): { content: { type: "text"; text: string }[]; isError: boolean } {
+  const logs = logText(report) + (notice === undefined ? "" : `\n\n${notice}`);
   if (report.failure !== undefined) {
     const { code, message } = report.failure;
     return { content: [{ type: "text", text: `${code}: ${message}${logs}` }], isError: true };

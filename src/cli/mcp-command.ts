@@ -16,7 +16,7 @@ import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-
 import { parseSize, subcommand, UsageError } from "./usage.js";
 import { McpStdioTransport, MAX_SEND_BYTES } from "./mcp-transport.js";
 
-const { input: _input, record: _record, json: _json, ...SHARED } = RUN_OPTIONS;
+const { input: _input, record: _record, json: _json, verbose: _verbose, ...SHARED } = RUN_OPTIONS;
 const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" }, pool: { type: "string" }, "max-result": { type: "string" } } as const;
 
 /**

@@ -23,7 +23,7 @@ const NOTICE = "Note: ears mcp runs bodies without a sandbox (--no-sandbox): thi
 async function connect(prefix: string[], args: string[], env?: Record<string, string>): Promise<Client> {
   const [command, ...rest] = [...prefix, process.execPath, EARS, "mcp", ...args];
   const transport = new StdioClientTransport({ command: command!, args: rest, stderr: "pipe", ...(env === undefined ? {} : { env }) });
-  transport.stderr?.resume();
+  transport.stderr?.on("data", () => {});
   const client = new Client({ name: "test", version: "1" });
   await client.connect(transport);
   return client;

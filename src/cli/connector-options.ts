@@ -130,7 +130,8 @@ function filesDirOf(given: string | undefined, io: CliIo): { dir: string; done(q
       if (count > 0 && !quiet) {
         endGuestStderrLine(io.stderr);
         io.stderr.write(
-          `ears: ${count === 1 ? "1 file" : `${count} files`} from MCP tools kept in ${dir} (ears does not delete them; --files-dir chooses the directory)\n`,
+          `ears: ${count === 1 ? "1 file" : `${count} files`} from MCP tools kept in ${dir} ` +
+            "(ears does not delete them; --files-dir chooses the directory)\n",
         );
       }
     },

@@ -2,7 +2,7 @@
 import { diagnoseSandbox, type Check, type MachineView } from "../host/sandbox/doctor.js";
 import { limitSupport, type LimitSupport } from "../host/limits/limits.js";
 import { DOCTOR_HELP } from "./help.js";
-import { ExitStatus, type CliIo } from "./report-output.js";
+import { ExitStatus } from "./report-output.js";
 import { subcommand, UsageError, type Subcommand } from "./usage.js";
 
 const DOCTOR_OPTIONS = {

@@ -215,7 +215,8 @@ export function parseSize(option: string, text: string | undefined): number | un
   const least = SIZE_MINIMUMS[option] ?? 1;
   if (bytes < least) {
     throw new UsageError(
-      `--${option} ${text.trim()} is ${byteSize(bytes)}, under the least of ${byteSize(least)}; it takes ${forms} of at least ${byteSize(least)}`,
+      `--${option} ${text.trim()} is ${byteSize(bytes)}, under the least of ${byteSize(least)}; ` +
+        `it takes ${forms} of at least ${byteSize(least)}`,
     );
   }
   return bytes;

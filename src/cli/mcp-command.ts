@@ -4,7 +4,8 @@
  * built-ins). Any MCP client (Claude Desktop, Cursor, an agent framework) then has a code tool whose
  * description carries the TypeScript declarations of what a body may call.
  */
-import { createRunPool, runCode, type RunPool, type RunReport, type SandboxSetting } from "../host/index.js";
+import { createRunPool, runCode, type HostLimits, type RunPool, type RunReport, type SandboxSetting } from "../host/index.js";
+import { boundedToolLogs, codeToolLimitsText } from "../host/code/code-tool-text.js";
 import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, poolLimitsOf } from "../host/code/run-pool.js";
 import type { Json } from "../protocol/json.js";
 import { isMissingMcpSdk, missingMcpSdk } from "../host/connectors/mcp.js";
@@ -28,19 +29,25 @@ export const MCP_MAX_RESULT_BYTES = 1024 * 1024;
 /** The name of the one tool `ears mcp` serves. */
 export const RUN_CODE_TOOL = "run_code";
 
-/** Logs shown in a result: a model needs what the body printed, within bounds. */
-const MAX_LOG_LINES = 50;
-const MAX_LOG_CHARS = 10_000;
-
-/** The run_code tool's description: what it does, then the declarations a body is checked against. */
-export function runCodeDescription(declarations: string, typecheck: boolean): string {
+/**
+ * The run_code tool's description: what it does, the run's limits and the fetch origins (one text with
+ * the framework adapters', {@link codeToolLimitsText}), then the declarations a body is checked against.
+ */
+export function runCodeDescription(
+  declarations: string,
+  typecheck: boolean,
+  limits?: HostLimits,
+  fetchOrigins?: readonly string[],
+): string {
   return (
     "Runs the body of an async function, in TypeScript or JavaScript, in a sandbox, and returns its result. " +
     "In scope: `ears.call(name, args)` to call the capabilities below (await it; a failure resolves to " +
     '{ status: "failure", code, content }, it does not throw), `ears.log`, `input` (this tool\'s input argument) ' +
     "and `Outcome`. `return` gives the result (any JSON value, or an Outcome). There is no import/require. " +
     (typecheck ? "Types are checked before the body runs. " : "Types are stripped, not checked. ") +
-    "A compile error names code.ts:LINE:COLUMN in the body. Declarations:\n```ts\n" +
+    "A compile error names code.ts:LINE:COLUMN in the body. " +
+    codeToolLimitsText(limits, fetchOrigins) +
+    " Declarations:\n```ts\n" +
     declarations +
     "```"
   );
@@ -74,7 +81,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     tools: [
       {
         name: RUN_CODE_TOOL,
-        description: runCodeDescription(declarations, typecheck),
+        description: runCodeDescription(declarations, typecheck, host.limits, originsOf(values["fetch-allow"])),
         inputSchema: {
           type: "object" as const,
           properties: {
@@ -217,11 +224,12 @@ function jsonText(value: Json): string {
 
 function logText(report: RunReport): string {
   if (report.logs.length === 0) return "";
-  const lines = report.logs.slice(0, MAX_LOG_LINES).map((entry) => `[${entry.level}] ${entry.content}`);
-  if (report.logs.length > MAX_LOG_LINES) lines.push(`(${report.logs.length - MAX_LOG_LINES} more log lines not shown)`);
-  let text = lines.join("\n");
-  if (text.length > MAX_LOG_CHARS) text = `${text.slice(0, MAX_LOG_CHARS)} …(logs cut at ${MAX_LOG_CHARS} characters)`;
-  return `\n\nLogs:\n${text}`;
+  return `\n\nLogs:\n${boundedToolLogs(report.logs.map((entry) => `[${entry.level}] ${entry.content}`)).join("\n")}`;
+}
+
+/** `--fetch-allow`'s origins as fetch compares them (`https://api.github.com/` -> `https://api.github.com`). */
+function originsOf(allow: readonly string[] | undefined): string[] {
+  return (allow ?? []).map((origin) => (URL.canParse(origin) ? new URL(origin).origin : origin));
 }
 
 async function loadServerSdk() {

@@ -10,6 +10,7 @@ import type { CapabilityContext, CapabilitySpec, Contract } from "../contract/co
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
 import { clip } from "../protocol/text.js";
+import { boundedToolLogs as boundedLogs, codeToolLimitsText } from "../host/code/code-tool-text.js";
 import { poolLimitsOf } from "../host/code/run-pool.js";
 import { requireTypeScript } from "../host/code/typecheck.js";
 import type { McpConnection } from "../host/connectors/mcp.js";
@@ -90,9 +91,6 @@ export interface CodeToolCore<CallOptions> {
   ): Promise<CodeToolOutput>;
 }
 
-const MAX_LOG_LINES = 50;
-const MAX_LOG_CHARS = 10_000;
-
 /**
  * The shared part of a code tool over `tools` (by the name a body calls), with `leftOut` named in the
  * description. Throws a TypeError for bad options or a name two sources declare, and what to install
@@ -120,7 +118,7 @@ export function codeToolCore<CallOptions>(
   } catch (error) {
     throw new TypeError(`${entry}: ${(error as Error).message.replace(/^composeContracts: /, "")} (a tool and an MCP server's tool?)`);
   }
-  const description = codeToolDescription(contract.declarations(), typecheck, limits?.runTimeoutMs, leftOut);
+  const description = codeToolDescription(contract.declarations(), typecheck, limits, leftOut);
   let kept: RunPool | undefined;
   const poolOfRun = (): RunPool | undefined => {
     if (pool === false) return undefined;
@@ -195,30 +193,14 @@ export function outputOf(report: RunReport, logs: readonly string[]): CodeToolOu
   };
 }
 
-/** At most {@link MAX_LOG_LINES} lines and {@link MAX_LOG_CHARS} characters, saying what was left out. */
-function boundedLogs(logs: readonly string[]): string[] {
-  const shown: string[] = [];
-  let chars = 0;
-  for (const line of logs.slice(0, MAX_LOG_LINES)) {
-    if (chars + line.length > MAX_LOG_CHARS) {
-      shown.push(clip(line, Math.max(0, MAX_LOG_CHARS - chars)));
-      break;
-    }
-    shown.push(line);
-    chars += line.length;
-  }
-  if (logs.length > shown.length) shown.push(`(${logs.length - shown.length} more log lines not shown)`);
-  return shown;
-}
-
-/** The code tool's description: how to write a body, the run's deadline, what is left out, then the declarations. */
+/** The code tool's description: how to write a body, the run's limits (as ears mcp says them), what is left out, then the declarations. */
 export function codeToolDescription(
   declarations: string,
   typecheck: boolean,
-  runTimeoutMs: number | undefined,
+  limits: HostLimits | undefined,
   leftOut: readonly LeftOutTool[],
 ): string {
-  const deadline = runTimeoutMs === undefined ? "" : `The body must finish within ${formatSeconds(runTimeoutMs)}. `;
+  const deadline = `${codeToolLimitsText(limits)} `;
   const left =
     leftOut.length === 0
       ? ""
@@ -237,11 +219,6 @@ export function codeToolDescription(
     declarations +
     "```"
   );
-}
-
-function formatSeconds(ms: number): string {
-  const seconds = ms / 1000;
-  return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)} s`;
 }
 
 function mcpConnectionsOf(entry: string, mcp: CodeToolOptions["mcp"]): readonly McpConnection[] {

@@ -175,7 +175,7 @@ describe("createCodeTool in an AI SDK agent loop (generateText, the SDK's mock m
     const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "loop" });
     expect(results(result.steps)).toEqual([expect.objectContaining({ status: "failure", code: "RunTimeout" })]);
     expect(result.text).toBe("too slow");
-    expect((code as { description: string }).description).toContain("The body must finish within 1 s.");
+    expect((code as { description: string }).description).toContain("Each run has 1 s of run time, 1 GiB of memory, a result of at most");
   });
 
   it("a tool that throws is a failure value the body reads, not a crash", async () => {

@@ -349,7 +349,8 @@ In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, C
 naming the package, so that npx never runs an unscoped "ears" from the registry, whatever the
 directory the client starts it in:
   {"mcpServers": {"ears": {"command": "npx", "args": ["-y", "--package=@posoco/ears",
-    "--package=@modelcontextprotocol/sdk", "--package=amaro", "ears", "mcp", "--mcp-config", "/abs/mcp.json"]}}}
+    "--package=@modelcontextprotocol/sdk@^1.32.2", "--package=amaro@^1.2.1", "ears", "mcp",
+    "--mcp-config", "/abs/mcp.json"]}}}
 or the absolute path of an installed CLI: {"command": "/abs/node_modules/.bin/ears", "args": ["mcp", ...]}.
 
 Exit status: 0 when the client ended the session (closed stdin or stdout, or stopped ears with a

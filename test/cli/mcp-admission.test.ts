@@ -26,7 +26,9 @@ async function mostAlive(args: string[], calls: number): Promise<number> {
   await client.connect(transport);
   try {
     const results = await Promise.all(
-      Array.from({ length: calls }, () => client.callTool({ name: "run_code", arguments: { code: PROBE } }, undefined, { timeout: 120_000 })),
+      Array.from({ length: calls }, () =>
+        client.callTool({ name: "run_code", arguments: { code: PROBE } }, undefined, { timeout: 120_000 }),
+      ),
     );
     const texts = results.map((result) => {
       expect(result.isError, JSON.stringify(result.content)).toBe(false);

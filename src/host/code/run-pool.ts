@@ -351,7 +351,11 @@ class WarmPool implements RunPool {
     // The slot first, without a deadline (close() aborts the wait): nothing is made or spawned, and no
     // start-up deadline runs, while the runner waits for it.
     this.admitting += 1;
-    const slot = await this.launch.admission.acquire({ memoryBytes: admittedMemory(this.launch), signal: this.closeSignal.signal, pool: true });
+    const slot = await this.launch.admission.acquire({
+      memoryBytes: admittedMemory(this.launch),
+      signal: this.closeSignal.signal,
+      pool: true,
+    });
     this.admitting -= 1;
     if (!("release" in slot)) {
       uncount();

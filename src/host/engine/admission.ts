@@ -104,10 +104,13 @@ export class Admission implements RunAdmission {
 
   constructor(options: RunAdmissionOptions, caller: string) {
     if (typeof options !== "object" || options === null) throw new TypeError(`${caller}: options must be an object`);
-    const unknown = Object.keys(options).filter((key) => !["maxConcurrentRuns", "maxQueuedRuns", "queueTimeoutMs", "memoryBytes"].includes(key));
+    const unknown = Object.keys(options).filter(
+      (key) => !["maxConcurrentRuns", "maxQueuedRuns", "queueTimeoutMs", "memoryBytes"].includes(key),
+    );
     if (unknown.length > 0) {
       throw new TypeError(
-        `${caller}: unknown option ${JSON.stringify(unknown[0])}; it takes maxConcurrentRuns, maxQueuedRuns, queueTimeoutMs and memoryBytes`,
+        `${caller}: unknown option ${JSON.stringify(unknown[0])}; ` +
+          "it takes maxConcurrentRuns, maxQueuedRuns, queueTimeoutMs and memoryBytes",
       );
     }
     this.memoryBytes = whole(options.memoryBytes, "memoryBytes", caller, Math.floor(totalmem() * DEFAULT_MEMORY_SHARE), 1, true);
@@ -180,7 +183,8 @@ export class Admission implements RunAdmission {
     const { signal } = request;
     if (signal?.aborted) return Promise.resolve(failures.abortedBeforeStart(signal.reason));
     if (this.waiters.length === 0 && this.fits(memory)) return Promise.resolve(this.grant(memory));
-    if (!pool && this.queued >= this.maxQueuedRuns) return Promise.resolve(failures.runQueueFull(this.maxQueuedRuns, this.maxConcurrentRuns));
+    if (!pool && this.queued >= this.maxQueuedRuns)
+      return Promise.resolve(failures.runQueueFull(this.maxQueuedRuns, this.maxConcurrentRuns));
     return new Promise((resolve) => {
       const onAbort = () => waiter.settle(failures.abortedBeforeStart(signal?.reason));
       const waiter: Waiter = {

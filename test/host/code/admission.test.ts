@@ -210,12 +210,15 @@ describe.runIf(linux)("run admission: pools", () => {
     const admission = createRunAdmission({ maxConcurrentRuns: 2 });
     expect(() => createRunPool({ size: 3, sandbox: false, admission })).toThrow(
       new RangeError(
-        "createRunPool: a pool of 3 runners needs 3 run slots, but its admission allows 2 (maxConcurrentRuns); make the pool smaller or the admission larger",
+        "createRunPool: a pool of 3 runners needs 3 run slots, but its admission allows 2 (maxConcurrentRuns); " +
+          "make the pool smaller or the admission larger",
       ),
     );
     const pool = createRunPool({ size: 1, sandbox: false, admission });
     pools.push(pool);
-    expect(() => runCode({ code: "return 1;", pool, admission: createRunAdmission() })).toThrow(/options\.admission differs from the pool's/);
+    expect(() => runCode({ code: "return 1;", pool, admission: createRunAdmission() })).toThrow(
+      /options\.admission differs from the pool's/,
+    );
   });
 });
 

@@ -340,7 +340,12 @@ ${FILES_DIR_HELP}
   --typecheck               Check each body's types against the declarations before running it
                             (needs the typescript package).
   --pool <n>                Runners kept started ahead, each sandboxed and waiting for one body
-                            (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead).
+                            (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead);
+                            at most --max-runs.
+  --max-runs <n>            Most bodies running at once, warm runners included (default 4 per core,
+                            at most one per GiB of half the memory, at least 2). Calls beyond wait,
+                            64 at most, up to 60 s each; past that a call fails RunQueueFull or
+                            QueueTimeout and nothing ran (the model is told it may try again).
   --max-result <size>       Largest result passed on (default 1M, at least 1K, at most 4M): a larger
                             one is a ResultTooLarge failure telling the body to return less.
   -h, --help                Show this help.

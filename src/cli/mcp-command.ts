@@ -15,9 +15,16 @@ import { ExitStatus } from "./report-output.js";
 import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
 import { parseSize, subcommand, UsageError } from "./usage.js";
 import { McpStdioTransport, MAX_SEND_BYTES } from "./mcp-transport.js";
+import { mcpAdmission } from "./mcp-admission.js";
 
 const { input: _input, record: _record, json: _json, verbose: _verbose, ...SHARED } = RUN_OPTIONS;
-const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" }, pool: { type: "string" }, "max-result": { type: "string" } } as const;
+const MCP_OPTIONS = {
+  ...SHARED,
+  typecheck: { type: "boolean" },
+  pool: { type: "string" },
+  "max-result": { type: "string" },
+  "max-runs": { type: "string" },
+} as const;
 
 /**
  * The largest result of a body `ears mcp` passes on, by default: well under what MCP clients read in one
@@ -60,10 +67,14 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   const typecheck = values.typecheck ?? false;
   const declarations = (contract ?? contractOf(host.allowed ?? [], {})).declarations();
   // Bodies run on warm runners (a run pool) unless --pool 0: the sandbox and limits every body gets, started ahead.
-  const size = poolSizeOf(values.pool);
+  // Every body, and every warm runner, holds one of --max-runs slots (issue 28 item 4).
   let pool: RunPool | undefined;
+  let admission: ReturnType<typeof mcpAdmission>["admission"];
   try {
-    pool = size === 0 ? undefined : createRunPool({ size, sandbox: host.sandbox, limits: poolLimitsOf(host.limits) });
+    const admitted = mcpAdmission(values["max-runs"], values.pool === undefined ? undefined : poolSizeOf(values.pool));
+    admission = admitted.admission;
+    const { size } = admitted;
+    pool = size === 0 ? undefined : createRunPool({ size, sandbox: host.sandbox, limits: poolLimitsOf(host.limits), admission });
   } catch (error) {
     await closeConnectors();
     throw error;
@@ -109,7 +120,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
         input: (args.input ?? null) as Json,
         typecheck,
         ...(contract === undefined ? {} : { contract }),
-        ...(pool === undefined ? {} : { pool }),
+        ...(pool === undefined ? { admission } : { pool }),
       });
     } catch (error) {
       // A missing optional peer (amaro, typescript): the client's model cannot fix that, its user can.

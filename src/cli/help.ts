@@ -79,6 +79,15 @@ and prints its result at the end: the content, then the structured value as pret
 Options:
   --allow <names>           Capabilities the guest may call, comma-separated; repeatable.
                             Default: none (every call is answered CapabilityDenied).
+  --approve <names>         Allowed capabilities whose every call needs approval, comma-separated;
+                            repeatable. Each such call (and one a --capabilities handler marks
+                            with requireApproval) is asked on the terminal: ears writes the name
+                            and the arguments (control characters escaped, cut at 2000
+                            characters) on stderr and reads y/N from its stdin; anything but
+                            y or yes denies it (ApprovalDenied, "denied at the terminal"), and
+                            its handler does not run. When stdin or stderr is not a terminal,
+                            every such call is denied, saying so. Decisions wait up to 10 minutes
+                            and do not count against --timeout; --json's report lists them.
   --input <json>|@<file>    The guest's input: JSON text, or @file to read JSON from a file.
                             Default: null.
   --capabilities <module>   A JavaScript module of capability handlers: named function exports,
@@ -211,7 +220,7 @@ Options:
                             take any name and JSON arguments, as no contract is known for them.
   --cwd <dir>               The body's working directory, shown read-only (secrets masked).
                             Default: a private empty directory, writable, removed after the run.
-  Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
+  Every option of "ears run" (--allow, --approve, --input, --capabilities, --root, --sandbox, --no-sandbox,
   --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
   --timeout, --call-timeout, --memory, --processes, --cpu-time, --tmp-size, --json, --quiet,
   --verbose, --mcp-config, --files-dir, --fetch-allow, --fetch-header), with the same meaning; see
@@ -337,10 +346,22 @@ ${FILES_DIR_HELP}
                             As for ears run, for every body (sizes with K, M or G; --memory at
                             least 16M, default 1G). Each body works in a private empty directory
                             of its own, as ears exec without --cwd. --sandbox is the default here.
+  --approve <names>         Allowed capabilities whose every call needs approval. When the client
+                            declared elicitation, ears asks it (elicitation/create, a boolean
+                            "approve" field): accepted with approve true runs the call, anything
+                            else denies it. Otherwise run_code answers with the pause (a signed
+                            token and the pending calls) and a second tool, resume_code
+                            {"token", "decisions": {"<id>": {"approved": true|false, "reason"?}}},
+                            goes on; the token's key is random per ears mcp process.
   --typecheck               Check each body's types against the declarations before running it
                             (needs the typescript package).
   --pool <n>                Runners kept started ahead, each sandboxed and waiting for one body
-                            (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead).
+                            (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead);
+                            at most --max-runs.
+  --max-runs <n>            Most bodies running at once, warm runners included (default 4 per core,
+                            at most one per GiB of half the memory, at least 2). Calls beyond wait,
+                            64 at most, up to 60 s each; past that a call fails RunQueueFull or
+                            QueueTimeout and nothing ran (the model is told it may try again).
   --max-result <size>       Largest result passed on (default 1M, at least 1K, at most 4M): a larger
                             one is a ResultTooLarge failure telling the body to return less.
   -h, --help                Show this help.

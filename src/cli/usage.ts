@@ -92,6 +92,7 @@ export function parseCommandLine<const Spec extends OptionSpec>(
 /** An example value for each option that takes one, for the message about a missing value. */
 const VALUE_EXAMPLES: Record<string, string> = {
   allow: "read,list",
+  approve: "send_email",
   input: `'{"path":"README.md"}'`,
   capabilities: "./caps.mjs",
   root: ".",

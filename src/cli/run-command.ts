@@ -295,6 +295,7 @@ export function inFlagTerms<Report extends { failure?: { code: string; message: 
 const LIMIT_FLAGS = [
   ["(limits.runTimeoutMs)", "(--timeout)"],
   ["(limits.memoryBytes)", "(--memory)"],
+  ["; limits.memoryBytes)", "; --memory)"],
   ["(limits.cpuTimeMs)", "(--cpu-time)"],
   ["limits.memoryBytes (", "--memory ("],
   ["limits.processes (", "--processes ("],

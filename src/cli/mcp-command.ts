@@ -229,7 +229,12 @@ export function toolResult(report: RunReport, notice?: string): { content: { typ
     const { code, message } = report.failure;
     return { content: [{ type: "text", text: `${code}: ${message}${logs}` }], isError: true };
   }
-  if (report.paused !== undefined) return { content: [{ type: "text", text: `${pausedText(report.paused)}${logs}` }], isError: false };
+  // The token ends a paused result, so that it can be taken from "Token:" to the end: logs and the note go first.
+  if (report.paused !== undefined)
+    return {
+      content: [{ type: "text", text: `${logs.slice(2)}${logs === "" ? "" : "\n\n"}${pausedText(report.paused)}` }],
+      isError: false,
+    };
   const outcome = report.outcome;
   const structured = outcome.structured === undefined ? "" : `${outcome.content === "" ? "" : "\n"}${jsonText(outcome.structured)}`;
   const text = outcome.status === "failure" ? `${outcome.code}: ${outcome.content}${structured}` : `${outcome.content}${structured}`;

@@ -57,8 +57,18 @@ describe.runIf(process.platform === "linux")("ears mcp --approve", () => {
           .map((line) => JSON.parse(line) as [string, unknown])
       : [];
 
-  async function connect(options: { elicit?: (message: string) => ElicitResult; approve?: boolean; pool?: string } = {}) {
-    const args = [EARS, "mcp", "--pool", options.pool ?? "0", "--no-sandbox", "--capabilities", "caps.mjs", "--allow", "send,peek"];
+  async function connect(options: { elicit?: (message: string) => ElicitResult; approve?: boolean; pool?: string; extra?: string[] } = {}) {
+    const args = [
+      EARS,
+      "mcp",
+      "--pool",
+      options.pool ?? "0",
+      ...(options.extra ?? []),
+      "--capabilities",
+      "caps.mjs",
+      "--allow",
+      "send,peek",
+    ];
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: options.approve === false ? args : [...args, "--approve", "send"],
@@ -163,6 +173,15 @@ describe.runIf(process.platform === "linux")("ears mcp --approve", () => {
       const token = text.slice(text.indexOf("Token:\n") + "Token:\n".length);
       return { text, token: JSON.parse(token) as Record<string, unknown>, id: /id (\d+):/.exec(text)![1]! };
     }
+
+    it("with --no-sandbox the note comes before the pause, so the token still runs to the end of the text", async () => {
+      const { client: unconfined } = await connect({ extra: ["--no-sandbox"] });
+      const text = textOf(await runCode(unconfined, "dee"));
+      expect(text).toMatch(/^Note: ears mcp runs bodies without a sandbox \(--no-sandbox\)[^\n]*\n\nThe run paused: 1 call waits/);
+      const token = JSON.parse(text.slice(text.indexOf("Token:\n") + "Token:\n".length)) as { v?: unknown };
+      expect(typeof token).toBe("object");
+      expect(runs()).toEqual([["peek", { n: 1 }]]);
+    });
 
     it("lists resume_code beside run_code", async () => {
       const { tools } = await client.listTools();

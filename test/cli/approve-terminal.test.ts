@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EARS, ears } from "../helpers/spawn-ears.js";
 
@@ -199,6 +200,23 @@ describe.runIf(process.platform === "linux")("ears exec --approve: asked on the 
     const page = await ears(["timeline", "t.ndjson", "-o", "-"], { cwd: dir });
     expect(page.stdout).toContain("#1 send approved by terminal");
     expect(page.stdout).toContain("#2 send denied by terminal: denied at the terminal");
+  });
+
+  it("a --capabilities handler marked with requireApproval is asked without --approve", async () => {
+    reset();
+    const host = pathToFileURL(resolve("dist/host/index.js")).href;
+    writeFileSync(
+      join(dir, "marked.mjs"),
+      `import { appendFileSync } from "node:fs";\nimport { requireApproval } from ${JSON.stringify(host)};\n` +
+        `const record = (args) => appendFileSync(${JSON.stringify(sent)}, JSON.stringify(args) + "\\n");\n` +
+        `export const send = requireApproval((args) => (record(args), "ok"));\n`,
+    );
+    const body = 'const r = await ears.call("send", { to: "fay" }); return r.status;';
+    const cli = ["exec", "--no-sandbox", "--capabilities", "marked.mjs", "--allow", "send", "--code", body];
+    const { out, code } = await onTerminal(["y"], cli, dir);
+    expect(out.toString("utf8")).toContain('ears: the body calls send {"to":"fay"}');
+    expect(sentCalls()).toEqual([{ to: "fay" }]);
+    expect(code).toBe(0);
   });
 
   it("--approve with a name that is no capability, or not allowed, is a usage error", async () => {

@@ -13,10 +13,13 @@ import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sd
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { EARS } from "../helpers/spawn-ears.js";
 
+/** The one text of a result, without the note every --no-sandbox result ends with (these tests run unconfined). */
 function textOf(result: unknown): string {
   const { content } = result as { content: { type: string; text: string }[] };
   expect(content).toHaveLength(1);
-  return content[0]!.text;
+  const note = "\n\nNote: ears mcp runs bodies without a sandbox (--no-sandbox)";
+  const text = content[0]!.text;
+  return text.includes(note) ? text.slice(0, text.indexOf(note)) : text;
 }
 
 // A call that does not need approval, then one that does; the body returns what each answered.
@@ -113,6 +116,47 @@ describe.runIf(process.platform === "linux")("ears mcp --approve", () => {
       ]);
       expect(runs().filter(([name]) => name === "send")).toEqual([]);
     });
+  });
+
+  it("a run_code call cancelled while its question is open: the question is withdrawn, the handler never runs", async () => {
+    let withdrawn: () => void = () => {};
+    const gone = new Promise<void>((resolve) => (withdrawn = resolve));
+    let asked: () => void = () => {};
+    const open = new Promise<void>((resolve) => (asked = resolve));
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [EARS, "mcp", "--pool", "0", "--no-sandbox", "--capabilities", "caps.mjs", "--allow", "send,peek", "--approve", "send"],
+      cwd: dir,
+      stderr: "pipe",
+    });
+    transport.stderr?.on("data", () => {});
+    const client = new Client({ name: "test", version: "1" }, { capabilities: { elicitation: {} } });
+    let questions = 0;
+    client.setRequestHandler(ElicitRequestSchema, (_request, extra) => {
+      // The first question is answered: its request id is 0, and the SDK's Protocol ignores a cancellation
+      // of request 0 (`if (!requestId) return`), so only a later question can show the withdrawal.
+      if (questions++ === 0) return Promise.resolve<ElicitResult>({ action: "accept", content: { approve: true } });
+      asked();
+      // Never answered: only ears' cancellation ends it.
+      return new Promise<ElicitResult>((resolve) =>
+        extra.signal.addEventListener("abort", () => {
+          withdrawn();
+          resolve({ action: "cancel" });
+        }),
+      );
+    });
+    await client.connect(transport);
+    clients.push(client);
+    expect(textOf(await client.callTool({ name: "run_code", arguments: { code: BODY, input: "hal" } }))).toBe('"peeked / sent to hal"');
+    const stop = new AbortController();
+    const call = client.callTool({ name: "run_code", arguments: { code: BODY, input: "gus" } }, undefined, { signal: stop.signal });
+    await open;
+    stop.abort(new Error("the user gave up"));
+    await expect(call).rejects.toThrow(/gave up/);
+    await gone;
+    expect(runs().filter(([name]) => name === "send")).toEqual([["send", { to: "hal" }]]);
+    const next = await client.callTool({ name: "run_code", arguments: { code: "return 'still here';" } });
+    expect(textOf(next)).toBe('"still here"');
   });
 
   describe("a client without elicitation gets the pause, and resume_code goes on", () => {

@@ -193,14 +193,15 @@ describe.runIf(linux)("run admission: pools", () => {
 
   it("a runner waiting for a slot is not charged its helloTimeoutMs, nor a run waiting for it its own", async () => {
     const admission = createRunAdmission({ maxConcurrentRuns: 1 });
-    const pool = createRunPool({ size: 1, sandbox: false, admission, limits: { helloTimeoutMs: 300 } });
+    const pool = createRunPool({ size: 1, sandbox: false, admission, limits: { helloTimeoutMs: 2500 } });
     pools.push(pool);
     const { capabilities, release, reached } = holder();
     const running = runCode({ code: HOLD, capabilities, pool });
     await reached;
-    const next = runCode({ code: "return 2;", pool, limits: { helloTimeoutMs: 100 } });
-    // Longer than both start-up deadlines: the replacement and the run wait in the queue meanwhile.
-    await new Promise((done) => setTimeout(done, 800));
+    const next = runCode({ code: "return 2;", pool, limits: { helloTimeoutMs: 2000 } });
+    // Longer than both start-up deadlines, which are themselves long enough for a start on a loaded machine
+    // (300 ms was not, under a load of 12): the replacement and the run wait in the queue meanwhile.
+    await new Promise((done) => setTimeout(done, 3000));
     release();
     expect((await running).ok).toBe(true);
     expect(await next).toMatchObject({ ok: true, pooled: true, outcome: { structured: 2 } });

@@ -179,7 +179,7 @@ export function hostFailed(error: unknown): HostFailure {
 export function memoryLimitReached(bytes: number): HostFailure {
   return {
     code: HostFailureCode.MemoryLimit,
-    message: `the guest went past its memory limit of ${bytes} bytes (limits.memoryBytes) and was killed`,
+    message: `the guest went past its memory limit of ${byteSize(bytes)} (${bytes} bytes; limits.memoryBytes) and was killed`,
   };
 }
 

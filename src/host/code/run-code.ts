@@ -54,7 +54,8 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
    * body; the report then has `pooled: true`. The options that decide the sandbox and the limits (`sandbox`,
    * `cwd`, `env`, `limits.memoryBytes`, `processes`, `cpuTimeMs`, `tmpBytes`, `maxFrameBytes`,
    * `maxStderrBytes`) are the pool's: left out they are taken from it, given they must equal it, else
-   * runCode throws a TypeError. `limits.helloTimeoutMs` bounds the wait for a free runner. A closed pool
+   * runCode throws a TypeError, and so does an `admission` other than the pool's. `limits.helloTimeoutMs` bounds
+   * the wait for a free runner (the admission's `queueTimeoutMs` while the pool waits for a slot). A closed pool
    * throws. See docs/code.md, "Warm runs".
    */
   pool?: RunPool;

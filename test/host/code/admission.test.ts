@@ -12,6 +12,8 @@ import {
   defaultRunAdmission,
   HostFailureCode,
   runCode,
+  requireApproval,
+  resumeCode,
   runGuest,
   type RunPool,
   type RunReport,
@@ -129,6 +131,33 @@ describe.runIf(linux)("run admission: the queue", () => {
     release();
     expect(await first).toMatchObject({ ok: true, outcome: { structured: "held" } });
     expect(await queued).toMatchObject({ ok: true, outcome: { structured: 2 } });
+  });
+
+  it("resumeCode waits in the same admission: queued while the slot is taken, RunQueueFull past the queue", async () => {
+    const key = "k".repeat(16) + "0123456789abcdef";
+    const code = 'const r = await ears.call("pay", {}); return r.status;';
+    const capabilities = { pay: requireApproval(() => "paid") } as never;
+    const paused = await runCode({ code, capabilities, sandbox: false, approval: { decide: () => ({ pause: true }), tokenKey: key } });
+    expect(paused.paused).toBeDefined();
+    const admission = createRunAdmission({ maxConcurrentRuns: 1, maxQueuedRuns: 1 });
+    const { capabilities: holding, release, reached } = holder();
+    const first = runCode({ code: HOLD, capabilities: holding, sandbox: false, admission });
+    await reached;
+    const resume = (id: string) =>
+      resumeCode(paused.paused!.token, {
+        capabilities,
+        sandbox: false,
+        admission,
+        approval: { tokenKey: key },
+        decisions: { [id]: { approved: true } },
+      });
+    const queued = resume(String(paused.paused!.pending[0]!.id));
+    await until(() => admission.queued === 1);
+    const full = await resume(String(paused.paused!.pending[0]!.id));
+    expect(full).toMatchObject({ ok: false, failure: { code: HostFailureCode.RunQueueFull } });
+    release();
+    expect((await first).ok).toBe(true);
+    expect(await queued).toMatchObject({ ok: true, outcome: { structured: "success" } });
   });
 
   it("a run that waits queueTimeoutMs fails with QueueTimeout and nothing started", async () => {

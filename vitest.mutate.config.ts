@@ -18,6 +18,7 @@ export default defineConfig({
       "test/host/run-host*.test.ts",
       "test/host/sandbox/**/*.test.ts",
       "test/host/limits/{plan,cgroup,run-limits,launcher,process-tree}.test.ts",
+      "test/host/code/compile-{hostile,positions,verdicts}.test.ts",
     ],
     exclude: ["test/guest/spawned.test.ts", "test/protocol/schemas.test.ts", "test/protocol/vectors.test.ts"],
     setupFiles: ["test/helpers/no-host-cgroups.ts"],

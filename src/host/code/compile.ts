@@ -218,8 +218,8 @@ export async function compileBody(body: string, maxBytes = DEFAULT_MAX_CODE_BYTE
   if ("broken" in result) return { ok: false, message: strippingFailed(result.broken) };
   if ("error" in result) {
     const { message, startLine, startColumn } = result.error;
-    const column0 = await utf16Column(wrapped, startLine, startColumn);
-    return { ok: false, message: syntaxProblem(body, startLine, column0 - (startLine === 1 ? CODE_PREFIX.length : 0), message) };
+    const { line, column0 } = await locateError(wrapped, startLine, startColumn, message);
+    return { ok: false, message: syntaxProblem(body, line, column0 - (line === 1 ? CODE_PREFIX.length : 0), message) };
   }
   const stripped = result.code;
   // Whitespace replacement keeps the wrapper itself as it was; anything else means the body reached into it.
@@ -263,31 +263,53 @@ function strippingFailed({ name, message }: { name: string; message: string }): 
 }
 
 /**
- * amaro's column of an error on `line` as a UTF-16 index (what V8, the runtime stack and editors count).
- * amaro counts display columns (a tab is 4, 中 is 2, a combining mark 0), which cannot be inverted
- * exactly. So the text is stripped again with every non-ASCII code unit masked as "x" (line breaks kept
- * as breaks) and every tab as a space, where a display column is a UTF-16 index; when that copy fails on
- * the same line, its column is the answer. Otherwise (the error is the non-ASCII character itself) the
+ * Where amaro's error is (its line, its display column), as a line and UTF-16 column of JavaScript's
+ * lines of `wrapped` (what V8, the runtime stack, tsc and {@link bodyLines} count). amaro ends a line only
+ * at `\n`, `\r` and `\r\n` (not at U+2028 and U+2029, where JavaScript does too: "x\u2028let b = ;"
+ * fails on its line 1, JavaScript's line 2), and counts display columns (a tab is 4, 中 is 2, a combining
+ * mark 0), which cannot be inverted exactly. So the text is stripped again with U+2028 and U+2029 as
+ * `\n`, every other non-ASCII code unit masked as "x" and every tab as a space, where amaro's lines are
+ * JavaScript's and a display column is a UTF-16 index; when that copy fails for the same reason on one of
+ * the lines amaro's line spans, its position is the answer. Otherwise (the error is the non-ASCII character itself) the
  * display column is walked back as closely as a character's UTF-8 length allows.
  */
-async function utf16Column(wrapped: string, line: number, displayColumn: number): Promise<number> {
-  // Printable ASCII and line breaks only: a display column is a UTF-16 index already.
-  if (!/[^\x20-\x7e\n\r]/.test(wrapped)) return displayColumn;
+async function locateError(
+  wrapped: string,
+  line: number,
+  displayColumn: number,
+  message: string,
+): Promise<{ line: number; column0: number }> {
+  const breaks = [...wrapped.matchAll(/\r\n|[\n\r]/g)];
+  const previous = breaks[line - 2];
+  const start = previous === undefined ? 0 : previous.index + previous[0].length;
+  const text = wrapped.slice(start, breaks[line - 1]?.index ?? wrapped.length);
+  // Printable ASCII and line breaks only: amaro's lines are JavaScript's, a display column a UTF-16 index.
+  if (!/[^\x20-\x7e\n\r]/.test(wrapped)) return { line, column0: displayColumn };
   const masked = wrapped
     .replace(/[\u2028\u2029]/g, "\n")
     .replace(/[^\x00-\x7f]/g, "x")
     .replace(/\t/g, " ");
   const result = await stripWorker.strip(masked);
-  if ("error" in result && result.error.startLine === line) return result.error.startColumn;
-  const text = wrapped.split(/\r\n|[\n\r\u2028\u2029]/)[line - 1] ?? "";
+  const first = jsPosition(wrapped, start).line;
+  const last = first + (text.match(/[\u2028\u2029]/g)?.length ?? 0);
+  if ("error" in result && result.error.message === message && result.error.startLine >= first && result.error.startLine <= last) {
+    return { line: result.error.startLine, column0: result.error.startColumn };
+  }
   let counted = 0;
   let index = 0;
   for (const char of text) {
     if (counted >= displayColumn) break;
-    counted += char === "\t" ? 4 : char.codePointAt(0)! < 0x80 ? 1 : Buffer.byteLength(char) - 1;
+    counted += char === "\t" ? 4 : char.codePointAt(0)! < 0x80 || char === "\u2028" || char === "\u2029" ? 1 : Buffer.byteLength(char) - 1;
     index += char.length;
   }
-  return index;
+  return jsPosition(wrapped, start + index);
+}
+
+/** The JavaScript line (1-based) and UTF-16 column (0-based) of an offset into `text`. */
+function jsPosition(text: string, offset: number): { line: number; column0: number } {
+  const ends = [...text.slice(0, offset).matchAll(/\r\n|[\n\r\u2028\u2029]/g)];
+  const last = ends.at(-1);
+  return { line: ends.length + 1, column0: last === undefined ? offset : offset - last.index - last[0].length };
 }
 
 /**

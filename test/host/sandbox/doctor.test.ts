@@ -89,6 +89,8 @@ describe("ears doctor's findings", () => {
       detail: "the kernel has no seccomp",
       fix: "use a kernel built with CONFIG_SECCOMP_FILTER",
     });
+    // An unreadable /proc/self/status is no evidence of seccomp (it once counted as "ok").
+    expect(await find(machine({ proc: () => undefined }), "seccomp")).toMatchObject({ ok: false, detail: "the kernel has no seccomp" });
     expect(await find(machine({ arch: "s390x" }), "seccomp")).toMatchObject({ detail: "no filter for s390x (only x64 and arm64)" });
     const darwin = await diagnoseSandbox(machine({ platform: "darwin" }));
     expect(darwin.checks).toEqual([

@@ -115,7 +115,7 @@ ${CONNECTOR_HELP}
                             A limit given here that this machine cannot enforce (no cgroup; no
                             sandbox for --tmp-size) stops the run before it starts (exit 2). After
                             the run, a note says what it cost: cpu 120 ms, memory 48 MiB peak,
-                            3 processes (--json: the report's "limits" and "usage").
+                            3 processes, 27 threads (--json: the report's "limits" and "usage").
   --json                    Print the whole run report (outcome, failure, logs, calls, exit,
                             stderr tail, limits, usage) as one JSON line on stdout instead of the result.
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr

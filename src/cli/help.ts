@@ -201,6 +201,8 @@ Options:
                             take any name and JSON arguments, as no contract is known for them.
   --cwd <dir>               The body's working directory, shown read-only (secrets masked).
                             Default: a private empty directory, writable, removed after the run.
+  --no-record-code          Keep the body out of the --record transcript and the --verbose
+                            timeline (by default they hold its first 64 Ki characters).
   Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
   --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
   --timeout, --call-timeout, --memory, --processes, --cpu-time, --tmp-size, --json, --quiet,

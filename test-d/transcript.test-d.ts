@@ -24,10 +24,15 @@ void ("frame" in first && first.frame.type);
 // frames: false (or a boolean not known to be true) keeps the loose type.
 expectTypeOf(await readTranscript("run.ndjson", { frames: false })).toEqualTypeOf<TranscriptEntry[]>();
 
-// Notes (the guest's stderr, the closing report) are entries too; isNote tells them apart, and "at" is optional.
-import { isNote } from "@posoco/ears/testing";
+// Notes (the run's code body, the guest's stderr, the closing report) are entries too; isNote tells them apart,
+// and "at" is optional.
+import { isNote, MAX_RECORDED_CODE_CHARS } from "@posoco/ears/testing";
 if (isNote(first)) {
   if ("stderr" in first) expectTypeOf(first.stderr).toEqualTypeOf<string>();
-  else expectTypeOf(first.report).toEqualTypeOf<Json>();
+  else if ("code" in first) {
+    expectTypeOf(first.code).toEqualTypeOf<string>();
+    expectTypeOf(first.droppedChars).toEqualTypeOf<number | undefined>();
+  } else expectTypeOf(first.report).toEqualTypeOf<Json>();
 }
+expectTypeOf(MAX_RECORDED_CODE_CHARS).toEqualTypeOf<number>();
 expectTypeOf(first.at).toEqualTypeOf<number | undefined>();

@@ -14,6 +14,7 @@ const EXEC_OPTIONS = {
   "code-file": { type: "string" },
   typecheck: { type: "boolean" },
   cwd: { type: "string" },
+  "no-record-code": { type: "boolean" },
 } as const;
 
 /** Runs `ears exec` with `argv` (the words after "exec"); resolves with the exit status. Throws {@link UsageError}. */
@@ -28,6 +29,11 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
   // The body works in a private empty directory unless --cwd names one (shown read-only, secrets masked).
   const cwd = values.cwd === undefined ? undefined : workingDirectoryOf(values.cwd, io.cwd);
   const { contract, closeConnectors, ...host } = await hostOptionsOf(values, io);
+  // The body is part of what happened (the timeline numbers its lines as failures do), unless left out.
+  if (values["no-record-code"] !== true) {
+    host.recorder?.code(code);
+    host.timeline?.add({ from: "host", code });
+  }
   try {
     let running: Promise<RunReport>;
     try {

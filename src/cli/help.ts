@@ -133,7 +133,7 @@ ${FILES_DIR_HELP}
                             A limit given here that this machine cannot enforce (no cgroup; no
                             sandbox for --tmp-size) stops the run before it starts (exit 2). After
                             the run, a note says what it cost: cpu 120 ms, memory 48 MiB peak,
-                            3 processes (--json: the report's "limits" and "usage").
+                            3 processes, 27 threads (--json: the report's "limits" and "usage").
   --json                    Print the whole run report (outcome, failure, logs, calls, exit,
                             stderr tail, limits, usage) as one JSON line on stdout instead of the result.
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
@@ -220,6 +220,8 @@ Options:
                             take any name and JSON arguments, as no contract is known for them.
   --cwd <dir>               The body's working directory, shown read-only (secrets masked).
                             Default: a private empty directory, writable, removed after the run.
+  --no-record-code          Keep the body out of the --record transcript and the --verbose
+                            timeline (by default they hold its first 64 Ki characters).
   Every option of "ears run" (--allow, --approve, --input, --capabilities, --root, --sandbox, --no-sandbox,
   --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
   --timeout, --call-timeout, --memory, --processes, --cpu-time, --tmp-size, --json, --quiet,

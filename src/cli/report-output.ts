@@ -155,7 +155,7 @@ function isHighSurrogate(code: number): boolean {
 }
 
 /**
- * What a run cost, on one line: `cpu 120 ms, memory 48 MiB peak, 3 processes` (each part only when it
+ * What a run cost, on one line: `cpu 120 ms, memory 48 MiB peak, 3 processes, 27 threads` (each part only when it
  * was measured); undefined when nothing was (no cgroup here).
  */
 export function usageLine(usage: ResourceUsage | undefined): string | undefined {
@@ -167,6 +167,8 @@ export function usageLine(usage: ResourceUsage | undefined): string | undefined 
     parts.push(`memory ${mib < 10 ? mib.toFixed(1) : Math.round(mib)} MiB peak`);
   }
   if (usage.peakProcesses !== undefined) parts.push(`${usage.peakProcesses} ${usage.peakProcesses === 1 ? "process" : "processes"}`);
+  // Threads are what --processes bounds (the pids controller counts tasks).
+  if (usage.peakThreads !== undefined) parts.push(`${usage.peakThreads} ${usage.peakThreads === 1 ? "thread" : "threads"}`);
   return parts.length === 0 ? undefined : parts.join(", ");
 }
 

@@ -52,6 +52,7 @@ export function timelineHtml(timeline: Timeline, source: string): string {
     .join("")}</ul>
 ${notes.map((note) => `<p class="note">${escape(note)}</p>`).join("\n")}
 ${failureSection(timeline)}
+${codeSection(timeline)}
 <label class="search">Search <input id="search" type="search" placeholder="name, code, text…" autocomplete="off"></label>
 <span id="shown">${rows.length} rows</span>
 </header>
@@ -133,6 +134,17 @@ function failureSection(timeline: Timeline): string {
     `<section class="failure"><h2>Session failure <code>${escape(failure.code)}</code></h2>`,
     `<pre>${escape(failure.message)}</pre></section>`,
   ].join("\n");
+}
+
+/** The body the run was given, with line numbers as code.ts:LINE counts them (failures name those lines). */
+function codeSection(timeline: Timeline): string {
+  const { code } = timeline;
+  if (code === undefined) return "";
+  const lines = code.text.split("\n");
+  const width = String(lines.length).length;
+  const numbered = lines.map((line, index) => `${String(index + 1).padStart(width)}  ${line}`).join("\n");
+  const cut = code.droppedChars > 0 ? `<p class="note">${code.droppedChars} more characters were not recorded.</p>` : "";
+  return `<details class="code" open><summary>Code (code.ts)</summary><pre>${escape(numbered)}</pre>${cut}</details>`;
 }
 
 function resultSection(timeline: Timeline): string {

@@ -144,7 +144,7 @@ export interface LimitState {
 /** What a run cost. See docs/host.md "Resource limits" for the accuracy of each source. */
 export interface ResourceUsage {
   /**
-   * Where cpuMs, peakMemoryBytes and peakProcesses come from: the run's cgroup; "proc", the process tree
+   * Where cpuMs, peakMemoryBytes, peakProcesses and peakThreads come from: the run's cgroup; "proc", the process tree
    * sampled through Linux's /proc where there is no cgroup (a lower bound); "none" when nothing measured them.
    */
   source: "cgroup-v1" | "cgroup-v2" | "proc" | "none";
@@ -152,8 +152,13 @@ export interface ResourceUsage {
   cpuMs?: number;
   /** The most memory the guest tree held at once, in bytes (the cgroup's high-water mark). */
   peakMemoryBytes?: number;
-  /** The most processes and threads the guest tree had at once. */
+  /**
+   * The most processes the guest tree had at once (bubblewrap's two included when sandboxed), sampled: the
+   * run's cgroup.procs or /proc every 100 ms and when the result arrives. Threads are not processes.
+   */
   peakProcesses?: number;
+  /** The most threads (tasks) the tree had at once, which is what `limits.processes` bounds: a Node process runs about 11. */
+  peakThreads?: number;
   /** Wall time of the run, as `durationMs`. */
   wallMs: number;
   /** Requests the guest made (also those the report dropped). */

@@ -11,6 +11,7 @@ export {
   transcriptLine,
   transcriptEntry,
   isNote,
+  MAX_RECORDED_CODE_CHARS,
   TranscriptError,
   type Direction,
   type EntryToWrite,

@@ -7,7 +7,7 @@
 import { validateFrame } from "../protocol/frames.js";
 import type { Json } from "../protocol/json.js";
 import { excerpt } from "../protocol/text.js";
-import { isNote, type TranscriptEntry } from "./transcript.js";
+import { isNote, MAX_RECORDED_CODE_CHARS, type TranscriptEntry } from "./transcript.js";
 
 /** Calls (and, apart, marks) a timeline keeps; later ones are counted. */
 export const MAX_TIMELINE_ITEMS = 10_000;
@@ -56,6 +56,8 @@ export interface Timeline {
   droppedMarks: number;
   /** The guest's hello sdk, when it said one. */
   sdk?: string;
+  /** The code body the run was given (a code note), and how many of its characters the recording left out. */
+  code?: { text: string; droppedChars: number };
   /** What the invoke allowed, and an excerpt of its input. */
   invoke?: { allowed: string[]; input: string };
   result?: { atMs: number; status: "success" | "failure"; code?: string; content: string; structured?: string };
@@ -86,6 +88,7 @@ export class TimelineBuilder {
     t.durationMs = Math.max(t.durationMs, atMs);
     if (isNote(entry)) {
       if ("stderr" in entry) this.mark({ kind: "stderr", atMs, text: excerpt(entry.stderr, EXCERPT_CHARS) });
+      else if ("code" in entry) this.takeCode(entry.code, entry.droppedChars ?? 0, atMs);
       else this.takeReport(entry.report);
       return;
     }
@@ -164,6 +167,15 @@ export class TimelineBuilder {
     else this.timeline.marks.push(mark);
   }
 
+  private takeCode(code: string, droppedChars: number, atMs: number): void {
+    const text = code.slice(0, MAX_RECORDED_CODE_CHARS);
+    const dropped = droppedChars + code.length - text.length;
+    this.timeline.code = { text, droppedChars: dropped };
+    const lines = code.split("\n").length;
+    const cut = dropped > 0 ? `, ${dropped} more characters not recorded` : "";
+    this.mark({ kind: "session", atMs, text: `code: the body, ${lines} line${lines === 1 ? "" : "s"}${cut}` });
+  }
+
   private takeReport(value: Json): void {
     if (typeof value !== "object" || value === null || Array.isArray(value)) return;
     const report: NonNullable<Timeline["report"]> = {};
@@ -221,6 +233,10 @@ export class TimelineBuilder {
     }
     if (typeof value.forcedStop === "string") parts.push(`the host had to send ${excerpt(value.forcedStop, 20)}`);
     if (report.exit?.startsWith("signal ")) parts.push(`the guest was killed (${report.exit})`);
+    // Through bubblewrap a kill is an exit status, 128 + SIGKILL's 9.
+    else if (report.exit === "code 137" && report.sandbox !== undefined && report.sandbox !== "none (unconfined)") {
+      parts.push("the guest was killed (SIGKILL, exit code 137 through the sandbox)");
+    }
     const paused = value.paused;
     if (typeof paused === "object" && paused !== null && !Array.isArray(paused) && Array.isArray(paused.pending)) {
       parts.push(`paused for approval: ${paused.pending.length} call${paused.pending.length === 1 ? "" : "s"} pending`);

@@ -43,14 +43,19 @@ export type TranscriptEntry = ({ from: Direction; frame: Json } | { from: Direct
 
 /**
  * What a timed recording (`recordTo(path, { timed: true })`, the CLI's `--record`) holds besides the
- * frames, for `ears timeline`: the guest's stderr as it arrived, and the run's report at the end (without
- * the logs, calls, stderr and outcome, which the frames and notes already hold). Replay skips notes.
+ * frames, for `ears timeline`: the code body a run was given (`ears exec`; at most {@link MAX_RECORDED_CODE_CHARS}
+ * characters, `droppedChars` counting the rest), the guest's stderr as it arrived, and the run's report at the
+ * end (without the logs, calls, stderr and outcome, which the frames and notes already hold). Replay skips notes.
  */
-export type TranscriptNote = { from: "guest"; stderr: string } | { from: "host"; report: Json };
+export type TranscriptNote =
+  { from: "guest"; stderr: string } | { from: "host"; report: Json } | { from: "host"; code: string; droppedChars?: number };
 
-/** Whether an entry is a note (stderr or report) rather than a line that crossed the wire. */
+/** Characters of a code body a {@link Recorder.code} note keeps (a body may be 256 KiB; a timeline shows less). */
+export const MAX_RECORDED_CODE_CHARS = 64 * 1024;
+
+/** Whether an entry is a note (code, stderr or report) rather than a line that crossed the wire. */
 export function isNote(entry: TranscriptEntry): entry is TranscriptNote & { at?: number } {
-  return "stderr" in entry || "report" in entry;
+  return "stderr" in entry || "report" in entry || "code" in entry;
 }
 
 /**
@@ -90,6 +95,14 @@ export function formatTranscriptEntry(entry: EntryToWrite): string {
   if ("stderr" in entry) {
     if (from !== "guest" || typeof entry.stderr !== "string") throw new TypeError('a stderr note must be from "guest" with a string');
     return JSON.stringify({ ...head, stderr: entry.stderr });
+  }
+  if ("code" in entry) {
+    const { code, droppedChars } = entry as { code: unknown; droppedChars?: unknown };
+    if (from !== "host" || typeof code !== "string") throw new TypeError('a code note must be from "host" with a string');
+    if (droppedChars !== undefined && !(Number.isSafeInteger(droppedChars) && (droppedChars as number) > 0)) {
+      throw new TypeError("a code note's droppedChars must be a whole number > 0");
+    }
+    return JSON.stringify({ ...head, code, ...(droppedChars === undefined ? {} : { droppedChars }) });
   }
   if ("report" in entry) {
     if (from !== "host") throw new TypeError('a report note must be from "host"');
@@ -159,6 +172,11 @@ export interface Recorder {
    * JSON would alter.
    */
   report(report: RunReport): void;
+  /**
+   * Appends the code body the run was given, as a note, timed when the recording is: its first
+   * {@link MAX_RECORDED_CODE_CHARS} characters (whole UTF-16 pairs), and how many were left out.
+   */
+  code(body: string): void;
   /** Flushes and closes the file. Rejects with a {@link TranscriptError} when any write failed. Idempotent. */
   close(): Promise<void>;
 }
@@ -240,6 +258,13 @@ function recorderOver(stream: Writable, path: string, { timed = false }: RecordO
     },
     stderr: (chunk) => {
       void append(formatTranscriptEntry(timed ? { from: "guest", at: now(), stderr: chunk } : { from: "guest", stderr: chunk }));
+    },
+    code: (body) => {
+      let kept = body.slice(0, MAX_RECORDED_CODE_CHARS);
+      // Never half a surrogate pair: the note must be the text it says it is.
+      if (/[\ud800-\udbff]$/.test(kept)) kept = kept.slice(0, -1);
+      const note = { from: "host" as const, code: kept, ...(kept.length < body.length ? { droppedChars: body.length - kept.length } : {}) };
+      void append(formatTranscriptEntry(timed ? { ...note, at: now() } : note));
     },
     report: (report) => {
       const kept = Object.fromEntries(Object.entries(report).filter(([key]) => !KEPT_ELSEWHERE.has(key))) as Json;
@@ -431,12 +456,24 @@ function parseEntry(line: string, path: string, lineNumber: number): TranscriptE
   if (typeof entry.text === "string") return timed({ text: entry.text });
   if (typeof entry.stderr === "string" && from === "guest")
     return { from, ...(entry.at === undefined ? {} : { at: entry.at as number }), stderr: entry.stderr };
+  if (typeof entry.code === "string" && from === "host") {
+    const dropped = entry.droppedChars;
+    if (dropped !== undefined && !(Number.isSafeInteger(dropped) && (dropped as number) > 0)) {
+      throw bad('"droppedChars" must be a whole number > 0');
+    }
+    return {
+      from,
+      ...(entry.at === undefined ? {} : { at: entry.at as number }),
+      code: entry.code,
+      ...(dropped === undefined ? {} : { droppedChars: dropped as number }),
+    };
+  }
   if ("report" in entry && from === "host") {
     const problem = jsonProblem(entry.report, FRAME_LIMITS);
     if (problem !== undefined) throw bad(`the report cannot be read as JSON unchanged: ${problem.replace(/^\$/, "report")}`);
     return { from, ...(entry.at === undefined ? {} : { at: entry.at as number }), report: entry.report as Json };
   }
-  throw bad('an entry needs a "frame" (the frame object), a "text" string, or a note (a guest "stderr" string, a host "report")');
+  throw bad('an entry needs a "frame" (the frame object), a "text" string, or a note (a guest "stderr" string, a host "report" or "code")');
 }
 
 /** What a path that is not a regular file is, for messages. */

@@ -114,7 +114,7 @@ describe("ears run", () => {
       "a crash",
       ["node", "-e", "process.stderr.write('dying\\n'); process.exit(3)"],
       // Last, the note of what the run cost (where it was measured).
-      /^\[stderr\] dying\n[\s\S]*GuestCrashed: [\s\S]*exited with code 3\n(ears: cpu [^\n]* processes?\n)?$/,
+      /^\[stderr\] dying\n[\s\S]*GuestCrashed: [\s\S]*exited with code 3\n(ears: cpu [^\n]* threads?\n)?$/,
     ],
     ["a command that does not exist", ["./no-such-guest"], /SpawnFailed: could not start "\.\/no-such-guest"/],
   ])("exits 2 on %s", async (_name, command, message) => {

@@ -46,7 +46,7 @@ describe("ears run against hostile guests", () => {
   it("a 20 MiB log level: shown cut and escaped, the run succeeds, no RangeError", async () => {
     const human = await run("huge-level");
     expect(human.code).toBe(0);
-    expect(human.stderr).toMatch(/^\[L{100}… \(20971520 characters\)\] a log with a 20 MiB level\n(ears: cpu [^\n]* processes?\n)?$/);
+    expect(human.stderr).toMatch(/^\[L{100}… \(20971520 characters\)\] a log with a 20 MiB level\n(ears: cpu [^\n]* threads?\n)?$/);
     expect(human.stdout).toBe("done\n");
     const json = await run("huge-level", "--json");
     expect(json.code).toBe(0);
@@ -80,7 +80,7 @@ describe("ears run against hostile guests", () => {
     const human = await run("interleave");
     expect(human.code).toBe(0);
     // The note of what the run cost, where it was measured, comes last.
-    expect(human.stderr.replace(/^ears: cpu [^\n]* processes?\n/m, "")).toBe(
+    expect(human.stderr.replace(/^ears: cpu [^\n]* threads?\n/m, "")).toBe(
       "[stderr] partial line\n[info] a log between\n[stderr] ears: the session failed: fake\n",
     );
   });

@@ -75,15 +75,28 @@ describe("limit flags", () => {
 });
 
 describe("the usage line", () => {
-  it("says cpu, peak memory and processes, each only when measured", () => {
-    expect(usageLine({ source: "cgroup-v1", cpuMs: 119.6, peakMemoryBytes: 48 * MiB, peakProcesses: 3, wallMs: 1, calls: 0 })).toBe(
-      "cpu 120 ms, memory 48 MiB peak, 3 processes",
-    );
+  it("says cpu, peak memory, processes and threads, each only when measured", () => {
+    expect(
+      usageLine({ source: "cgroup-v1", cpuMs: 119.6, peakMemoryBytes: 48 * MiB, peakProcesses: 3, peakThreads: 27, wallMs: 1, calls: 0 }),
+    ).toBe("cpu 120 ms, memory 48 MiB peak, 3 processes, 27 threads");
+    expect(usageLine({ source: "proc", peakProcesses: 1, peakThreads: 1, wallMs: 1, calls: 0 })).toBe("1 process, 1 thread");
     expect(usageLine({ source: "cgroup-v2", cpuMs: 1, peakMemoryBytes: 1.25 * MiB, peakProcesses: 1, wallMs: 1, calls: 0 })).toBe(
       "cpu 1 ms, memory 1.3 MiB peak, 1 process",
     );
     expect(usageLine({ source: "none", wallMs: 5, calls: 2 })).toBeUndefined();
     expect(usageLine(undefined)).toBeUndefined();
+  });
+});
+
+describe.runIf(process.platform === "linux")("ears exec's usage line", () => {
+  it("follows a body that ran, never a CompileError (no process started, nothing was measured)", async () => {
+    const ran = await ears(["exec", "--code", "return 1;"]);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stderr).toMatch(/^ears: cpu \d+ ms, memory [\d.]+ MiB peak, [13] process(es)?, \d+ threads$/m);
+    const refused = await ears(["exec", "--code", "return (;"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("ears: the session failed: CompileError: the code was not run: code.ts:1:9");
+    expect(refused.stderr).not.toMatch(/cpu|memory|process/);
   });
 });
 
@@ -94,7 +107,7 @@ describe.runIf(hostCgroupPlan().version !== null)("ears run with limits", () => 
     expect(run.stderr).toContain(
       "ears: the session failed: MemoryLimit: the guest went past its memory limit of 96 MiB (100663296 bytes; --memory)",
     );
-    expect(run.stderr).toMatch(/^ears: cpu \d+ ms, memory \d+ MiB peak, \d+ processes$/m);
+    expect(run.stderr).toMatch(/^ears: cpu \d+ ms, memory \d+ MiB peak, \d+ process(es)?, \d+ threads$/m);
   });
 
   it("--json carries the limits and the usage numbers", async () => {

@@ -132,3 +132,35 @@ describe("ears run --record", () => {
     90_000,
   );
 });
+
+describe("ears exec --record holds the body (issue 29.12)", () => {
+  const body = "const n = 20 + 1;\nthrow new Error(`at line 2: ${n}`);";
+
+  it("writes the code as the first note, the timeline page shows it, and --verbose marks it", async () => {
+    const path = join(dir, "exec-code.ndjson");
+    const run = await ears(["exec", "--record", path, "--verbose", "--code", body]);
+    expect(run.code, run.stderr).toBe(1);
+    const [first] = readFileSync(path, "utf8").split("\n");
+    expect(JSON.parse(first!)).toEqual({ from: "host", at: expect.any(Number), code: body });
+    expect(run.stderr).toMatch(/\[session\] code: the body, 2 lines/);
+    const page = join(dir, "exec-code.html");
+    const timeline = await ears(["timeline", path, "-o", page]);
+    expect(timeline.code, timeline.stderr).toBe(0);
+    expect(readFileSync(page, "utf8")).toContain("2  throw new Error(`at line 2: ${n}`);");
+  });
+
+  it("--no-record-code leaves the body out of both, and the run is recorded as before", async () => {
+    const path = join(dir, "exec-no-code.ndjson");
+    const run = await ears(["exec", "--record", path, "--verbose", "--no-record-code", "--code", body]);
+    expect(run.code, run.stderr).toBe(1);
+    const text = readFileSync(path, "utf8");
+    const entries = text
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(entries.filter((entry) => "code" in entry)).toEqual([]);
+    expect(text).not.toContain("20 + 1");
+    expect(text).toContain('"type":"hello"');
+    expect(run.stderr).not.toContain("code: the body");
+  });
+});

@@ -63,13 +63,41 @@ function section(title: string): string {
 describe("README user path", () => {
   const headings = [...readme.matchAll(/^## (.*)$/gm)].map((match) => match[1]!);
 
-  it("keeps the two commands first, then a user's path in order", () => {
-    expect(headings[0]).toBe("The two commands");
+  it("opens with the code-mode quickstart, keeps the two commands right after it, then a user's path in order", () => {
+    // Issue 29 item 14: code mode is what most users come for; the repository's two commands stay near the top.
+    expect(headings.slice(0, 3)).toEqual(["Quickstart: code mode", "The two commands", "Install"]);
+    expect(readme.indexOf("code mode")).toBeLessThan(readme.indexOf("guest runtime"));
     expect(section("The two commands")).toContain("npm ci && npm run demo");
     expect(section("The two commands")).toContain("npm ci && npm test");
     const path = ["Install", "A guest", "Run a guest from your own host", "Run the code a model writes", "Test a guest"];
     expect(headings.filter((heading) => path.includes(heading))).toEqual(path);
-    expect(headings.indexOf("Install")).toBe(1);
+  });
+
+  it("the quickstart goes tools → declarations → runCode with a pool → an MCP server → ears mcp in a client, each block run", () => {
+    const quickstart = section("Quickstart: code mode");
+    const steps = ["defineCapabilities(", ".declarations()", "createRunPool(", "connectMcpServers(", '"ears", "mcp"', "docs/frameworks.md"];
+    const at = steps.map((step) => quickstart.indexOf(step));
+    expect(
+      at.every((index) => index >= 0),
+      JSON.stringify(steps.filter((_, i) => at[i]! < 0)),
+    ).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    // Its two code blocks are among the runnable examples above (run as written, exit 0).
+    expect([...quickstart.matchAll(/<!-- run -->\n```js\n/g)]).toHaveLength(2);
+  });
+
+  it("the quickstart's MCP client config starts this package from any directory, never an unscoped `ears`", () => {
+    const block = /<!-- mcp-client-config -->\n```json\n([\s\S]*?)```/.exec(section("Quickstart: code mode"))?.[1];
+    const server = (JSON.parse(block ?? "{}") as { mcpServers?: Record<string, { command: string; args: string[] }> }).mcpServers?.ears;
+    expect(server?.command).toBe("npx");
+    const args = server!.args;
+    expect(args.slice(0, 2)).toEqual(["-y", "--package=@posoco/ears"]);
+    const command = args.findIndex((arg) => !arg.startsWith("-"));
+    expect(args.slice(command, command + 2)).toEqual(["ears", "mcp"]);
+    // Every option before the command names a package for npx; every one after is one ears mcp --help lists.
+    expect(args.slice(0, command).every((arg) => arg === "-y" || arg.startsWith("--package="))).toBe(true);
+    const help = execFileSync(process.execPath, [join(root, "dist/cli/main.js"), "mcp", "--help"], { encoding: "utf8" });
+    for (const option of args.slice(command + 2).filter((arg) => arg.startsWith("--"))) expect(help).toContain(option);
   });
 
   it("says how long npm test takes, and leaves contributors' material to CONTRIBUTING.md and changes to CHANGELOG.md", () => {
@@ -88,7 +116,9 @@ describe("README user path", () => {
     const installed = new Set(
       [...install.matchAll(/^npm install (?:--save-dev )?([^#\n]+)/gm)].flatMap((match) => match[1]!.trim().split(/\s+/)),
     );
-    const userPath = ["A guest", "Run a guest from your own host", "Run the code a model writes", "Test a guest"].map(section).join("\n");
+    const userPath = ["Quickstart: code mode", "A guest", "Run a guest from your own host", "Run the code a model writes", "Test a guest"]
+      .map(section)
+      .join("\n");
     const imported = new Set(
       [...userPath.matchAll(/from "([^"]+)"/g)]
         .map((match) => match[1]!)

@@ -165,3 +165,13 @@ export function exists(pid: number): boolean {
     return false;
   }
 }
+
+/** A runCode body that starts three `sleep` children carrying `marker`, waits until each has started, and returns 3. */
+export function threeChildrenBody(marker: string): string {
+  return `
+    const { spawn } = process.getBuiltinModule("node:child_process");
+    const children = [1, 2, 3].map(() => spawn("sleep", ["30", ${JSON.stringify(marker)}], { stdio: "ignore" }));
+    const started = (child) => new Promise((resolve, reject) => { child.on("spawn", resolve); child.on("error", reject); });
+    await Promise.all(children.map(started));
+    return children.length;`;
+}

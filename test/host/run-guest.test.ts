@@ -224,6 +224,28 @@ describe("runGuest with a guest that hangs", () => {
     expectGone(report);
   });
 
+  // runGuest keeps the grace on a deadline (docs/host.md, "Shutdown"): a guest program may have cleanup to
+  // do, unlike runCode's runner. Lower bounds on the report's duration only: timers never fire early.
+  it("past its deadline a guest gets its grace: SIGTERM killGraceMs after the deadline, its cleanup in the report", async () => {
+    const report = await runFixture("hang.mjs", ["cleanup"], { limits: { runTimeoutMs: 800 }, killGraceMs: 400 });
+    expect(report.failure?.code).toBe(HostFailureCode.RunTimeout);
+    expect(report.stderr).toContain("saved state");
+    expect(report.forcedStop).toBe("SIGTERM");
+    expect(report.durationMs).toBeGreaterThanOrEqual(800 + 400);
+    expectGone(report);
+  });
+
+  it("a busy loop that cannot take SIGTERM is SIGKILLed a second grace later, and the report waits until it is gone", async () => {
+    const report = await runFixture("hang.mjs", ["busy"], { limits: { runTimeoutMs: 800 }, killGraceMs: 400 });
+    expect(report.failure?.code).toBe(HostFailureCode.RunTimeout);
+    expect(report.forcedStop).toBe("SIGKILL");
+    expect(report.stderr ?? "").not.toContain("ignoring SIGTERM");
+    // Sandboxed too: SIGKILL goes to bubblewrap, which takes the sandbox with it.
+    expect(report.exit).toEqual({ code: null, signal: "SIGKILL" });
+    expect(report.durationMs).toBeGreaterThanOrEqual(800 + 2 * 400);
+    expectGone(report);
+  });
+
   it("keeps the result of a guest that does not exit after it, and stops the process", async () => {
     const report = await runFixture("hang.mjs", ["after-result"]);
     expect(report.ok).toBe(true);

@@ -15,6 +15,7 @@ import { recordingOf } from "../../src/transcripts/recording.js";
 import { timelineOf } from "../../src/transcripts/timeline.js";
 import {
   formatTranscriptEntry,
+  MAX_RECORDED_CODE_CHARS,
   readTranscript,
   recordTo,
   TranscriptError,
@@ -243,5 +244,65 @@ describe("approvals and a cut-short end in the timeline (issues 31, 29.12)", () 
     expect(String(out.read())).toContain("[end] RunTimeout");
     const paused = timelineOf([...base, { from: "host", at: 9, report: { ok: false, durationMs: 9, paused: { pending: [{ id: 1 }] } } }]);
     expect(paused.marks.at(-1)).toMatchObject({ kind: "end", text: "paused for approval: 1 call pending" });
+  });
+});
+
+describe("the body's code in a recording and its timeline (issue 29.12)", () => {
+  it("a code note holds the body, bounded with what was left out counted, and never half a character", async () => {
+    const path = file();
+    const recorder = recordTo(path, { timed: true });
+    recorder.code('const r = await ears.call("read", { path: "<a>" });\nreturn r;');
+    // One character short of the bound, then an emoji across it: the pair is dropped whole.
+    const long = `${"x".repeat(MAX_RECORDED_CODE_CHARS - 1)}\u{1F600}tail`;
+    recorder.code(long);
+    await recorder.close();
+    const [short, cut] = await readTranscript(path);
+    expect(short).toEqual({ from: "host", at: expect.any(Number), code: 'const r = await ears.call("read", { path: "<a>" });\nreturn r;' });
+    expect(cut).toMatchObject({ code: "x".repeat(MAX_RECORDED_CODE_CHARS - 1), droppedChars: long.length - (MAX_RECORDED_CODE_CHARS - 1) });
+    // A replay answers from frames only; frames: true leaves the note out.
+    expect(recordingOf([short!, ...SESSION]).exchanges).toEqual(recordingOf(SESSION).exchanges);
+    expect(await readTranscript(path, { frames: true })).toEqual([]);
+  });
+
+  it("a code note from the guest, or with a bad count, is refused by the reader and the writer", async () => {
+    for (const [line, reason] of [
+      ['{"from":"guest","code":"x"}', "an entry needs"],
+      ['{"from":"host","code":"x","droppedChars":-1}', '"droppedChars" must be'],
+    ] as const) {
+      const error = await readTranscript(file(`${line}\n`)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TranscriptError);
+      expect((error as Error).message).toContain(reason);
+    }
+    expect(() => formatTranscriptEntry({ from: "guest", code: "x" } as never)).toThrow(/code note must be from "host"/);
+    expect(() => formatTranscriptEntry({ from: "host", code: "x", droppedChars: 1.5 })).toThrow(/droppedChars/);
+  });
+
+  it("the timeline keeps the code and marks it; the page shows it numbered as code.ts, escaped; the text names it", () => {
+    const code = 'const a = "</pre><script>alert(1)</script>";\nreturn a;';
+    const timeline = timelineOf([{ from: "host", at: 0.2, code }, ...SESSION]);
+    expect(timeline.code).toEqual({ text: code, droppedChars: 0 });
+    expect(timeline.marks[0]).toEqual({ kind: "session", atMs: 0.2, text: "code: the body, 2 lines" });
+    const html = timelineHtml(timeline, "run.ndjson");
+    expect(html).toContain("<summary>Code (code.ts)</summary>");
+    expect(html).toContain(`1  ${escape('const a = "</pre><script>alert(1)</script>";')}\n2  return a;`);
+    expect(html).not.toContain("<script>alert(1)");
+    const cut = timelineOf([{ from: "host", code: "x", droppedChars: 7 }]);
+    expect(cut.marks[0]?.text).toBe("code: the body, 1 line, 7 more characters not recorded");
+    expect(timelineHtml(cut, "run.ndjson")).toContain("7 more characters were not recorded.");
+    const out = new PassThrough();
+    printTimeline(timeline, out);
+    expect(String(out.read())).toContain("[session] code: the body, 2 lines");
+    // Without a code note there is no code section.
+    expect(timelineHtml(timelineOf(SESSION), "run.ndjson")).not.toContain("Code (code.ts)");
+  });
+
+  it("a sandboxed run killed through bubblewrap (exit code 137) is marked as killed; an unconfined exit 137 is not guessed", () => {
+    const killed = (sandbox: unknown) =>
+      timelineOf([{ from: "host", at: 5, report: { ok: false, durationMs: 5, exit: { code: 137, signal: null }, sandbox } as never }])
+        .marks;
+    expect(killed({ mechanism: "bubblewrap" })).toEqual([
+      { kind: "end", atMs: 5, text: "the guest was killed (SIGKILL, exit code 137 through the sandbox)" },
+    ]);
+    expect(killed(null)).toEqual([]);
   });
 });

@@ -186,8 +186,11 @@ export interface CgroupCounters {
   cpuMs?: number;
   memoryBytes?: number;
   peakMemoryBytes?: number;
+  /** Processes (thread-group leaders: the distinct pids of cgroup.procs) in the cgroup now. */
   processes?: number;
-  peakProcesses?: number;
+  /** Tasks (threads) now and at most, as the pids controller counts them (pids.current, pids.peak). */
+  tasks?: number;
+  peakTasks?: number;
   oomKills?: number;
 }
 
@@ -360,8 +363,14 @@ export class RunCgroup {
       }
     }
     if (pids !== undefined) {
-      assign(counters, "processes", number(pids, "pids.current"));
-      assign(counters, "peakProcesses", number(pids, "pids.peak"));
+      assign(counters, "tasks", number(pids, "pids.current"));
+      assign(counters, "peakTasks", number(pids, "pids.peak"));
+    }
+    // Processes, not threads: cgroup.procs lists thread-group leaders (v1 may list one twice). The launcher
+    // joins every hierarchy, so their lists agree but for a process that is joining or leaving: the largest.
+    for (const dir of this.directories) {
+      const procs = text(dir, "cgroup.procs");
+      if (procs !== undefined) counters.processes = Math.max(counters.processes ?? 0, new Set(words(procs)).size);
     }
     return counters;
   }

@@ -119,7 +119,9 @@ function offerOf(plan: CgroupPlan): CgroupOffer {
 export class RunLimits {
   private timer: ReturnType<typeof setInterval> | undefined;
   private tripped: HostFailure | undefined;
+  /** The most processes and tasks the cgroup's reads saw (cgroup.procs has no peak; pids.peak is missing before 6.1). */
   private sampledProcesses = 0;
+  private sampledTasks = 0;
   /** The process tree's usage, sampled where there is no cgroup. */
   private tree: TreeUsage | undefined;
 
@@ -178,9 +180,10 @@ export class RunLimits {
     this.timer.unref();
   }
 
-  /** One more look at the process tree (where it is sampled): when the result arrives, before the guest exits. */
+  /** One more look at the cgroup or the process tree: when the result arrives, before the guest exits. */
   sample(): void {
     this.tree?.sample();
+    if (this.cgroup !== undefined) this.read();
   }
 
   /**
@@ -205,17 +208,19 @@ export class RunLimits {
       usage.cpuMs = tree.cpuMs;
       usage.peakMemoryBytes = tree.peakMemoryBytes;
       usage.peakProcesses = tree.peakProcesses;
+      usage.peakThreads = tree.peakThreads;
     }
     if (counters.cpuMs !== undefined) usage.cpuMs = counters.cpuMs;
     if (counters.peakMemoryBytes !== undefined) usage.peakMemoryBytes = counters.peakMemoryBytes;
-    const peak = Math.max(counters.peakProcesses ?? 0, this.sampledProcesses);
-    if (this.cgroup?.has("pids")) usage.peakProcesses = peak;
+    if (this.cgroup !== undefined && this.sampledProcesses > 0) usage.peakProcesses = this.sampledProcesses;
+    if (this.cgroup?.has("pids")) usage.peakThreads = Math.max(counters.peakTasks ?? 0, this.sampledTasks);
     return failure === undefined ? { limits: this.plan.report, usage } : { failure, limits: this.plan.report, usage };
   }
 
   private read(): CgroupCounters {
     const counters = this.cgroup?.read() ?? {};
     // Kernels without pids.peak (before 6.1 on v2): the largest count seen by the watch, a lower bound.
+    this.sampledTasks = Math.max(this.sampledTasks, counters.tasks ?? 0);
     this.sampledProcesses = Math.max(this.sampledProcesses, counters.processes ?? 0);
     return counters;
   }

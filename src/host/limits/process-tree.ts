@@ -3,9 +3,9 @@
  * guest's process tree, walked from its first process through /proc's children lists, sampled while it
  * lives. Each sample sums the tree's CPU time (its processes' own and that of the children they waited
  * for), its resident memory and its threads; the run's usage is the largest of each seen, and a process's
- * own high-water mark (VmHWM) where that is larger. A lower bound: what the tree did after the last
- * sample, and processes that came and went between two samples, are not seen (docs/host.md, "Resource
- * limits"). Linux only; reads the file system through {@link ProcFiles}, so it is tested on data.
+ * own high-water mark (VmHWM) where that is larger; processes and threads are counted apart. A lower
+ * bound: what the tree did after the last sample, and processes that came and went between two samples,
+ * are not seen (docs/host.md, "Resource limits"). Linux only; reads the file system through {@link ProcFiles}, so it is tested on data.
  */
 import { readdirSync, readFileSync } from "node:fs";
 
@@ -120,6 +120,7 @@ export class TreeUsage {
   cpuMs = 0;
   peakMemoryBytes = 0;
   peakProcesses = 0;
+  peakThreads = 0;
 
   constructor(
     private readonly root: number,
@@ -133,7 +134,8 @@ export class TreeUsage {
     this.samples += 1;
     this.cpuMs = Math.max(this.cpuMs, sample.cpuMs);
     this.peakMemoryBytes = Math.max(this.peakMemoryBytes, sample.residentBytes, sample.highWaterBytes);
-    this.peakProcesses = Math.max(this.peakProcesses, sample.threads);
+    this.peakProcesses = Math.max(this.peakProcesses, sample.processes);
+    this.peakThreads = Math.max(this.peakThreads, sample.threads);
   }
 
   /** Whether any sample saw the tree. */

@@ -95,7 +95,7 @@ describe("creating a run's cgroup", () => {
 });
 
 describe("reading a run's counters", () => {
-  it("v2: CPU from cpu.stat (µs), memory now and at peak, OOM kills from memory.events, processes now and at peak", () => {
+  it("v2: CPU from cpu.stat (µs), memory now and at peak, OOM kills from memory.events, tasks now and at peak, processes now", () => {
     const fake = fakeCgroupFiles({ dirs: [V2_PARENT] });
     const cgroup = RunCgroup.create(v2(), {}, fake);
     const [dir] = cgroup.directories;
@@ -106,13 +106,16 @@ describe("reading a run's counters", () => {
     fake.files.set(`${dir}/memory.events`, "low 0\nhigh 0\nmax 4\noom 1\noom_kill 2\n");
     fake.files.set(`${dir}/pids.current`, "3\n");
     fake.files.set(`${dir}/pids.peak`, "5\n");
+    // Processes are cgroup.procs' thread-group leaders; the pids controller counts their threads too.
+    fake.files.set(`${dir}/cgroup.procs`, "40\n41\n");
     expect(cgroup.read()).toStrictEqual({
       cpuMs: 2.5,
       memoryBytes: 4096,
       peakMemoryBytes: 1048576,
       oomKills: 2,
-      processes: 3,
-      peakProcesses: 5,
+      tasks: 3,
+      peakTasks: 5,
+      processes: 2,
     });
   });
 
@@ -126,13 +129,17 @@ describe("reading a run's counters", () => {
     fake.files.set(`${memory}/memory.oom_control`, "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
     fake.files.set(`${pids}/pids.current`, "2\n");
     fake.files.set(`${pids}/pids.peak`, "9\n");
+    // v1 may list a process twice; a hierarchy that has not seen a joining process yet lists fewer.
+    fake.files.set(`${pids}/cgroup.procs`, "7\n8\n7\n");
+    fake.files.set(`${memory}/cgroup.procs`, "7\n");
     expect(cgroup.read()).toStrictEqual({
       cpuMs: 3.5,
       memoryBytes: 100,
       peakMemoryBytes: 200,
       oomKills: 1,
+      tasks: 2,
+      peakTasks: 9,
       processes: 2,
-      peakProcesses: 9,
     });
     // v2's file names mean nothing on v1.
     fake.files.set(`${cpu}/cpu.stat`, "usage_usec 1\n");
@@ -145,7 +152,7 @@ describe("reading a run's counters", () => {
     const fake = fakeCgroupFiles({ dirs: [V1_PARENTS.pids, V2_PARENT] });
     const pidsOnly = RunCgroup.create({ version: "v1", parents: { pids: V1_PARENTS.pids } }, {}, fake);
     fake.files.set(`${pidsOnly.dirs.pids}/pids.current`, "4");
-    expect(pidsOnly.read()).toStrictEqual({ processes: 4 });
+    expect(pidsOnly.read()).toStrictEqual({ tasks: 4 });
     const memoryOnly = RunCgroup.create({ version: "v2", parent: V2_PARENT, controllers: ["memory"], enable: [] }, {}, fake);
     fake.files.set(`${memoryOnly.dirs.memory}/memory.current`, "8");
     fake.files.set(`${memoryOnly.dirs.memory}/pids.current`, "1");
@@ -162,7 +169,7 @@ describe("reading a run's counters", () => {
     fake.files.set(`${memory}/memory.max_usage_in_bytes`, "-1");
     fake.files.set(`${pids}/pids.current`, "");
     fake.files.set(`${pids}/pids.peak`, " 7 ");
-    expect(cgroup.read()).toStrictEqual({ peakProcesses: 7 });
+    expect(cgroup.read()).toStrictEqual({ peakTasks: 7 });
     const only = RunCgroup.create(
       { version: "v2", parent: V2_PARENT, controllers: ["pids"], enable: [] },
       {},

@@ -333,7 +333,8 @@ describe("a run's cgroup v2, on a directory tree shaped like one", () => {
       writeFileSync(join(dir!, "memory.peak"), "1048576\n");
       writeFileSync(join(dir!, "memory.events"), "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
       writeFileSync(join(dir!, "pids.peak"), "5\n");
-      expect(cgroup.read()).toStrictEqual({ cpuMs: 2.5, peakMemoryBytes: 1048576, oomKills: 1, peakProcesses: 5 });
+      writeFileSync(join(dir!, "cgroup.procs"), "31\n32\n");
+      expect(cgroup.read()).toStrictEqual({ cpuMs: 2.5, peakMemoryBytes: 1048576, oomKills: 1, peakTasks: 5, processes: 2 });
       // A real cgroup directory can be removed with its files in it; this one only once they are gone.
       for (const file of readdirSync(dir!)) unlinkSync(join(dir!, file));
       expect(await cgroup.remove(1000)).toBe(true);

@@ -6,9 +6,10 @@
  */
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, vi } from "vitest";
-import { runGuest } from "../../../src/host/index.js";
+import { runCode, runGuest } from "../../../src/host/index.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { goneWithin, threeChildrenBody, uniqueMarker } from "../../helpers/processes.js";
 
 vi.mock("../../../src/host/limits/cgroup.js", async (importOriginal) => ({
   ...(await importOriginal<typeof import("../../../src/host/limits/cgroup.js")>()),
@@ -40,9 +41,23 @@ describe.runIf(process.platform === "linux")("usage without a cgroup, from /proc
       // Resident memory, which counts the runtime's mapped binary and heap beside the 64 MiB.
       expect(usage.peakMemoryBytes).toBeGreaterThanOrEqual(64 * MiB);
       expect(usage.peakMemoryBytes).toBeLessThanOrEqual(64 * MiB + 192 * MiB);
-      // Node runs several threads; a pids cgroup would count them too.
-      expect(usage.peakProcesses).toBeGreaterThanOrEqual(2);
+      // One Node guest (and bubblewrap's two); its threads are counted apart.
+      expect(usage.peakProcesses).toBe(sandbox ? 3 : 1);
+      expect(usage.peakThreads).toBeGreaterThan(usage.peakProcesses!);
       expect(report.limits?.memoryBytes.enforcedBy).toBeNull();
+    });
+  }
+
+  for (const sandbox of bwrapPath === undefined ? [false] : [false, true]) {
+    it(`${sandbox ? "sandboxed" : "unconfined"}: three children make at least four processes, not their threads`, async () => {
+      const marker = uniqueMarker();
+      const report = await runCode({ code: threeChildrenBody(marker), sandbox });
+      expect(report.outcome?.structured, JSON.stringify(report.failure)).toBe(3);
+      expect(report.usage?.source).toBe("proc");
+      expect(report.usage?.peakProcesses).toBeGreaterThanOrEqual(4);
+      expect(report.usage?.peakProcesses).toBeLessThanOrEqual((sandbox ? 3 : 1) + 3);
+      expect(report.usage?.peakThreads).toBeGreaterThan(report.usage!.peakProcesses!);
+      expect(await goneWithin(marker, 5000)).toEqual([]);
     });
   }
 });

@@ -131,7 +131,13 @@ describe("a sample", () => {
     fc.assert(
       fc.property(
         fc.array(
-          fc.record({ ticks: fc.nat(1000), threads: fc.integer({ min: 1, max: 50 }), rssKiB: fc.nat(1 << 20), hwmKiB: fc.nat(1 << 20) }),
+          fc.record({
+            ticks: fc.nat(1000),
+            threads: fc.integer({ min: 1, max: 50 }),
+            children: fc.nat(4),
+            rssKiB: fc.nat(1 << 20),
+            hwmKiB: fc.nat(1 << 20),
+          }),
           {
             minLength: 1,
             maxLength: 8,
@@ -139,14 +145,22 @@ describe("a sample", () => {
         ),
         (samples) => {
           let at = 0;
-          const looks = samples.map((s) => proc({ 1: { ...s, ticks: [s.ticks, 0, 0, 0] } }));
+          // The first process and its children, each child one thread of its own.
+          const looks = samples.map((s) => {
+            const pids = Array.from({ length: s.children }, (_, i) => i + 2);
+            const tree: Record<number, FakeProcess> = { 1: { ...s, ticks: [s.ticks, 0, 0, 0], children: { 1: pids } } };
+            for (const pid of pids) tree[pid] = { ticks: [0, 0, 0, 0], threads: 1 };
+            return proc(tree);
+          });
           const files: ProcFiles = { list: (path) => looks[at]!.list(path), read: (path) => looks[at]!.read(path) };
           const usage = new TreeUsage(1, files);
           expect(usage.seen).toBe(false);
           for (at = 0; at < samples.length; at += 1) usage.sample();
           expect(usage.seen).toBe(true);
           expect(usage.cpuMs).toBe(Math.max(...samples.map((s) => s.ticks * 10)));
-          expect(usage.peakProcesses).toBe(Math.max(...samples.map((s) => s.threads)));
+          // Processes and threads apart: a process of 50 threads is one process.
+          expect(usage.peakProcesses).toBe(Math.max(...samples.map((s) => 1 + s.children)));
+          expect(usage.peakThreads).toBe(Math.max(...samples.map((s) => s.threads + s.children)));
           expect(usage.peakMemoryBytes).toBe(Math.max(...samples.flatMap((s) => [s.rssKiB * 1024, s.hwmKiB * 1024])));
         },
       ),

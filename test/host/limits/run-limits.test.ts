@@ -155,24 +155,36 @@ describe("finishing a run", () => {
     const end = await run.finish(report({ calls: [{}, {}] as RunReport["calls"], droppedCalls: 3 }));
     expect(end).toStrictEqual({
       limits: run.plan.report,
-      usage: { source: "cgroup-v1", wallMs: 42, calls: 5, cpuMs: 7, peakMemoryBytes: 2048, peakProcesses: 4 },
+      // One process (cgroup.procs), four threads (pids.peak): counted apart.
+      usage: { source: "cgroup-v1", wallMs: 42, calls: 5, cpuMs: 7, peakMemoryBytes: 2048, peakProcesses: 1, peakThreads: 4 },
     });
     expect(fake.killed).toStrictEqual([80]);
     expect(run.cgroup!.directories.filter((dir) => fake.dirs.has(dir))).toStrictEqual([]);
   });
 
-  it("v2 usage; the peak process count seen by the watch when the kernel has no pids.peak", async () => {
+  it("v2 usage; the peak process and thread counts seen by the watch (cgroup.procs has no peak, old kernels no pids.peak)", async () => {
     vi.useFakeTimers();
     const { run, fake } = prepared({}, V2);
     const [dir] = run.cgroup!.directories;
     run.watch(() => {});
     fake.files.set(`${dir}/pids.current`, "6");
+    addProcesses(fake, dir!, [90, 91, 92]);
     vi.advanceTimersByTime(WATCH_MS);
     fake.files.set(`${dir}/pids.current`, "2");
+    fake.files.set(`${dir}/cgroup.procs`, "90");
     vi.useRealTimers();
     const end = await run.finish(report({ calls: [] }));
-    expect(end.usage).toStrictEqual({ source: "cgroup-v2", wallMs: 42, calls: 0, peakProcesses: 6 });
+    expect(end.usage).toStrictEqual({ source: "cgroup-v2", wallMs: 42, calls: 0, peakProcesses: 3, peakThreads: 6 });
     expect(end.failure).toBeUndefined();
+  });
+
+  it("the last look when the result arrives counts the processes there, which are gone by the run's end", async () => {
+    const { run, fake } = prepared({});
+    const { pids } = run.cgroup!.dirs;
+    addProcesses(fake, pids!, [60, 61, 62, 63]);
+    run.sample();
+    fake.files.set(`${pids}/cgroup.procs`, "");
+    expect((await run.finish(report())).usage.peakProcesses).toBe(4);
   });
 
   it("without a cgroup: wall time and calls only", async () => {
@@ -213,7 +225,8 @@ describe("finishing a run", () => {
     const noExit = { ...report(), exit: undefined };
     expect(await run.finish(noExit)).toStrictEqual({
       limits: run.plan.report,
-      usage: { source: "cgroup-v1", wallMs: 42, calls: 0, peakProcesses: 0 },
+      // Nothing was ever seen in cgroup.procs: no process count is made up.
+      usage: { source: "cgroup-v1", wallMs: 42, calls: 0, peakThreads: 0 },
     });
     const rlimit = prepared({ cpuTimeMs: 1500 }, NONE).run;
     expect((await rlimit.finish({ ...noExit, sandbox: {} as RunReport["sandbox"] })).failure).toBeUndefined();

@@ -4,7 +4,8 @@
 //   --quick        fewer repetitions and smaller sizes (under a minute); a check before changing the
 //                  framing or the serve loop, not a measurement to quote
 //   --only=a,b     run only these scenarios (ids: decode, long-frames, round-trip, concurrency,
-//                  cold-start, large-payload, code-body, typecheck, warm-runs, remote-runs)
+//                  cold-start, large-payload, code-body, typecheck, warm-runs, remote-runs,
+//                  pooled-session)
 //   --out=FILE     write the JSON elsewhere
 import { writeFileSync, existsSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem, platform, release } from "node:os";
@@ -19,6 +20,7 @@ import { codeBody } from "./scenarios/code-body.mjs";
 import { typecheck } from "./scenarios/typecheck.mjs";
 import { warmRuns } from "./scenarios/warm-runs.mjs";
 import { remoteRuns } from "./scenarios/remote-runs.mjs";
+import { pooledSession } from "./scenarios/pooled-session.mjs";
 import { fmt, fmtSpread, table } from "./lib/stats.mjs";
 
 const SCENARIOS = [
@@ -32,6 +34,7 @@ const SCENARIOS = [
   ["typecheck", typecheck],
   ["warm-runs", warmRuns],
   ["remote-runs", remoteRuns],
+  ["pooled-session", pooledSession],
 ];
 
 const args = process.argv.slice(2);

@@ -5,6 +5,7 @@
  * for the invoke that follows, and exits. Loads only the guest runtime and Node's built-ins. A warm
  * runner of a run pool is this same program, started ahead and waiting for its body frame.
  */
+import { statSync } from "node:fs";
 import { Script } from "node:vm";
 import { decodeBodyFrame, CODE_FILENAME, CODE_PREFIX, NO_MODULES_HINT, wrapBody } from "../protocol/code-body.js";
 import { describeError, TransportError } from "../protocol/errors.js";
@@ -24,6 +25,7 @@ wire.receive = async () => {
   if (line === undefined) return undefined; // serve reports the host closing before the invoke
   const decoded = decodeBodyFrame(line);
   if ("problem" in decoded) throw new TransportError(decoded.problem, { kind: "malformed" });
+  if (decoded.workspace !== undefined) enterWorkspace(decoded.workspace);
   body = compile(decoded.javascript);
   return receive();
 };
@@ -43,6 +45,27 @@ await serve({
 // One body, then out: the runner exits once its result is written (serve settles when it is flushed), so
 // timers or handles the body left do not keep it alive until the host stops it; the exit status is serve's.
 process.exit();
+
+/**
+ * A pooled run of a session: the host bound the session's workspace onto this runner's working directory
+ * after the runner started, so the directory is entered again (a process's working directory stays on
+ * what was there before the mount) and must then be that workspace; anything else (the bind did not
+ * reach this sandbox) breaks the session before any code runs, rather than a body writing files no run
+ * will see again.
+ */
+function enterWorkspace(expected: { dev: number; ino: number }): void {
+  const path = process.cwd();
+  let found: { dev: number; ino: number } | undefined;
+  try {
+    process.chdir(path);
+    found = statSync(".");
+  } catch {
+    found = undefined;
+  }
+  if (found?.dev !== expected.dev || found.ino !== expected.ino) {
+    throw new TransportError(`the session's workspace is not at the working directory ${path}; no code ran`, { kind: "malformed" });
+  }
+}
 
 /** The body as a function; one V8 refuses (the host checked it, so this is rare) throws its error when called. */
 function compile(javascript: string): Body {

@@ -29,24 +29,45 @@ export const NO_MODULES_HINT =
 /** The type of the runner-only frame that carries the compiled body (wire/PROTOCOL.md, "The code runner"). */
 export const BODY_FRAME_TYPE = "body";
 
-/** The frame the host writes to the code runner after its hello and before the invoke: the compiled JavaScript. */
-export function encodeBodyFrame(javascript: string): string {
-  return JSON.stringify({ type: BODY_FRAME_TYPE, javascript });
+/**
+ * A session's workspace as the runner must find it at its working directory (a pooled runner's: the
+ * host binds the workspace there after the runner started): the device and inode numbers of its top.
+ */
+export interface WorkspaceIdentity {
+  dev: number;
+  ino: number;
 }
 
-/** The JavaScript in a body frame, or why the line is not one. */
-export function decodeBodyFrame(line: string): { javascript: string } | { problem: string } {
+/**
+ * The frame the host writes to the code runner after its hello and before the invoke: the compiled
+ * JavaScript, and with `workspace` the identity the runner checks its working directory against first.
+ */
+export function encodeBodyFrame(javascript: string, workspace?: WorkspaceIdentity): string {
+  return JSON.stringify({ type: BODY_FRAME_TYPE, javascript, ...(workspace && { workspace: { dev: workspace.dev, ino: workspace.ino } }) });
+}
+
+/** The JavaScript in a body frame (and the workspace it names), or why the line is not one. */
+export function decodeBodyFrame(line: string): { javascript: string; workspace?: WorkspaceIdentity } | { problem: string } {
   let frame: unknown;
   try {
     frame = JSON.parse(line);
   } catch {
     return { problem: "the first line from the host is not JSON (the code runner expects its body frame first)" };
   }
-  const { type, javascript } = (typeof frame === "object" && frame !== null ? frame : {}) as { type?: unknown; javascript?: unknown };
+  const { type, javascript, workspace } = (typeof frame === "object" && frame !== null ? frame : {}) as {
+    type?: unknown;
+    javascript?: unknown;
+    workspace?: unknown;
+  };
   if (type !== BODY_FRAME_TYPE || typeof javascript !== "string") {
     return {
       problem: `the first frame from the host is not a body frame ({"type":"body","javascript":"..."}); the code runner runs nothing else`,
     };
   }
-  return { javascript };
+  if (workspace === undefined) return { javascript };
+  const { dev, ino } = (typeof workspace === "object" && workspace !== null ? workspace : {}) as { dev?: unknown; ino?: unknown };
+  if (!Number.isSafeInteger(dev) || !Number.isSafeInteger(ino)) {
+    return { problem: 'the body frame\'s workspace is not {"dev":N,"ino":N}; the code runner runs nothing else' };
+  }
+  return { javascript, workspace: { dev: dev as number, ino: ino as number } };
 }

@@ -40,15 +40,24 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
  * own, on its machine). The directory is a bounded tmpfs
  * (workspace/bounded-dir.ts) of `limits.tmpBytes` bytes and as many files as go with them, so a body
  * filling it gets ENOSPC and the host's disk is never touched; where the host cannot mount (not root) it
- * is a plain directory, bounded by nothing (docs/host.md, "Workspaces").
+ * is a plain directory, bounded by nothing (docs/host.md, "Workspaces"). With `shared`, its mount's
+ * propagation is shared (bounded-dir.ts), and `shared` in the result says whether that could be had.
  */
-export function withWorkDir(launch: CheckedLaunch): { launch: CheckedLaunch; remove: () => Promise<void> } | { failure: HostFailure } {
+export function withWorkDir(
+  launch: CheckedLaunch,
+  shared = false,
+): { launch: CheckedLaunch; remove: () => Promise<void>; shared?: boolean } | { failure: HostFailure } {
   if (launch.cwd !== undefined || launch.remote !== undefined) return { launch, remove: () => Promise.resolve() };
   const bytes = launch.settings.limits.tmpBytes;
   try {
-    const made = makeBoundedDir("ears-code-", bytes === Infinity ? undefined : { bytes, files: filesFor(bytes) }, true);
+    // `shared` (a pool's runner): a session's workspace can be bound onto the directory after the runner started (pool-session.ts).
+    const made = makeBoundedDir("ears-code-", bytes === Infinity ? undefined : { bytes, files: filesFor(bytes) }, true, shared);
     const { work } = made;
-    return { launch: { ...launch, cwd: work, scratch: made.dir, sandbox: withPaths(launch.sandbox, [], [work]) }, remove: made.remove };
+    return {
+      launch: { ...launch, cwd: work, scratch: made.dir, sandbox: withPaths(launch.sandbox, [], [work]) },
+      remove: made.remove,
+      shared: made.shared,
+    };
   } catch (error) {
     // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
     return { failure: failures.workDirNotMade(error) };

@@ -17,6 +17,7 @@ import { codeLaunch, withWorkDir } from "./code-launch.js";
 import { compileBody, DEFAULT_MAX_CODE_BYTES, requireStripper } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";
 import { poolRun, runPooled, type RunPool } from "./run-pool.js";
+import { workspaceIdentity } from "./pool-session.js";
 import { sessionRun } from "../workspace/index.js";
 import type { CheckedLaunch } from "../run-guest.js";
 import type { PausedState, Replay } from "../engine/approval.js";
@@ -56,7 +57,9 @@ export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
    * `maxStderrBytes`) are the pool's: left out they are taken from it, given they must equal it, else
    * runCode throws a TypeError, and so does an `admission` other than the pool's. `limits.helloTimeoutMs` bounds
    * the wait for a free runner (the admission's `queueTimeoutMs` while the pool waits for a slot). A closed pool
-   * throws. See docs/code.md, "Warm runs".
+   * throws. With `session`, the session's workspace is bound onto the runner's own working directory
+   * when the run takes it (a pool made with `cwd`, `remote` or `sandbox: false` throws); see docs/host.md,
+   * "Sessions". See docs/code.md, "Warm runs".
    */
   pool?: RunPool;
 }
@@ -101,11 +104,6 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
   if ("command" in rest || "args" in rest)
     throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
   // Every option is checked here, once, before any compiling: the cold and the pooled run use the result as it is.
-  if (pool !== undefined && rest.session !== undefined) {
-    throw new TypeError(
-      'runCode: options.pool and options.session are exclusive for now: a session\'s runs start cold (docs/host.md, "Sessions")',
-    );
-  }
   const launch = resumable(pool === undefined ? codeLaunch(rest, "runCode") : poolRun(pool, rest), code, replay);
   if (typecheck) requireTypeScript();
   const declarations = typecheck ? checkDeclarations(contract, inputSchema, rest.allowed) : undefined;
@@ -132,7 +130,9 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
       return checked.then((problem): RunReport | Promise<RunReport> => {
         // Aborted while tsc ran: the launch reports Aborted (and starts nothing), not a type error.
         if (problem !== undefined && signal?.aborted !== true) return refused(problem);
-        const body = encodeBodyFrame(compiled.javascript);
+        // A pooled session's run: the runner checks that the workspace bound onto its directory is this one (pool-session.ts).
+        const workspace = pool !== undefined && launch.session !== undefined ? workspaceIdentity(launch.session) : undefined;
+        const body = encodeBodyFrame(compiled.javascript, workspace);
         const ran = (report: RunReport) => inCodeWords(report, launch.settings.limits.runTimeoutMs);
         if (pool !== undefined) return runPooled(pool, launch, observer, body).then(ran);
         // The slot first: a run waiting in the queue has no working directory (a tmpfs mount) yet.

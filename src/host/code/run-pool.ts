@@ -20,6 +20,7 @@ import type { SandboxSetting } from "../sandbox/types.js";
 import { DEFAULT_HOST_LIMITS, RESOURCE_LIMITS } from "../settings.js";
 import type { GuestCommand, HostFailure, HostLimits, RemoteRunner, RemoteWorkerState, RunReport } from "../types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
+import { bindSession, poolSessionProblem } from "./pool-session.js";
 
 /** The limits a pool's runners are started with: a pooled run may leave them out or repeat them, not change them. */
 export const POOL_LIMITS = [...RESOURCE_LIMITS, "maxFrameBytes", "maxStderrBytes"] as const satisfies readonly (keyof HostLimits)[];
@@ -153,6 +154,8 @@ export function poolRun(pool: RunPool, options: Omit<GuestCommand, "command" | "
   if (options.env !== undefined && !isDeepStrictEqual({ ...options.env }, own.env)) throw differs("env");
   if (launch.remote !== undefined && !launch.remote.sameAs(own.remote)) throw differs("remote");
   if (options.admission !== undefined && options.admission !== own.admission) throw differs("admission");
+  const problem = launch.session === undefined ? undefined : poolSessionProblem(own, pool.sandbox);
+  if (problem !== undefined) throw new TypeError(`runCode: ${problem}`);
   const limits = { ...launch.settings.limits };
   for (const name of POOL_LIMITS) {
     if (options.limits?.[name] !== undefined && launch.settings.limits[name] !== own.settings.limits[name]) throw differs(`limits.${name}`);
@@ -160,6 +163,7 @@ export function poolRun(pool: RunPool, options: Omit<GuestCommand, "command" | "
   }
   return {
     ...own,
+    ...(launch.session === undefined ? {} : { session: launch.session }),
     settings: { ...launch.settings, limits },
     killGraceMs: launch.killGraceMs,
     onStderr: launch.onStderr,
@@ -174,6 +178,9 @@ interface Runner {
   hello: string;
   /** Removes the runner's private working directory (resolves once it is gone). */
   remove: () => Promise<void>;
+  /** The runner's private working directory, and whether a session's workspace can be bound onto it (pool-session.ts). */
+  work: string | undefined;
+  shared: boolean;
   /** Hands the runner to its end: the run that took it, or its discard; settles when that is over. */
   release: (end: Promise<unknown>) => void;
 }
@@ -244,6 +251,17 @@ class WarmPool implements RunPool {
     const askedAt = performance.now();
     const taken = await this.take(launch, askedAt);
     if (!("guest" in taken)) return runReport({ ...taken, pooled: true });
+    if (launch.session !== undefined) {
+      const unbound = await bindSession(launch.session, { ...taken, confined: taken.guest.sandbox !== null });
+      if (unbound !== undefined) {
+        if (unbound.unused) this.offer(taken);
+        else {
+          this.discard(taken, unbound.failure);
+          setImmediate(() => this.fill());
+        }
+        return runReport({ ...notStartedReport(unbound.failure, performance.now() - askedAt), pooled: true });
+      }
+    }
     const { guest, hello } = taken;
     guest.process.adopt(launch.killGraceMs, launch.onStderr);
     guest.process.holdHost(true);
@@ -371,7 +389,7 @@ class WarmPool implements RunPool {
   /** {@link startRunner} once it holds its slot: resolves when the runner is gone again. */
   private async startAdmitted(uncount: () => void): Promise<void> {
     const startedAt = performance.now();
-    const own = withWorkDir(this.launch);
+    const own = withWorkDir(this.launch, true);
     let started: StartedGuest | RunReport;
     if ("failure" in own) started = notStartedReport(own.failure, 0);
     else {
@@ -408,7 +426,15 @@ class WarmPool implements RunPool {
     let release!: (end: Promise<unknown>) => void;
     // Settles when the end handed to release does (a promise resolved with a promise follows it).
     const released = new Promise<unknown>((settle) => (release = settle));
-    const runner: Runner = { guest, hello, remove, release: (end) => release(end.finally(remove)) };
+    const work = "failure" in own ? undefined : own.launch.cwd;
+    const runner: Runner = {
+      guest,
+      hello,
+      remove,
+      work,
+      shared: "shared" in own && own.shared === true,
+      release: (end) => release(end.finally(remove)),
+    };
     this.failuresInARow = 0;
     this.startFailure = undefined;
     // A runner that dies, or passes a limit, while it waits is replaced (a taken one is its run's to report).
@@ -421,13 +447,19 @@ class WarmPool implements RunPool {
     };
     void guest.process.exited.then(lost);
     guest.stop.signal.addEventListener("abort", lost, { once: true });
+    this.offer(runner);
+    await released.catch(() => {});
+    this.live.delete(entry);
+  }
+
+  /** A ready runner to the first run waiting, else to the idle ones. */
+  private offer(runner: Runner): void {
+    if (this.closed) return this.discard(runner, failures.poolClosed());
     const waiter = this.waiters.shift();
     if (waiter !== undefined) {
       waiter.settle(runner);
       this.fill(); // runs are waiting: the next runner is needed now
     } else this.idle.push(runner);
-    await released.catch(() => {});
-    this.live.delete(entry);
   }
 
   /** The runner's hello line, or why it has none (read with the pool's start-up deadline). */

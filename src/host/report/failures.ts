@@ -91,6 +91,14 @@ export function poolClosed(): HostFailure {
   return { code: HostFailureCode.Aborted, message: "the run pool was closed before a runner was free for this run; nothing ran" };
 }
 
+/** A session's pooled run: its workspace could not be bound onto the runner's working directory (code/pool-session.ts). */
+export function poolSessionNotBound(reason: string): HostFailure {
+  return {
+    code: HostFailureCode.SpawnFailed,
+    message: `the session's workspace could not be given to the run pool's runner, so nothing ran: ${reason}`,
+  };
+}
+
 // The run admission's (engine/admission.ts; docs/host.md, "Run admission").
 
 export function runQueueFull(maxQueued: number, maxRuns: number): HostFailure {

@@ -72,15 +72,24 @@ function why(error: unknown): string {
 }
 
 /**
- * Mounts a bounded tmpfs on `dir` (an existing, empty directory of the host's). Returns undefined when
- * it is mounted, else why not (not Linux, no mount program, not permitted: the host is not root).
+ * A shared mount's propagation, in a peer group of its own: made private first, so that it is nobody's
+ * peer (the host's / may be shared, systemd's default), then shared, so that a mount made on it later
+ * reaches the sandboxes whose binds were taken from it (bubblewrap makes their copies slaves).
  */
-export function mountBounded(dir: string, bound: DirBound): string | undefined {
+const SHARED = ["--make-private", "--make-shared"];
+
+/**
+ * Mounts a bounded tmpfs on `dir` (an existing, empty directory of the host's), or with `bound` undefined
+ * binds `dir` onto itself (unbounded, but a mount point). `shared`: see {@link BoundedDir.shared}. Returns
+ * undefined when it is mounted, else why not (not Linux, no mount program, not permitted: the host is not root).
+ */
+export function mountBounded(dir: string, bound: DirBound | undefined, shared = false): string | undefined {
   if (process.platform !== "linux") return `bounded directories need Linux (this is ${process.platform})`;
   const found = mountTools();
   if (typeof found === "string") return found;
+  const what = bound === undefined ? ["--bind", dir] : ["-t", "tmpfs", "-o", boundOptions(bound), SOURCE];
   try {
-    execFileSync(found.mount, ["-t", "tmpfs", "-o", boundOptions(bound), SOURCE, dir], {
+    execFileSync(found.mount, [...what, ...(shared ? SHARED : []), dir], {
       stdio: ["ignore", "ignore", "pipe"],
       env: {},
       timeout: TIMEOUT_MS,
@@ -89,6 +98,21 @@ export function mountBounded(dir: string, bound: DirBound): string | undefined {
   } catch (error) {
     return `could not mount a bounded tmpfs on ${dir} (${why(error)}); the host needs CAP_SYS_ADMIN (run it as root)`;
   }
+}
+
+/**
+ * Binds `source` (a session's workspace) onto `target` (a pooled runner's working directory, on a
+ * {@link BoundedDir.shared} mount), without blocking the event loop. Resolves with undefined when it is
+ * bound, else why not; never rejects. The bind goes when `target`'s mount is detached (its `remove`).
+ */
+export function bindMount(source: string, target: string): Promise<string | undefined> {
+  const found = mountTools();
+  if (typeof found === "string") return Promise.resolve(found);
+  return new Promise((settle) => {
+    execFile(found.mount, ["--bind", source, target], { env: {}, timeout: TIMEOUT_MS }, (error, _stdout, stderr) =>
+      settle(error === null ? undefined : `could not bind ${source} onto ${target} (${why({ stderr, message: error.message })})`),
+    );
+  });
 }
 
 /**
@@ -111,6 +135,12 @@ export interface BoundedDir {
   work: string;
   /** Whether the tmpfs is mounted; false: `fallback` was true and the host could not mount (then unbounded). */
   bounded: boolean;
+  /**
+   * Whether `dir` is a mount of its own whose propagation is shared: a mount the host makes on `work`
+   * after a sandbox bound it (a session's workspace, bound late onto a pooled runner's directory) is seen
+   * inside that sandbox too. False unless asked for, and where the host could not mount.
+   */
+  shared: boolean;
   /** Unmounts and removes it, once; resolves when it is gone. Never rejects. */
   remove(): Promise<void>;
 }
@@ -118,19 +148,23 @@ export interface BoundedDir {
 /**
  * Makes a fresh directory under the OS temporary directory, named `prefix` and a random suffix, with the
  * tmpfs of `bound` mounted on it and `work` made inside. Where the host cannot mount, it throws the reason,
- * unless `fallback` (then the directory is a plain one, bounded by nothing). Throws what mkdtemp throws.
+ * unless `fallback` (then the directory is a plain one, bounded by nothing). With `shared`, the mount's
+ * propagation is shared (and with no `bound`, `dir` is bound onto itself to be a mount); where that cannot
+ * be had, `shared` is false and the rest as without it. Throws what mkdtemp throws.
  */
-export function makeBoundedDir(prefix: string, bound: DirBound | undefined, fallback: boolean): BoundedDir {
+export function makeBoundedDir(prefix: string, bound: DirBound | undefined, fallback: boolean, shared = false): BoundedDir {
   // Its real path: the sandbox compares the working directory by it.
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   // Covered from the moment it exists until it is gone: a host killed at any point in between (a run pool's
   // runner still starting, or ended and its directory still being unmounted) has the watchdog remove it.
   const uncover = coverDirectory(dir);
   let bounded = false;
+  let mounted = false;
   let removing: Promise<void> | undefined;
   const remove = () =>
     (removing ??= (async () => {
-      if (bounded) await unmountBounded(dir);
+      // Detached with everything mounted on it (a session's workspace bound onto `work`), before anything is removed.
+      if (mounted) await unmountBounded(dir);
       try {
         rmSync(dir, { recursive: true, force: true });
         uncover();
@@ -140,13 +174,14 @@ export function makeBoundedDir(prefix: string, bound: DirBound | undefined, fall
     })());
   try {
     if (bound !== undefined) {
-      const problem = mountBounded(dir, bound);
+      const problem = mountBounded(dir, bound, shared);
       if (problem !== undefined && !fallback) throw new Error(problem);
       bounded = problem === undefined;
-    }
+      mounted = bounded;
+    } else if (shared) mounted = mountBounded(dir, undefined, true) === undefined;
     const work = join(dir, "work");
     mkdirSync(work, { mode: 0o700 });
-    return { dir, work, bounded, remove };
+    return { dir, work, bounded, shared: shared && mounted, remove };
   } catch (error) {
     void remove();
     throw error;

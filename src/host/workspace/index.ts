@@ -44,7 +44,10 @@ export interface WorkspaceEntry {
 
 /** A session: a workspace that lasts between runs. Pass it to runCode or runGuest as `session`. */
 export interface Session {
-  /** The workspace's path on the host (a run's working directory, at the same path inside the sandbox). */
+  /**
+   * The workspace's path on the host: a run's working directory, at the same path inside the sandbox (a
+   * pooled run's working directory is its runner's own path, with the workspace bound onto it).
+   */
   readonly path: string;
   /** The durable session's directory, or undefined for a temporary one. */
   readonly dir: string | undefined;

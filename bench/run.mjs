@@ -5,7 +5,7 @@
 //                  framing or the serve loop, not a measurement to quote
 //   --only=a,b     run only these scenarios (ids: decode, long-frames, round-trip, concurrency,
 //                  cold-start, large-payload, code-body, typecheck, warm-runs, remote-runs,
-//                  pooled-session)
+//                  pooled-session, peers)
 //   --out=FILE     write the JSON elsewhere
 import { writeFileSync, existsSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem, platform, release } from "node:os";
@@ -21,6 +21,7 @@ import { typecheck } from "./scenarios/typecheck.mjs";
 import { warmRuns } from "./scenarios/warm-runs.mjs";
 import { remoteRuns } from "./scenarios/remote-runs.mjs";
 import { pooledSession } from "./scenarios/pooled-session.mjs";
+import { peers } from "./scenarios/peers.mjs";
 import { fmt, fmtSpread, table } from "./lib/stats.mjs";
 
 const SCENARIOS = [
@@ -35,6 +36,7 @@ const SCENARIOS = [
   ["warm-runs", warmRuns],
   ["remote-runs", remoteRuns],
   ["pooled-session", pooledSession],
+  ["peers", peers],
 ];
 
 const args = process.argv.slice(2);
@@ -81,7 +83,8 @@ for (const [id, scenario] of SCENARIOS) {
   const result = await scenario({ quick });
   result.seconds = (Date.now() - began) / 1000;
   results.push(result);
-  console.log(scenarioTable(result));
+  // A scenario with a table of its own (peers: medians and p90s per body, isolation lines) prints that instead.
+  console.log(result.text ?? scenarioTable(result));
   console.log("");
 }
 

@@ -1,0 +1,53 @@
+// Installs the peers scenario's packages (bench/peers: isolated-vm, quickjs-emscripten, Anthropic's
+// sandbox-runtime) from their own lock file on first use, and whenever the lock changes, as scripts/lint.mjs
+// does for the lint tools: never part of the root `npm ci`, because isolated-vm compiles from source (about two
+// minutes here) and users and CI need none of it. sandbox-runtime needs socat and ripgrep on Linux: installed with
+// apt-get when missing and this process may (root), as scripts/system-packages.mjs does, else said.
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const PEERS_DIR = fileURLToPath(new URL("../peers/", import.meta.url));
+
+/** Installs bench/peers when its lock changed; returns undefined when installed, else why not. */
+export function installPeers() {
+  const lock = readFileSync(join(PEERS_DIR, "package-lock.json"));
+  const stamp = join(PEERS_DIR, "node_modules", ".installed-from-lock");
+  const wanted = createHash("sha256").update(lock).digest("hex");
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === wanted) return undefined;
+  process.stderr.write("peers: installing bench/peers from its lock file (isolated-vm compiles: about 2 minutes)\n");
+  // node-gyp builds against the headers of the Node that runs it when they are installed (Debian's nodejs
+  // puts them in /usr/include/node), instead of downloading them.
+  const nodedir = existsSync("/usr/include/node/node.h") ? ["--nodedir=/usr"] : [];
+  const run = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error", ...nodedir], {
+    cwd: PEERS_DIR,
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  if (run.error !== undefined || run.status !== 0) return `npm ci in bench/peers failed (${run.error?.message ?? `status ${run.status}`})`;
+  writeFileSync(stamp, wanted);
+  return undefined;
+}
+
+const onPath = (name) => (process.env.PATH ?? "").split(delimiter).some((dir) => dir !== "" && existsSync(join(dir, name)));
+
+/** socat and ripgrep for sandbox-runtime (Linux): undefined when there, else what is missing and why it stays so. */
+export function sandboxRuntimeTools() {
+  const missing = [
+    ["socat", "socat"],
+    ["rg", "ripgrep"],
+    ["bwrap", "bubblewrap"],
+  ].filter(([command]) => !onPath(command));
+  if (missing.length === 0) return undefined;
+  const pkgs = missing.map(([, pkg]) => pkg);
+  if (!(process.platform === "linux" && process.getuid?.() === 0 && onPath("apt-get"))) {
+    return `${pkgs.join(", ")} not installed (not root, or no apt-get: apt-get install ${pkgs.join(" ")})`;
+  }
+  const apt = (args) =>
+    spawnSync("apt-get", args, { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } })
+      .status === 0;
+  process.stderr.write(`peers: installing ${pkgs.join(", ")} with apt-get (sandbox-runtime needs them)\n`);
+  if (apt(["install", "-y", ...pkgs]) || (apt(["update"]) && apt(["install", "-y", ...pkgs]))) return undefined;
+  return `apt-get could not install ${pkgs.join(", ")}`;
+}

@@ -3,7 +3,9 @@
  * servers' tools become capabilities) and `--fetch-allow <origin>` / `--fetch-header` (a `fetch`
  * capability whose secrets stay in ears).
  */
-import { resolve } from "node:path";
+import { mkdtempSync, readdirSync, rmdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { connectMcpServers, fetchCapability, FETCH_SPEC, readMcpConfig, type Capabilities } from "../host/index.js";
 import type { CapabilitySpec } from "../contract/contract.js";
 import { describeError } from "../protocol/errors.js";
@@ -13,6 +15,7 @@ import { UsageError } from "./usage.js";
 /** The parseArgs options for connectors. */
 export const CONNECTOR_OPTIONS = {
   "mcp-config": { type: "string" },
+  "files-dir": { type: "string" },
   "fetch-allow": { type: "string", multiple: true },
   "fetch-header": { type: "string", multiple: true },
 } as const;
@@ -20,6 +23,7 @@ export const CONNECTOR_OPTIONS = {
 /** The option values {@link connectorsOf} reads. */
 export interface ConnectorValues {
   "mcp-config"?: string;
+  "files-dir"?: string;
   "fetch-allow"?: string[];
   "fetch-header"?: string[];
   quiet?: boolean;
@@ -57,6 +61,8 @@ export async function connectorsOf(values: ConnectorValues, io: CliIo): Promise<
   }
   let close = async () => {};
   const file = values["mcp-config"];
+  if (values["files-dir"] !== undefined && file === undefined)
+    throw new UsageError("--files-dir needs --mcp-config (it is where MCP tools' images go)");
   if (file !== undefined) {
     let config;
     try {
@@ -65,9 +71,11 @@ export async function connectorsOf(values: ConnectorValues, io: CliIo): Promise<
       throw new UsageError(`--mcp-config: ${describeError(error)}`);
     }
     const quiet = values.quiet ?? false;
+    const files = filesDirOf(values["files-dir"], io);
     let connection;
     try {
       connection = await connectMcpServers(config, {
+        filesDir: files.dir,
         onServerStderr: (server, line) => {
           if (quiet) return;
           endGuestStderrLine(io.stderr);
@@ -75,6 +83,7 @@ export async function connectorsOf(values: ConnectorValues, io: CliIo): Promise<
         },
       });
     } catch (error) {
+      files.done(true);
       if (error instanceof Error && error.name === "MissingPeerError") throw new UsageError(error.message);
       throw new UsageError(`--mcp-config ${file}: ${describeError(error)}`);
     }
@@ -83,9 +92,50 @@ export async function connectorsOf(values: ConnectorValues, io: CliIo): Promise<
       capabilities[name] = connection.capabilities[name]!;
       specs[name] = connection.contract.specs[name]!;
     }
-    close = () => connection.close();
+    close = async () => {
+      await connection.close();
+      files.done(quiet);
+    };
   }
   return { capabilities, specs, close };
+}
+
+/**
+ * Where the MCP tools' images and other files are saved: `--files-dir` (created if missing, yours), or
+ * by default a fresh private directory under the OS temporary directory. Either way the CLI never
+ * deletes a file it saved: its path was printed (in a result, a log, a tool's content) and must still
+ * exist after ears exits (issue 29 item 10). `done()` removes the default directory only when it stayed
+ * empty, and otherwise names it on stderr (unless `quiet`).
+ */
+function filesDirOf(given: string | undefined, io: CliIo): { dir: string; done(quiet: boolean): void } {
+  if (given !== undefined) {
+    return { dir: resolve(io.cwd, given), done: () => {} };
+  }
+  let dir: string;
+  try {
+    dir = mkdtempSync(join(tmpdir(), "ears-files-"));
+  } catch (error) {
+    throw new UsageError(`cannot create a directory for MCP tools' files under ${tmpdir()}: ${describeError(error)}; give --files-dir DIR`);
+  }
+  return {
+    dir,
+    done(quiet) {
+      let count: number;
+      try {
+        count = readdirSync(dir).length;
+        if (count === 0) rmdirSync(dir);
+      } catch {
+        return; // Removed meanwhile, by someone else: nothing of ours to name.
+      }
+      if (count > 0 && !quiet) {
+        endGuestStderrLine(io.stderr);
+        io.stderr.write(
+          `ears: ${count === 1 ? "1 file" : `${count} files`} from MCP tools kept in ${dir} ` +
+            "(ears does not delete them; --files-dir chooses the directory)\n",
+        );
+      }
+    },
+  };
 }
 
 /**

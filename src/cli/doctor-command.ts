@@ -2,8 +2,8 @@
 import { diagnoseSandbox, type Check, type MachineView } from "../host/sandbox/doctor.js";
 import { limitSupport, type LimitSupport } from "../host/limits/limits.js";
 import { DOCTOR_HELP } from "./help.js";
-import { ExitStatus, type CliIo } from "./report-output.js";
-import { subcommand, UsageError } from "./usage.js";
+import { ExitStatus } from "./report-output.js";
+import { subcommand, UsageError, type Subcommand } from "./usage.js";
 
 const DOCTOR_OPTIONS = {
   json: { type: "boolean" },
@@ -54,7 +54,7 @@ export function limitsText(support: LimitSupport): string {
 }
 
 /** Runs `ears doctor` (the words after "doctor"); resolves with 0 when runs are confined, else 1. */
-export function doctorCommand(machine?: MachineView): (argv: readonly string[], io: CliIo) => Promise<number> {
+export function doctorCommand(machine?: MachineView): Subcommand {
   return subcommand("doctor", DOCTOR_OPTIONS, DOCTOR_HELP, async ({ values, positionals, sawSeparator }, io) => {
     if (positionals.length > 0 || sawSeparator) throw new UsageError("ears doctor takes no arguments (see ears doctor --help)");
     const { confined, checks } = await diagnoseSandbox(machine);

@@ -24,6 +24,13 @@ const CONNECTOR_HELP = `  --mcp-config <file>       An MCP client configuration 
                             value is read from ears' environment (single-quote it), and the body
                             never sees it. Repeatable.`;
 
+/** --files-dir, for the commands that run bodies or guests (run, exec, mcp). */
+const FILES_DIR_HELP = `  --files-dir <dir>         Where images and other files MCP tools send are saved (created if
+                            missing); a result names each one's path. Default: a fresh directory
+                            under the OS temporary directory, named on stderr after the run when
+                            it holds files. ears never deletes a file it saved: a printed path
+                            still exists after ears exits.`;
+
 /** `ears --help`. */
 export const MAIN_HELP = `ears - run, record and replay @posoco/ears guest programs (protocol 1 over stdio)
 
@@ -72,6 +79,15 @@ and prints its result at the end: the content, then the structured value as pret
 Options:
   --allow <names>           Capabilities the guest may call, comma-separated; repeatable.
                             Default: none (every call is answered CapabilityDenied).
+  --approve <names>         Allowed capabilities whose every call needs approval, comma-separated;
+                            repeatable. Each such call (and one a --capabilities handler marks
+                            with requireApproval) is asked on the terminal: ears writes the name
+                            and the arguments (control characters escaped, cut at 2000
+                            characters) on stderr and reads y/N from its stdin; anything but
+                            y or yes denies it (ApprovalDenied, "denied at the terminal"), and
+                            its handler does not run. When stdin or stderr is not a terminal,
+                            every such call is denied, saying so. Decisions wait up to 10 minutes
+                            and do not count against --timeout; --json's report lists them.
   --input <json>|@<file>    The guest's input: JSON text, or @file to read JSON from a file.
                             Default: null.
   --capabilities <module>   A JavaScript module of capability handlers: named function exports,
@@ -81,6 +97,7 @@ Options:
   --root <dir>              The directory the built-in read and list are confined to.
                             Default: the working directory.
 ${CONNECTOR_HELP}
+${FILES_DIR_HELP}
   --sandbox                 Require an OS sandbox (Linux: bubblewrap); without one the guest is
                             not started (SandboxUnavailable, exit 2). Default: a sandbox when one
                             can start here, else unconfined with a one-line note on stderr.
@@ -105,13 +122,14 @@ ${CONNECTOR_HELP}
   --call-timeout <seconds>  Deadline for each capability call; a late call is answered with a
                             CallTimedOut failure. Default: 120.
   --memory <n>[K|M|G]       Memory of the guest and everything it starts (K, M, G: powers of
-                            1024); past it the guest is killed: MemoryLimit, exit 2. Default: 1G.
+                            1024; at least 16M); past it the guest is killed: MemoryLimit, exit 2.
+                            Default: 1G.
   --processes <n>           Processes and threads of the guest tree at once; beyond it fork and
                             spawn fail inside the guest (EAGAIN) and the run goes on. Default: 256.
   --cpu-time <seconds>      CPU time of the guest tree; past it the run ends: CpuLimit, exit 2.
                             Default: none (the --timeout deadline only).
   --tmp-size <n>[K|M|G]     Size of the sandbox's private /tmp; writes past it fail with ENOSPC
-                            inside the guest. Sandboxed runs only. Default: 256M.
+                            inside the guest. Sandboxed runs only. At least 64K. Default: 256M.
                             A limit given here that this machine cannot enforce (no cgroup; no
                             sandbox for --tmp-size) stops the run before it starts (exit 2). After
                             the run, a note says what it cost: cpu 120 ms, memory 48 MiB peak,
@@ -168,7 +186,8 @@ Options:
                             "report"} as one JSON line on stdout instead of the result.
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
                             (errors still appear, and the guest's stderr tail after a broken run).
-  --sandbox, --no-sandbox, --sandbox-read <path>, --sandbox-write <path>, --env NAME[=value]
+  --sandbox, --no-sandbox, --sandbox-read <path>, --sandbox-write <path>, --sandbox-show-secrets,
+  --sandbox-allow-broad, --env NAME[=value]
                             As for "ears run": the guest runs in an OS sandbox by default.
   -h, --help                Show this help.
 
@@ -201,10 +220,11 @@ Options:
                             take any name and JSON arguments, as no contract is known for them.
   --cwd <dir>               The body's working directory, shown read-only (secrets masked).
                             Default: a private empty directory, writable, removed after the run.
-  Every option of "ears run" (--allow, --input, --capabilities, --root, --sandbox, --no-sandbox,
+  Every option of "ears run" (--allow, --approve, --input, --capabilities, --root, --sandbox, --no-sandbox,
   --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
   --timeout, --call-timeout, --memory, --processes, --cpu-time, --tmp-size, --json, --quiet,
-  --verbose, --mcp-config, --fetch-allow, --fetch-header), with the same meaning; see ears run --help.
+  --verbose, --mcp-config, --files-dir, --fetch-allow, --fetch-header), with the same meaning; see
+  ears run --help.
   -h, --help                Show this help.
 
 ${EXIT_STATUS}
@@ -308,29 +328,50 @@ export const MCP_HELP = `Usage: ears mcp [options]
 
 Serves MCP over stdin and stdout (stdio transport) with one tool, run_code: its input is
 {"code": "<body>", "input"?: <JSON>}, its description carries the declarations of what the body may
-call, and its result is the body's outcome as one text, with isError for a failure. A body that
-does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
-Bodies run sandboxed (as ears exec: bubblewrap when it can start), one process each, on runners
-started ahead (a run pool) so a body does not wait for a process to start; the MCP servers of
---mcp-config are started once and stay connected until the client closes stdin.
-Logs, the bodies' stderr and the servers' stderr go to stderr; stdout carries only MCP.
+call, the fetch origins and the run's limits, and its result is the body's outcome as one text, with
+isError for a failure. A body that does not compile comes back as "CompileError: ... code.ts:LINE:COLUMN: ...".
+Bodies run sandboxed, always: without a sandbox that can start here (Linux: bubblewrap) each body is
+refused (SandboxUnavailable) unless ears was started with --no-sandbox, and then every result says
+that the body ran unconfined. One process each, on runners started ahead (a run pool) so a body does
+not wait for a process to start; the MCP servers of --mcp-config are started once and stay connected
+until the client closes stdin. Logs, the bodies' stderr and the servers' stderr go to stderr; stdout
+carries only MCP.
 
 Options:
 ${CONNECTOR_HELP}
+${FILES_DIR_HELP}
   --allow, --capabilities, --root, --sandbox, --no-sandbox, --sandbox-read, --sandbox-write,
-  --sandbox-show-secrets, --sandbox-allow-broad, --env, --timeout, --call-timeout, --quiet
-                            As for ears run, for every body. Each body works in a private empty
-                            directory of its own, as ears exec without --cwd.
+  --sandbox-show-secrets, --sandbox-allow-broad, --env, --timeout, --call-timeout, --memory,
+  --processes, --cpu-time, --tmp-size, --quiet
+                            As for ears run, for every body (sizes with K, M or G; --memory at
+                            least 16M, default 1G). Each body works in a private empty directory
+                            of its own, as ears exec without --cwd. --sandbox is the default here.
+  --approve <names>         Allowed capabilities whose every call needs approval. When the client
+                            declared elicitation, ears asks it (elicitation/create, a boolean
+                            "approve" field): accepted with approve true runs the call, anything
+                            else denies it. Otherwise run_code answers with the pause (a signed
+                            token and the pending calls) and a second tool, resume_code
+                            {"token", "decisions": {"<id>": {"approved": true|false, "reason"?}}},
+                            goes on; the token's key is random per ears mcp process.
   --typecheck               Check each body's types against the declarations before running it
                             (needs the typescript package).
   --pool <n>                Runners kept started ahead, each sandboxed and waiting for one body
-                            (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead).
-  --max-result <size>       Largest result passed on (default 1M, at most 4M): a larger one is a
-                            ResultTooLarge failure telling the body to return less.
+                            (default ${DEFAULT_POOL_SIZE}; 0: start a runner for each body instead);
+                            at most --max-runs.
+  --max-runs <n>            Most bodies running at once, warm runners included (default 4 per core,
+                            at most one per GiB of half the memory, at least 2). Calls beyond wait,
+                            64 at most, up to 60 s each; past that a call fails RunQueueFull or
+                            QueueTimeout and nothing ran (the model is told it may try again).
+  --max-result <size>       Largest result passed on (default 1M, at least 1K, at most 4M): a larger
+                            one is a ResultTooLarge failure telling the body to return less.
   -h, --help                Show this help.
 
-In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, Cursor's mcp.json):
-  {"mcpServers": {"ears": {"command": "npx", "args": ["ears", "mcp", "--mcp-config", "/abs/mcp.json"]}}}
+In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, Cursor's mcp.json),
+naming the package, so that npx never runs an unscoped "ears" from the registry, whatever the
+directory the client starts it in:
+  {"mcpServers": {"ears": {"command": "npx", "args": ["-y", "--package=@posoco/ears",
+    "--package=@modelcontextprotocol/sdk", "--package=amaro", "ears", "mcp", "--mcp-config", "/abs/mcp.json"]}}}
+or the absolute path of an installed CLI: {"command": "/abs/node_modules/.bin/ears", "args": ["mcp", ...]}.
 
 Exit status: 0 when the client ended the session (closed stdin or stdout, or stopped ears with a
 signal); 2 when ears ended it (reading or writing failed); 64 usage error. Either way it says so on

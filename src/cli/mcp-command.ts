@@ -4,7 +4,7 @@
  * built-ins). Any MCP client (Claude Desktop, Cursor, an agent framework) then has a code tool whose
  * description carries the TypeScript declarations of what a body may call.
  */
-import { createRunPool, runCode, type RunPool, type RunReport } from "../host/index.js";
+import { createRunPool, resumeCode, runCode, type RunPool, type RunReport, type SandboxSetting } from "../host/index.js";
 import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, poolLimitsOf } from "../host/code/run-pool.js";
 import type { Json } from "../protocol/json.js";
 import { isMissingMcpSdk, missingMcpSdk } from "../host/connectors/mcp.js";
@@ -15,9 +15,17 @@ import { ExitStatus } from "./report-output.js";
 import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
 import { parseSize, subcommand, UsageError } from "./usage.js";
 import { McpStdioTransport, MAX_SEND_BYTES } from "./mcp-transport.js";
+import { mcpAdmission } from "./mcp-admission.js";
+import { mcpApprovals, pausedText, RESUME_CODE_TOOL } from "./mcp-approval.js";
 
-const { input: _input, record: _record, json: _json, ...SHARED } = RUN_OPTIONS;
-const MCP_OPTIONS = { ...SHARED, typecheck: { type: "boolean" }, pool: { type: "string" }, "max-result": { type: "string" } } as const;
+const { input: _input, record: _record, json: _json, verbose: _verbose, ...SHARED } = RUN_OPTIONS;
+const MCP_OPTIONS = {
+  ...SHARED,
+  typecheck: { type: "boolean" },
+  pool: { type: "string" },
+  "max-result": { type: "string" },
+  "max-runs": { type: "string" },
+} as const;
 
 /**
  * The largest result of a body `ears mcp` passes on, by default: well under what MCP clients read in one
@@ -53,21 +61,37 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   }
   const sdk = await loadServerSdk();
   const maxResultBytes = maxResultOf(values["max-result"]);
-  const { contract, closeConnectors, recorder: _recorder, ...host } = await hostOptionsOf(values, io);
+  // The terminal's approval is not ears mcp's (stdin carries MCP): calls are asked of the client instead.
+  const {
+    contract,
+    closeConnectors,
+    recorder: _recorder,
+    approve,
+    approval: _terminal,
+    input: _input,
+    ...host
+  } = await hostOptionsOf(values, io);
   host.limits = { ...host.limits, maxResultBytes };
+  host.sandbox = mcpSandboxOf(host.sandbox);
+  const notice = host.sandbox === false ? UNCONFINED_NOTICE : undefined;
   const typecheck = values.typecheck ?? false;
   const declarations = (contract ?? contractOf(host.allowed ?? [], {})).declarations();
   // Bodies run on warm runners (a run pool) unless --pool 0: the sandbox and limits every body gets, started ahead.
-  const size = poolSizeOf(values.pool);
+  // Every body, and every warm runner, holds one of --max-runs slots (issue 28 item 4).
   let pool: RunPool | undefined;
+  let admission: ReturnType<typeof mcpAdmission>["admission"];
   try {
-    pool = size === 0 ? undefined : createRunPool({ size, sandbox: host.sandbox, limits: poolLimitsOf(host.limits) });
+    const admitted = mcpAdmission(values["max-runs"], values.pool === undefined ? undefined : poolSizeOf(values.pool));
+    admission = admitted.admission;
+    const { size } = admitted;
+    pool = size === 0 ? undefined : createRunPool({ size, sandbox: host.sandbox, limits: poolLimitsOf(host.limits), admission });
   } catch (error) {
     await closeConnectors();
     throw error;
   }
   const stop = new AbortController();
   const server = new sdk.Server({ name: "ears", version: SDK.slice(SDK.lastIndexOf("@") + 1) }, { capabilities: { tools: {} } });
+  const approvals = mcpApprovals(server, approve, host.capabilities ?? {}, host.allowed ?? []);
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({
     tools: [
       {
@@ -82,39 +106,50 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
           required: ["code"],
         },
       },
+      ...approvals.tools,
     ],
   }));
   server.setRequestHandler(sdk.CallToolRequestSchema, async (request, extra) => {
-    if (request.params.name !== RUN_CODE_TOOL) {
+    const resuming = request.params.name === RESUME_CODE_TOOL && approvals.tools.length > 0;
+    if (request.params.name !== RUN_CODE_TOOL && !resuming) {
+      const tools = approvals.tools.length === 0 ? `tool is ${RUN_CODE_TOOL}` : `tools are ${RUN_CODE_TOOL} and ${RESUME_CODE_TOOL}`;
       return {
-        content: [{ type: "text" as const, text: `unknown tool ${JSON.stringify(request.params.name)}; the tool is ${RUN_CODE_TOOL}` }],
+        content: [{ type: "text" as const, text: `unknown tool ${JSON.stringify(request.params.name)}; the ${tools}` }],
         isError: true,
       };
     }
     const args = request.params.arguments ?? {};
-    if (typeof args.code !== "string") {
+    const resume = resuming ? approvals.resumeArguments(args) : undefined;
+    if (resume !== undefined && "isError" in resume) return resume;
+    if (!resuming && typeof args.code !== "string") {
       return { content: [{ type: "text" as const, text: `${RUN_CODE_TOOL} needs "code", the body as a string` }], isError: true };
     }
     const signal = AbortSignal.any([extra.signal, stop.signal]);
+    const options = {
+      ...host,
+      // As ears exec without --cwd: each body works in a private, empty directory of its own.
+      cwd: undefined,
+      signal,
+      typecheck,
+      approval: approvals.approval(extra.requestId),
+      ...(contract === undefined ? {} : { contract }),
+      ...(pool === undefined ? { admission } : { pool }),
+    };
     let report: RunReport;
     try {
-      report = await runCode({
-        ...host,
-        // As ears exec without --cwd: each body works in a private, empty directory of its own.
-        cwd: undefined,
-        signal,
-        code: args.code,
-        input: (args.input ?? null) as Json,
-        typecheck,
-        ...(contract === undefined ? {} : { contract }),
-        ...(pool === undefined ? {} : { pool }),
-      });
+      report = await (resume === undefined
+        ? runCode({ ...options, code: args.code as string, input: (args.input ?? null) as Json })
+        : resumeCode(resume.token, { ...options, decisions: resume.decisions }));
     } catch (error) {
+      // A token that is not this server's, or was changed (ApprovalTokenError), or decisions that do not fit it.
+      if (resume !== undefined && error instanceof Error && (error.name === "ApprovalTokenError" || error instanceof TypeError)) {
+        return { content: [{ type: "text" as const, text: `${RESUME_CODE_TOOL}: ${error.message}` }], isError: true };
+      }
       // A missing optional peer (amaro, typescript): the client's model cannot fix that, its user can.
       return { content: [{ type: "text" as const, text: (error as Error).message }], isError: true };
     }
     printSandboxNote(report, io, values.quiet ?? false);
-    return toolResult(report);
+    return toolResult(report, notice);
   });
   const closed = new Promise<void>((resolve) => {
     server.onclose = resolve;
@@ -146,6 +181,19 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   return ExitStatus.Success;
 });
 
+/**
+ * `ears mcp`'s sandbox: required unless `--no-sandbox` (issue 28 item 5). A client's model writes the
+ * bodies and nobody reads a note on ears' stderr, so "auto" falling back to an unconfined run is no
+ * option here: without a sandbox each body is refused (SandboxUnavailable) instead.
+ */
+export function mcpSandboxOf(setting: SandboxSetting | undefined): SandboxSetting {
+  return setting === undefined || setting === "auto" ? true : setting;
+}
+
+/** The line every tool result of `ears mcp --no-sandbox` ends with: the model and its user see it, not only ears' stderr. */
+export const UNCONFINED_NOTICE =
+  "Note: ears mcp runs bodies without a sandbox (--no-sandbox): this body ran with the rights of the user who started ears.";
+
 /** `--pool <n>`: runners kept started ahead, default {@link DEFAULT_POOL_SIZE}; 0 starts one per body instead. */
 export function poolSizeOf(text: string | undefined): number {
   if (text === undefined) return DEFAULT_POOL_SIZE;
@@ -175,17 +223,18 @@ export function maxResultOf(text: string | undefined): number {
  * `structuredContent` repeating it (a 6 MB result went out as 18 MB that way, and the client hung up).
  * `structured` is pretty-printed when that keeps it small, else sent compact.
  */
-export function toolResult(report: RunReport): { content: { type: "text"; text: string }[]; isError: boolean } {
-  const logs = logText(report);
+export function toolResult(report: RunReport, notice?: string): { content: { type: "text"; text: string }[]; isError: boolean } {
+  const logs = logText(report) + (notice === undefined ? "" : `\n\n${notice}`);
   if (report.failure !== undefined) {
     const { code, message } = report.failure;
     return { content: [{ type: "text", text: `${code}: ${message}${logs}` }], isError: true };
   }
-  if (report.paused !== undefined) {
-    const names = report.paused.pending.map((call) => JSON.stringify(call.name)).join(", ");
-    const message = `the run paused: ${names} waits for approval`;
-    return { content: [{ type: "text", text: `${message}${logs}` }], isError: false };
-  }
+  // The token ends a paused result, so that it can be taken from "Token:" to the end: logs and the note go first.
+  if (report.paused !== undefined)
+    return {
+      content: [{ type: "text", text: `${logs.slice(2)}${logs === "" ? "" : "\n\n"}${pausedText(report.paused)}` }],
+      isError: false,
+    };
   const outcome = report.outcome;
   const structured = outcome.structured === undefined ? "" : `${outcome.content === "" ? "" : "\n"}${jsonText(outcome.structured)}`;
   const text = outcome.status === "failure" ? `${outcome.code}: ${outcome.content}${structured}` : `${outcome.content}${structured}`;

@@ -21,7 +21,7 @@ export const ExitStatus = {
 
 /** Where `ears` writes, and where it runs: the real process, or buffers in tests. */
 export interface CliIo {
-  /** Read by `ears runner` only (the host's stream); default this process's stdin. */
+  /** Read by `ears runner` (the host's stream) and the --approve prompt (the answers); default this process's stdin. */
   stdin?: Readable;
   stdout: Writable;
   stderr: Writable;

@@ -26,6 +26,7 @@ import {
   type CliIo,
 } from "./report-output.js";
 import { rootFiles } from "./root-files.js";
+import { approveNamesOf, terminalApproval } from "./terminal-approval.js";
 import { printTimeline } from "./timeline-text.js";
 import { parseCount, parseInput, parseNameList, parseSeconds, parseSize, subcommand, UsageError } from "./usage.js";
 
@@ -51,6 +52,7 @@ export const RUN_OPTIONS = {
   ...SESSION_OPTIONS,
   verbose: { type: "boolean" },
   allow: { type: "string", multiple: true },
+  approve: { type: "string", multiple: true },
   input: { type: "string" },
   capabilities: { type: "string" },
   root: { type: "string" },
@@ -79,6 +81,7 @@ export type HostValues = {
   root?: string;
   capabilities?: string;
   allow?: string[];
+  approve?: string[];
   record?: string;
   timeout?: string;
   "call-timeout"?: string;
@@ -97,6 +100,8 @@ export type HostOptionsOfCli = Omit<GuestCommand, "command" | "args"> &
      * theirs, and the others untyped. `undefined` without connectors (an untyped ears, as before).
      */
     contract: Contract | undefined;
+    /** The --approve names (checked: existing, allowed capabilities); `approval` asks for them on the terminal. */
+    approve: string[];
     /** Closes the MCP servers' connections; call it when the command is done. Never rejects. */
     closeConnectors: () => Promise<void>;
   };
@@ -110,7 +115,7 @@ export interface RunWatchers {
 /**
  * The host side of a run from the command line: input, limits, built-in and --capabilities handlers,
  * the connectors (--mcp-config's tools and --fetch-allow's fetch, allowed by default), --allow, the
- * sandbox, callbacks, and the --record transcript (opened before anything starts, so a bad path is a
+ * sandbox, --approve (asked on the terminal), callbacks, and the --record transcript (opened before anything starts, so a bad path is a
  * usage error). Throws {@link UsageError}, after closing any connector it opened.
  */
 export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<HostOptionsOfCli> {
@@ -126,6 +131,7 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Host
   const sandbox = sandboxOf(values, io.cwd);
   const connectors = await connectorsOf(values, io);
   let allowed: string[];
+  let approve: string[];
   let contract: Contract | undefined;
   let recorder: Recorder | undefined;
   const capabilities: Capabilities = Object.assign(Object.create(null) as Capabilities, builtins, custom);
@@ -146,6 +152,7 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Host
           `(available: ${Object.keys(capabilities).join(", ")}); add a handler with --capabilities`,
       );
     }
+    approve = approveNamesOf(values.approve, capabilities, allowed);
     contract = Object.keys(connectors.specs).length === 0 ? undefined : contractOf(allowed, connectors.specs);
     recorder = startRecording(values.record, io.cwd);
   } catch (error) {
@@ -157,6 +164,9 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Host
   const now = () => performance.now() - startedAt;
   return {
     contract,
+    approve,
+    // Every call that needs approval (--approve, or a handler marked requireApproval) is asked on the terminal.
+    approval: terminalApproval(approve, { stdin: io.stdin ?? process.stdin, stderr: io.stderr, quiet: values.quiet ?? false }),
     closeConnectors: () => connectors.close().catch(() => {}),
     sandbox,
     cwd: io.cwd,
@@ -285,6 +295,7 @@ export function inFlagTerms<Report extends { failure?: { code: string; message: 
 const LIMIT_FLAGS = [
   ["(limits.runTimeoutMs)", "(--timeout)"],
   ["(limits.memoryBytes)", "(--memory)"],
+  ["; limits.memoryBytes)", "; --memory)"],
   ["(limits.cpuTimeMs)", "(--cpu-time)"],
   ["limits.memoryBytes (", "--memory ("],
   ["limits.processes (", "--processes ("],

@@ -7,6 +7,7 @@ import { resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { describeError } from "../protocol/errors.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
+import { byteSize } from "../protocol/text.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
 
 /** A mistake in how `ears` was called. Printed as `ears: <message>` with exit status 64. */
@@ -42,8 +43,8 @@ export function subcommand<const Spec extends OptionSpec & { help: { type: "bool
   options: Spec,
   help: string,
   run: (line: CommandLine<OptionValues<Spec>>, io: CliIo) => Promise<number>,
-): (argv: readonly string[], io: CliIo) => Promise<number> {
-  return async (argv, io) => {
+): Subcommand {
+  const carryOut = async (argv: readonly string[], io: CliIo) => {
     const line = parseCommandLine(command, argv, options);
     if ((line.values as { help?: boolean }).help) {
       io.stdout.write(help);
@@ -51,7 +52,16 @@ export function subcommand<const Spec extends OptionSpec & { help: { type: "bool
     }
     return run(line, io);
   };
+  // The option table and the help travel with the command, so a test can hold one against the other.
+  return Object.assign(carryOut, { command, options: options as OptionSpec, help });
 }
+
+/** A subcommand: `(argv, io) => exit status`, with its name, the options its parser takes and its help. */
+export type Subcommand = ((argv: readonly string[], io: CliIo) => Promise<number>) & {
+  readonly command: string;
+  readonly options: OptionSpec;
+  readonly help: string;
+};
 
 /**
  * Parses `argv` (without the subcommand) for `command`. Everything after the first `--` belongs to the
@@ -82,6 +92,7 @@ export function parseCommandLine<const Spec extends OptionSpec>(
 /** An example value for each option that takes one, for the message about a missing value. */
 const VALUE_EXAMPLES: Record<string, string> = {
   allow: "read,list",
+  approve: "send_email",
   input: `'{"path":"README.md"}'`,
   capabilities: "./caps.mjs",
   root: ".",
@@ -180,15 +191,34 @@ export function parseSeconds(option: string, text: string | undefined): number |
 const SIZE_UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
 
 /**
+ * The least value of each size option: below it a run could not even start (Node needs tens of MiB), so
+ * `--memory 10` is a mistake (10 bytes, meant as 10M or 10G), refused rather than a run that dies at once.
+ */
+export const SIZE_MINIMUMS: Readonly<Record<string, number>> = {
+  memory: 16 * 1024 ** 2,
+  "tmp-size": 64 * 1024,
+  "max-result": 1024,
+};
+
+/**
  * `--memory 512M` -> 536870912: a whole number of bytes, or a number with K, M or G (powers of 1024; a
- * trailing "iB" or "B" is accepted). Throws {@link UsageError} for anything else, or a size under 1 byte.
+ * trailing "iB" or "B" is accepted). Throws {@link UsageError} for anything else, or a size under the
+ * option's {@link SIZE_MINIMUMS} entry (1 byte for others), naming the accepted forms.
  */
 export function parseSize(option: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const match = /^\s*(\d*\.?\d+)\s*([kmg]?)(?:i?b)?\s*$/i.exec(text);
   const bytes = match === null ? NaN : Math.floor(Number(match[1]) * SIZE_UNITS[match[2]!.toLowerCase()]!);
+  const forms = `a size in bytes, or with K, M or G (e.g. --${option} 512M)`;
   if (!(Number.isSafeInteger(bytes) && bytes > 0)) {
-    throw new UsageError(`--${option} takes a size in bytes, or with K, M or G (e.g. --${option} 512M), got ${JSON.stringify(text)}`);
+    throw new UsageError(`--${option} takes ${forms}, got ${JSON.stringify(text)}`);
+  }
+  const least = SIZE_MINIMUMS[option] ?? 1;
+  if (bytes < least) {
+    throw new UsageError(
+      `--${option} ${text.trim()} is ${byteSize(bytes)}, under the least of ${byteSize(least)}; ` +
+        `it takes ${forms} of at least ${byteSize(least)}`,
+    );
   }
   return bytes;
 }

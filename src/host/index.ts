@@ -48,6 +48,7 @@ export {
   type ResumeDecision,
 } from "./engine/approval.js";
 export { createRunPool, DEFAULT_POOL_SIZE, type RunPool, type RunPoolOptions } from "./code/run-pool.js";
+export { createRunAdmission, defaultRunAdmission, type RunAdmission, type RunAdmissionOptions } from "./engine/admission.js";
 export { closeTypeChecker } from "./code/warm-checker.js";
 export {
   createSession,

@@ -27,6 +27,7 @@ import { nodeFileSystem } from "./sandbox/file-system-view.js";
 import { isSession, sessionRun, type Session } from "./workspace/index.js";
 import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
+import { admissionOf, type Admission } from "./engine/admission.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -53,7 +54,9 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
 export function runGuest(options: GuestCommand): Promise<RunReport> {
   const launch = checkLaunch(options, "runGuest", {});
   const run = () =>
-    traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) => runLaunch(launch, observer));
+    traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) =>
+      admitted(launch, () => runLaunch(launch, observer)),
+    );
   return launch.session === undefined ? run() : sessionRun(launch.session, run, "runGuest");
 }
 
@@ -112,6 +115,29 @@ export interface CheckedLaunch extends LaunchExtras, SessionExtra {
   requestedLimits: ReadonlySet<ResourceLimitName>;
   /** Where the guest runs when not here: a remote runner (options.remote). */
   remote?: RemoteTarget | undefined;
+  /** The run admission its process waits in (options.admission, or the process-wide one). */
+  admission: Admission;
+}
+
+/** @internal The memory a launch's process is charged in its admission: its limit here, none of this host's when remote. */
+export function admittedMemory(launch: Pick<CheckedLaunch, "remote" | "settings">): number {
+  return launch.remote === undefined ? launch.settings.limits.memoryBytes : 0;
+}
+
+/**
+ * @internal Waits for a slot of the launch's admission, then runs `start` (which starts the guest and
+ * resolves once it is gone) and gives the slot back. A run that gets no slot (queue full, waited too long,
+ * aborted while it waited) has a report with that failure and nothing started. Never rejects.
+ */
+export async function admitted(launch: CheckedLaunch, start: () => Promise<RunReport>): Promise<RunReport> {
+  const askedAt = performance.now();
+  const slot = await launch.admission.acquire({ memoryBytes: admittedMemory(launch), signal: launch.settings.signal });
+  if (!("release" in slot)) return notStartedReport(slot, performance.now() - askedAt);
+  try {
+    return await start();
+  } finally {
+    slot.release();
+  }
 }
 
 /**
@@ -141,6 +167,9 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
     options.remote === undefined
       ? undefined
       : RemoteTarget.check(options.remote, options, caller, caller === "runGuest" ? [command, ...args] : undefined);
+  const admission = admissionOf(options.admission, caller);
+  // A run that could never fit the memory budget is refused now, not left to wait for ever.
+  if (remote === undefined && caller !== "createRunPool") admission.check(settings.limits.memoryBytes, caller);
   return {
     ...extras,
     ...(session === undefined ? {} : { session }),
@@ -154,6 +183,7 @@ export function checkLaunch(options: GuestCommand, caller: "runGuest" | "runCode
     sandbox,
     requestedLimits: new Set(RESOURCE_LIMITS.filter((name) => options.limits?.[name] !== undefined)),
     remote,
+    admission,
   };
 }
 

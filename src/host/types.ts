@@ -9,6 +9,7 @@ import type { Failure, Outcome, Success } from "../protocol/outcome.js";
 import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
 import type { Session } from "./workspace/index.js";
 import type { ApprovalOptions, ApprovalRecord, PausedRun } from "./engine/approval.js";
+import type { RunAdmission } from "./engine/admission.js";
 
 // The handler types belong to the capability contract, which the guest side shares; the host API exports them too.
 export type { CapabilityContext, Capability, Capabilities } from "../contract/contract.js";
@@ -285,7 +286,9 @@ export type HostFailureCode =
   | "CpuLimit"
   | "ResultTooLarge"
   | "RunnerLost"
-  | "ReplayDiverged";
+  | "ReplayDiverged"
+  | "RunQueueFull"
+  | "QueueTimeout";
 
 /** The session-level failure in a {@link RunReport}. */
 export interface HostFailure {
@@ -450,6 +453,14 @@ export interface GuestCommand extends HostOptions {
    * sandbox options object name this machine's paths and are refused with it (TypeError).
    */
   remote?: RemoteRunner | readonly RemoteRunner[];
+  /**
+   * Added: the run admission the run waits in for a slot before its process starts (`createRunAdmission`);
+   * default the process-wide one (`defaultRunAdmission()`), shared by every run and pool without their
+   * own. A run beyond its bound waits (not counted in `runTimeoutMs`), or fails with `RunQueueFull` or
+   * `QueueTimeout` and nothing started. A `limits.memoryBytes` over its memory budget throws a RangeError.
+   * A pooled run has its pool's. See docs/host.md, "Run admission".
+   */
+  admission?: RunAdmission;
 }
 
 /** One worker of a remote runner list, as a pool reports it (`pool.workers`). */

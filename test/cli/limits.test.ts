@@ -22,10 +22,17 @@ describe("limit flags", () => {
     expect(parseSize("memory", "1G")).toBe(1024 * MiB);
     expect(parseSize("memory", "1.5g")).toBe(1536 * MiB);
     expect(parseSize("tmp-size", "64KiB")).toBe(64 * 1024);
-    expect(parseSize("tmp-size", "4096")).toBe(4096);
+    expect(parseSize("tmp-size", "65536")).toBe(65536);
     expect(parseSize("memory", undefined)).toBeUndefined();
     for (const bad of ["", "0", "-1M", "12T", "M", "1e3", "0.1"]) expect(() => parseSize("memory", bad), bad).toThrow(UsageError);
     expect(() => parseSize("memory", "lots")).toThrow('--memory takes a size in bytes, or with K, M or G (e.g. --memory 512M), got "lots"');
+    // Under an option's least size is a mistake (10 bytes meant as 10M), refused with the accepted forms (issue 29 item 9).
+    expect(() => parseSize("memory", "10")).toThrow(
+      "--memory 10 is 10 bytes, under the least of 16 MiB; it takes a size in bytes, or with K, M or G (e.g. --memory 512M) of at least 16 MiB",
+    );
+    expect(parseSize("memory", "16M")).toBe(16 * MiB);
+    expect(() => parseSize("tmp-size", "4K")).toThrow("--tmp-size 4K is 4 KiB, under the least of 64 KiB;");
+    expect(() => parseSize("max-result", "100")).toThrow("--max-result 100 is 100 bytes, under the least of 1 KiB;");
     expect(parseCount("processes", "64")).toBe(64);
     for (const bad of ["0", "2.5", "-3", "x"]) expect(() => parseCount("processes", bad), bad).toThrow(UsageError);
   });
@@ -85,7 +92,7 @@ describe.runIf(hostCgroupPlan().version !== null)("ears run with limits", () => 
     const run = await ears(["run", "--memory", "96M", "--input", '{"action":"memory","mib":160}', "--", "node", CONSUME]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(
-      "ears: the session failed: MemoryLimit: the guest went past its memory limit of 100663296 bytes (--memory)",
+      "ears: the session failed: MemoryLimit: the guest went past its memory limit of 96 MiB (100663296 bytes; --memory)",
     );
     expect(run.stderr).toMatch(/^ears: cpu \d+ ms, memory \d+ MiB peak, \d+ processes$/m);
   });

@@ -9,7 +9,7 @@ import type { Contract, StandardSchemaV1 } from "../../contract/contract.js";
 import { encodeBodyFrame } from "../../protocol/code-body.js";
 import { describeError } from "../../protocol/errors.js";
 import * as failures from "../report/failures.js";
-import { runLaunch } from "../run-guest.js";
+import { admitted, runLaunch } from "../run-guest.js";
 import { notStartedReport } from "../report/report.js";
 import { traced } from "../observe/tracing.js";
 import type { GuestCommand, RunReport } from "../types.js";
@@ -134,9 +134,12 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
         const body = encodeBodyFrame(compiled.javascript);
         const ran = (report: RunReport) => inCodeWords(report, launch.settings.limits.runTimeoutMs);
         if (pool !== undefined) return runPooled(pool, launch, observer, body).then(ran);
-        const own = withWorkDir(launch);
-        if ("failure" in own) return notStartedReport(own.failure, performance.now() - startedAt);
-        return runLaunch(own.launch, observer, body).finally(own.remove).then(ran);
+        // The slot first: a run waiting in the queue has no working directory (a tmpfs mount) yet.
+        return admitted(launch, () => {
+          const own = withWorkDir(launch);
+          if ("failure" in own) return Promise.resolve(notStartedReport(own.failure, performance.now() - startedAt));
+          return runLaunch(own.launch, observer, body).finally(own.remove);
+        }).then(ran);
       });
     });
   return launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode");

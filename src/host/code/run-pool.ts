@@ -13,7 +13,8 @@ import { MAX_TIMER_MS } from "../../protocol/timers.js";
 import * as failures from "../report/failures.js";
 import type { RunObserver } from "../observe/observer.js";
 import { notStartedReport, runReport } from "../report/report.js";
-import { StartedGuest, startGuest, type CheckedLaunch } from "../run-guest.js";
+import { admittedMemory, StartedGuest, startGuest, type CheckedLaunch } from "../run-guest.js";
+import type { RunAdmission } from "../engine/admission.js";
 import { sandboxRequest, type SandboxRequest } from "../sandbox/index.js";
 import type { SandboxSetting } from "../sandbox/types.js";
 import { DEFAULT_HOST_LIMITS, RESOURCE_LIMITS } from "../settings.js";
@@ -61,6 +62,13 @@ export interface RunPoolOptions {
    * back-off (`pool.workers` says so). `cwd`, `env` and sandbox paths are then refused (TypeError).
    */
   remote?: RemoteRunner | readonly RemoteRunner[];
+  /**
+   * Added: the run admission the pool's runners take their slots from (`createRunAdmission`), default the
+   * process-wide one. Each runner, idle or serving, holds a slot (and its `memoryBytes`) from before it is
+   * spawned until it is gone; a pool of more runners than `maxConcurrentRuns`, or whose `size` runners'
+   * `memoryBytes` are over the memory budget, is a RangeError. A pooled run has the pool's admission.
+   */
+  admission?: RunAdmission;
 }
 
 /** A pool of warm code runners, made by {@link createRunPool}; pass it to runCode as `pool`. */
@@ -97,12 +105,12 @@ export interface RunPool {
  */
 export function createRunPool(options: RunPoolOptions = {}): RunPool {
   if (typeof options !== "object" || options === null) throw new TypeError("createRunPool: options must be an object");
-  const { size = DEFAULT_POOL_SIZE, sandbox, limits, cwd, env, remote, ...rest } = options;
+  const { size = DEFAULT_POOL_SIZE, sandbox, limits, cwd, env, remote, admission, ...rest } = options;
   const unknown = Object.keys(rest);
   if (unknown.length > 0) {
     throw new TypeError(
       `createRunPool: unknown option ${JSON.stringify(unknown[0])}; ` +
-        "a pool takes size, sandbox, limits, cwd, env and remote (the rest is each runCode's)",
+        "a pool takes size, sandbox, limits, cwd, env, remote and admission (the rest is each runCode's)",
     );
   }
   if (!(Number.isSafeInteger(size) && size >= 1 && size <= MAX_POOL_SIZE)) {
@@ -116,7 +124,9 @@ export function createRunPool(options: RunPoolOptions = {}): RunPool {
     }
   }
   // The same checks and launch as a cold runCode's: one way to start the runner.
-  const launch = codeLaunch({ sandbox, limits, cwd, env: env === undefined ? undefined : { ...env }, remote }, "createRunPool");
+  const launch = codeLaunch({ sandbox, limits, cwd, env: env === undefined ? undefined : { ...env }, remote, admission }, "createRunPool");
+  // Its runners all fit at once, or the pool could never be full (nor, at the cap, leave a slot to anyone).
+  launch.admission.check(admittedMemory(launch), "createRunPool", size);
   return new WarmPool(size, launch, sandboxRequest(sandbox, "createRunPool"));
 }
 
@@ -142,12 +152,19 @@ export function poolRun(pool: RunPool, options: Omit<GuestCommand, "command" | "
   if (options.cwd !== undefined && (own.cwd === undefined || resolve(options.cwd) !== resolve(own.cwd))) throw differs("cwd");
   if (options.env !== undefined && !isDeepStrictEqual({ ...options.env }, own.env)) throw differs("env");
   if (launch.remote !== undefined && !launch.remote.sameAs(own.remote)) throw differs("remote");
+  if (options.admission !== undefined && options.admission !== own.admission) throw differs("admission");
   const limits = { ...launch.settings.limits };
   for (const name of POOL_LIMITS) {
     if (options.limits?.[name] !== undefined && launch.settings.limits[name] !== own.settings.limits[name]) throw differs(`limits.${name}`);
     limits[name] = own.settings.limits[name];
   }
-  return { ...own, settings: { ...launch.settings, limits }, killGraceMs: launch.killGraceMs, onStderr: launch.onStderr };
+  return {
+    ...own,
+    settings: { ...launch.settings, limits },
+    killGraceMs: launch.killGraceMs,
+    onStderr: launch.onStderr,
+    admission: own.admission,
+  };
 }
 
 /** A runner of the pool: started, then idle with its hello read, then taken by one run (or discarded). */
@@ -187,7 +204,10 @@ class WarmPool implements RunPool {
   private readonly warming = new Set<StartedGuest>();
   /** Aborted by close(): a runner whose sandbox is still being planned is then never spawned. */
   private readonly closeSignal = new AbortController();
+  /** Runners counted as starting: waiting for an admission slot, spawning, or not yet past their hello. */
   private starting = 0;
+  /** Of those, the ones waiting for a slot of the admission (the pool is held up by other runs then). */
+  private admitting = 0;
   private failuresInARow = 0;
   /** The report of the last start that failed (twice in a row), until a start succeeds; a run without a runner gets it. */
   private startFailure: RunReport | undefined;
@@ -269,6 +289,10 @@ class WarmPool implements RunPool {
     const ready = this.idle.shift();
     if (ready !== undefined) return Promise.resolve(ready);
     if (this.startFailure !== undefined) return Promise.resolve(this.startFailure);
+    // A run waiting for a runner is one of the admission's queued runs (its bound, its failure when full).
+    const { admission } = this.launch;
+    const unqueue = admission.enqueueElsewhere();
+    if (unqueue === undefined) return Promise.resolve(notRun(failures.runQueueFull(admission.maxQueuedRuns, admission.maxConcurrentRuns)));
     this.fill();
     return new Promise((settle) => {
       const onAbort = () => waiter.settle(notRun(failures.abortedBeforeStart(signal?.reason)));
@@ -277,16 +301,26 @@ class WarmPool implements RunPool {
           const at = this.waiters.indexOf(waiter);
           if (at >= 0) this.waiters.splice(at, 1);
           clearTimeout(timer);
+          clearInterval(keepAlive);
+          unqueue();
           signal?.removeEventListener("abort", onAbort);
           settle(taken);
         },
       };
-      // The timer also keeps the host alive while the run waits (the runners starting do not).
+      // The interval keeps the host alive while the run waits (the runners starting do not).
+      const keepAlive = setInterval(() => {}, MAX_TIMER_MS);
+      // helloTimeoutMs bounds the wait for a runner that is starting; while the pool's next runner still waits
+      // for an admission slot, the run is queued instead, and waits up to the admission's queueTimeoutMs.
       const { helloTimeoutMs } = limits;
-      const timer =
-        helloTimeoutMs === Infinity
-          ? setInterval(() => {}, MAX_TIMER_MS)
-          : setTimeout(() => waiter.settle(notRun(failures.poolRunnerNotReady(helloTimeoutMs))), helloTimeoutMs);
+      const expire = () => {
+        const queueLeft = admission.queueTimeoutMs - (performance.now() - askedAt);
+        if (this.admitting > 0 && queueLeft > 0) timer = setTimeout(expire, Math.min(queueLeft, MAX_TIMER_MS));
+        else if (this.admitting > 0) waiter.settle(notRun(failures.queueTimedOut(admission.queueTimeoutMs, admission.maxConcurrentRuns)));
+        else if (helloTimeoutMs === Infinity) timer = setTimeout(expire, MAX_TIMER_MS);
+        else waiter.settle(notRun(failures.poolRunnerNotReady(helloTimeoutMs)));
+      };
+      let timer = setTimeout(expire, Math.min(helloTimeoutMs, MAX_TIMER_MS));
+      timer.unref();
       this.waiters.push(waiter);
       signal?.addEventListener("abort", onAbort, { once: true });
     });
@@ -314,6 +348,28 @@ class WarmPool implements RunPool {
 
   /** Starts one runner (`uncount()` once it no longer counts as starting); resolves when it is gone again. */
   private async startRunner(uncount: () => void): Promise<void> {
+    // The slot first, without a deadline (close() aborts the wait): nothing is made or spawned, and no
+    // start-up deadline runs, while the runner waits for it.
+    this.admitting += 1;
+    const slot = await this.launch.admission.acquire({
+      memoryBytes: admittedMemory(this.launch),
+      signal: this.closeSignal.signal,
+      pool: true,
+    });
+    this.admitting -= 1;
+    if (!("release" in slot)) {
+      uncount();
+      return;
+    }
+    try {
+      await this.startAdmitted(uncount);
+    } finally {
+      slot.release();
+    }
+  }
+
+  /** {@link startRunner} once it holds its slot: resolves when the runner is gone again. */
+  private async startAdmitted(uncount: () => void): Promise<void> {
     const startedAt = performance.now();
     const own = withWorkDir(this.launch);
     let started: StartedGuest | RunReport;

@@ -16,9 +16,26 @@ import type { Json } from "../../protocol/json.js";
 import { FailureCode, Outcome } from "../../protocol/outcome.js";
 import { MissingPeerError } from "../code/compile.js";
 
-/** One server of an `mcpServers` configuration: a command to start (stdio), or a URL (Streamable HTTP). */
-export type McpServerConfig =
-  { command: string; args?: string[]; env?: Record<string, string>; cwd?: string } | { url: string; headers?: Record<string, string> };
+/**
+ * One server of an `mcpServers` configuration: a command to start (stdio), or a URL (Streamable HTTP),
+ * with the tools a body may call ({@link McpToolFilter}).
+ */
+export type McpServerConfig = (
+  { command: string; args?: string[]; env?: Record<string, string>; cwd?: string } | { url: string; headers?: Record<string, string> }
+) &
+  McpToolFilter;
+
+/**
+ * Which of a server's tools become capabilities (ears' own fields; MCP clients ignore them). A tool left
+ * out is neither declared nor callable: a body's call is refused by the host and never reaches the
+ * server. A name the server does not have is refused when connecting (a typo must not leave a tool in).
+ */
+export interface McpToolFilter {
+  /** Only these tools (by the server's names). Default: all of them. */
+  allowTools?: string[];
+  /** Not these tools, e.g. server-everything's `get-env`, which hands a body the server's environment. */
+  denyTools?: string[];
+}
 
 /** The configuration format MCP clients share (Claude Desktop, Cursor, ...): servers by name. */
 export interface McpConfig {
@@ -118,7 +135,7 @@ export function mcpConfig(value: unknown): McpConfig {
     if (name === "" || name.includes("."))
       throw new TypeError(`${at}: a server name must be non-empty and hold no "." (tools are named <server>.<tool>)`);
     if (typeof server !== "object" || server === null || Array.isArray(server)) throw new TypeError(`${at} must be an object`);
-    const { command, url, args, env, headers, cwd } = server as Record<string, unknown>;
+    const { command, url, args, env, headers, cwd, allowTools, denyTools } = server as Record<string, unknown>;
     if ((command === undefined) === (url === undefined))
       throw new TypeError(`${at} needs exactly one of "command" (stdio) and "url" (Streamable HTTP)`);
     if (command !== undefined && (typeof command !== "string" || command === ""))
@@ -131,6 +148,14 @@ export function mcpConfig(value: unknown): McpConfig {
       throw new TypeError(`${at}: "args" must be an array of strings`);
     }
     if (cwd !== undefined && typeof cwd !== "string") throw new TypeError(`${at}: "cwd" must be a string`);
+    for (const [field, list] of [
+      ["allowTools", allowTools],
+      ["denyTools", denyTools],
+    ] as const) {
+      if (list !== undefined && !(Array.isArray(list) && list.every((tool) => typeof tool === "string" && tool !== ""))) {
+        throw new TypeError(`${at}: "${field}" must be an array of tool names`);
+      }
+    }
     for (const [field, map] of [
       ["env", env],
       ["headers", headers],
@@ -199,7 +224,7 @@ export async function connectMcpServers(config: McpConfig, options: McpConnectOp
       const timeout = options.connectTimeoutMs ?? 30_000;
       try {
         await client.connect(transport, { timeout });
-        for (const tool of await listTools(client, timeout)) {
+        for (const tool of filterTools(server, settings, await listTools(client, timeout))) {
           const name = `${server}.${tool.name}`;
           specs[name] = {
             ...(tool.description === undefined ? {} : { description: tool.description }),
@@ -241,6 +266,24 @@ function transportOf(sdk: Sdk, server: string, settings: McpServerConfig, onStde
     pending = "";
   });
   return transport;
+}
+
+/** The tools `allowTools` and `denyTools` leave; throws naming a listed tool the server does not have. */
+function filterTools<Tool extends { name: string }>(server: string, { allowTools, denyTools }: McpToolFilter, tools: Tool[]): Tool[] {
+  const names = new Set(tools.map((tool) => tool.name));
+  for (const [field, list] of [
+    ["allowTools", allowTools],
+    ["denyTools", denyTools],
+  ] as const) {
+    const unknown = (list ?? []).filter((name) => !names.has(name));
+    if (unknown.length > 0) {
+      throw new Error(
+        `"${field}" names ${unknown.map((name) => JSON.stringify(name)).join(", ")}, which server ${JSON.stringify(server)} ` +
+          `does not have (its tools: ${[...names].join(", ")})`,
+      );
+    }
+  }
+  return tools.filter((tool) => (allowTools === undefined || allowTools.includes(tool.name)) && !(denyTools ?? []).includes(tool.name));
 }
 
 async function listTools(client: Client, timeout: number) {

@@ -41,6 +41,10 @@ export const HostFailureCode = {
   RunnerLost: "RunnerLost",
   /** resumeCode: the body took another path than before the pause (another call at a step); nothing ran for that call. */
   ReplayDiverged: "ReplayDiverged",
+  /** Added: the run admission's queue was full (`maxQueuedRuns`); nothing was started, the run may be tried again. */
+  RunQueueFull: "RunQueueFull",
+  /** Added: the run waited `queueTimeoutMs` for a slot of the run admission; nothing was started, it may be tried again. */
+  QueueTimeout: "QueueTimeout",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;

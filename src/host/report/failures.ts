@@ -91,6 +91,26 @@ export function poolClosed(): HostFailure {
   return { code: HostFailureCode.Aborted, message: "the run pool was closed before a runner was free for this run; nothing ran" };
 }
 
+// The run admission's (engine/admission.ts; docs/host.md, "Run admission").
+
+export function runQueueFull(maxQueued: number, maxRuns: number): HostFailure {
+  return {
+    code: HostFailureCode.RunQueueFull,
+    message:
+      `the host is busy: ${maxRuns} runs are under way (maxConcurrentRuns) and ${maxQueued} more are waiting (maxQueuedRuns), ` +
+      "so this run was not queued and nothing ran; try again in a moment, or run fewer at once",
+  };
+}
+
+export function queueTimedOut(ms: number, maxRuns: number): HostFailure {
+  return {
+    code: HostFailureCode.QueueTimeout,
+    message:
+      `the host is busy: this run waited ${ms} ms (queueTimeoutMs) for one of its ${maxRuns} run slots (maxConcurrentRuns) ` +
+      "and none came free, so nothing ran; try again in a moment, or run fewer at once",
+  };
+}
+
 // A remote runner's (runGuest/runCode with `remote`; see docs/remote.md).
 
 /** The remote command ended (or wrote something else) before the runner's first line: nothing ran there. */
@@ -159,7 +179,7 @@ export function hostFailed(error: unknown): HostFailure {
 export function memoryLimitReached(bytes: number): HostFailure {
   return {
     code: HostFailureCode.MemoryLimit,
-    message: `the guest went past its memory limit of ${bytes} bytes (limits.memoryBytes) and was killed`,
+    message: `the guest went past its memory limit of ${byteSize(bytes)} (${bytes} bytes; limits.memoryBytes) and was killed`,
   };
 }
 

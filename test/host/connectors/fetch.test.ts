@@ -136,9 +136,13 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
       [{ address: "169.254.169.254", family: 4 }],
       [{ address: "::ffff:169.254.169.254", family: 6 }],
       [{ address: "fd00:ec2::254", family: 6 }],
+      // Issue 28 item 12: local-use NAT64 (RFC 8215) and IPv4-translated (RFC 2765) spellings of the metadata address, Teredo.
+      [{ address: "64:ff9b:1::a9fe:a9fe", family: 6 }],
+      [{ address: "::ffff:0:a9fe:a9fe", family: 6 }],
+      [{ address: "2001:0:4136:e378:8000:63bf:3fff:fdd2", family: 6 }],
       // Every address is checked, not only the first.
       [
-        { address: "203.0.113.7", family: 4 },
+        { address: "93.184.215.14", family: 4 },
         { address: "10.0.0.5", family: 4 },
       ],
       [{ address: "127.0.0.1", family: 4 }],
@@ -159,7 +163,8 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
 
   it("connects to the address it checked: the name is looked up once, Node does not look it up again", async () => {
     // The second answer of this stub would be the metadata address (DNS rebinding); the socket must get the first.
-    const answers = [[{ address: "203.0.113.7", family: 4 }], [{ address: "169.254.169.254", family: 4 }]];
+    // (A public address, not a documentation one: those are refused now. The connect is intercepted: no packet.)
+    const answers = [[{ address: "93.184.215.14", family: 4 }], [{ address: "169.254.169.254", family: 4 }]];
     const lookup = vi.fn(async () => answers.shift()!);
     const pinned: string[] = [];
     vi.spyOn(Socket.prototype, "connect").mockImplementation(function (this: Socket, ...args: unknown[]) {
@@ -173,7 +178,7 @@ return { r, env: JSON.stringify(own.env), argv: own.argv };`,
     const outcome = await fetchCapability({ allow: ["http://api.test"], lookup })({ url: "http://api.test/" }, ctx());
     expect(outcome).toMatchObject({ status: "failure", code: "FetchFailed" });
     expect(lookup).toHaveBeenCalledTimes(1);
-    expect(pinned).toEqual(["203.0.113.7", "203.0.113.7"]);
+    expect(pinned).toEqual(["93.184.215.14", "93.184.215.14"]);
   });
 
   it("refuses an answer larger than maxBytes, streamed or declared, and says so", async () => {

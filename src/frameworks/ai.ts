@@ -7,6 +7,7 @@
 import { asSchema, jsonSchema as aiJsonSchema, type Tool, type ToolExecutionOptions, type ToolSet } from "ai";
 import { jsonSchema } from "../contract/json-schema.js";
 import type { CapabilitySpec } from "../contract/contract.js";
+import type { Json } from "../protocol/json.js";
 import {
   answerOf,
   codeToolCore,
@@ -24,9 +25,11 @@ export interface AiCodeToolOptions extends CodeToolOptions {
   /**
    * The AI SDK tools a body may call, by the name it calls them (`ears.call("getWeather", …)`): made
    * with `tool({ description, inputSchema, outputSchema?, execute })`, zod or `jsonSchema()` schemas,
-   * or from the AI SDK's MCP client (`await mcpClient.tools()`). A tool with `needsApproval`, one
-   * without `execute` (a client-side tool) and a provider-executed tool are left out of the body's
-   * reach and named in the description, so the model calls them as tools of their own.
+   * or from the AI SDK's MCP client (`await mcpClient.tools()`). A tool with `needsApproval` is
+   * callable, each call it holds decided by `approval.decide` (without `approval`, such a call is
+   * denied; a tool with `needsApproval: true` is then left out). A tool without `execute` (a
+   * client-side tool) and a provider-executed tool are left out of the body's reach and named in the
+   * description, so the model calls them as tools of their own.
    */
   tools: ToolSet;
 }
@@ -63,7 +66,7 @@ export function createCodeTool(options: AiCodeToolOptions): Tool<CodeToolInput, 
   const leftOut: LeftOutTool[] = [];
   for (const [name, tool] of Object.entries(tools)) {
     if (typeof tool !== "object" || tool === null) throw new TypeError(`${ENTRY}: tools.${name} is not an AI SDK tool`);
-    const why = leftOutBecause(tool);
+    const why = leftOutBecause(tool, options.approval !== undefined);
     if (why !== undefined) leftOut.push({ name, why });
     else own.set(name, callable(name, tool));
   }
@@ -80,11 +83,14 @@ export function createCodeTool(options: AiCodeToolOptions): Tool<CodeToolInput, 
   };
 }
 
-/** Why a tool cannot be called from a body, or undefined when it can. */
-function leftOutBecause(tool: ToolSet[string]): string | undefined {
+/**
+ * Why a tool cannot be called from a body, or undefined when it can. A tool that always needs approval
+ * is left out when the code tool has no way to ask (every call would be denied).
+ */
+function leftOutBecause(tool: ToolSet[string], canAsk: boolean): string | undefined {
   if ((tool as { type?: string }).type === "provider") return "its provider runs it";
   if (typeof tool.execute !== "function") return "it has no execute: the client runs it";
-  if (tool.needsApproval !== undefined && tool.needsApproval !== false) return "it needs approval";
+  if (tool.needsApproval === true && !canAsk) return "it needs approval";
   return undefined;
 }
 
@@ -92,14 +98,31 @@ function leftOutBecause(tool: ToolSet[string]): string | undefined {
 function callable(name: string, tool: ToolSet[string]): FrameworkTool<ToolExecutionOptions> {
   const input = asSchema(tool.inputSchema);
   const output = tool.outputSchema === undefined ? undefined : asSchema(tool.outputSchema);
+  const policy = tool.needsApproval === undefined || tool.needsApproval === false ? undefined : tool.needsApproval;
+  const approvalNote = policy === undefined ? undefined : "May need a person's approval: a denied call is an ApprovalDenied failure.";
+  const description = [tool.description, approvalNote].filter((text) => text !== undefined).join(" ");
   const spec: CapabilitySpec = {
-    ...(tool.description === undefined ? {} : { description: tool.description }),
+    ...(description === "" ? {} : { description }),
     arguments: jsonSchema(syncJsonSchema(name, "inputSchema", input.jsonSchema)),
     ...(output === undefined ? {} : { structured: jsonSchema(syncJsonSchema(name, "outputSchema", output.jsonSchema)) }),
   };
   const execute = tool.execute!;
   return {
     spec,
+    // As the AI SDK asks: on input that passed the tool's schema (input it refuses needs no decision), with the call's options.
+    ...(policy === undefined
+      ? {}
+      : {
+          needsApproval: async (args: Json, callOptions: ToolExecutionOptions) => {
+            let value: unknown = args;
+            if (input.validate !== undefined) {
+              const checked = await input.validate(args);
+              if (!checked.success) return false;
+              value = checked.value;
+            }
+            return policy === true ? true : policy(value as never, callOptions);
+          },
+        }),
     async call(args, ctx, callOptions) {
       let value: unknown = args;
       if (input.validate !== undefined) {

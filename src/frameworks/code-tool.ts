@@ -13,8 +13,20 @@ import { clip } from "../protocol/text.js";
 import { boundedToolLogs as boundedLogs, codeToolLimitsText } from "../host/code/code-tool-text.js";
 import { poolLimitsOf } from "../host/code/run-pool.js";
 import { requireTypeScript } from "../host/code/typecheck.js";
+import { approvalSettings } from "../host/engine/approval.js";
 import type { McpConnection } from "../host/connectors/mcp.js";
-import { createRunPool, runCode, type Capabilities, type HostLimits, type RunPool, type RunReport } from "../host/index.js";
+import {
+  createRunPool,
+  requireApproval,
+  runCode,
+  type ApprovalCall,
+  type ApprovalDecision,
+  type Capabilities,
+  type HostLimits,
+  type ResumeDecision,
+  type RunPool,
+  type RunReport,
+} from "../host/index.js";
 import type { SandboxSetting } from "../host/sandbox/types.js";
 
 /** Options every framework's code tool takes besides its tools. */
@@ -41,6 +53,29 @@ export interface CodeToolOptions {
   sandbox?: SandboxSetting;
   /** Called with each run's full report (usage, calls, logs, pid), after the result is made. A throw is ignored. */
   onReport?: (report: RunReport) => void;
+  /**
+   * The live decision on a body's call to a tool with `needsApproval` (docs/frameworks.md, "Approvals"):
+   * runCode's `approval.decide` and `approval.timeoutMs`. The framework's policy is asked first (with the
+   * body's arguments and the code tool call's options); only a call it holds is given to `decide`, while
+   * the body waits. Approve: the tool runs. Deny: the body's call is an `ApprovalDenied` failure with
+   * the reason, and the tool does not run. Without this option, such a call is denied, saying so.
+   */
+  approval?: CodeToolApproval;
+}
+
+/**
+ * How a code tool gets a decision on a call that needs approval: runCode's live approval. A code tool
+ * cannot pause a run (a body's run is one tool call of the framework), so `decide` approves or denies.
+ */
+export interface CodeToolApproval {
+  /**
+   * Asked once for each call the tool's `needsApproval` holds (`call`: its `id` in the run, the tool's
+   * `name`, the `arguments` the body sent). `signal` aborts when the answer is no longer wanted (the
+   * decision deadline passed, the run ended). A throw, a rejection or a malformed decision denies the call.
+   */
+  decide: (call: ApprovalCall, context: { signal: AbortSignal }) => ResumeDecision | PromiseLike<ResumeDecision>;
+  /** How long one decision may take (runCode's, default 10 minutes; Infinity for none): past it the call is `ApprovalTimedOut`. */
+  timeoutMs?: number;
 }
 
 /**
@@ -67,6 +102,11 @@ export interface CodeToolOutput {
 export interface FrameworkTool<CallOptions> {
   spec: CapabilitySpec;
   call(args: Json, ctx: CapabilityContext, options: CallOptions): unknown;
+  /**
+   * The framework's approval policy for one call, when the tool has one: asked with the body's arguments
+   * and the code tool call's options; anything but `false` (a throw too) means the call needs a decision.
+   */
+  needsApproval?: (args: Json, options: CallOptions) => unknown;
 }
 
 /** A tool that cannot be called from a body, and why (it is named in the description). */
@@ -103,6 +143,7 @@ export function codeToolCore<CallOptions>(
   options: CodeToolOptions,
 ): CodeToolCore<CallOptions> {
   const { pool, limits, typecheck = false, sandbox, onReport } = options;
+  const approval = approvalOf(entry, options.approval);
   if (pool !== undefined && pool !== false && (typeof pool !== "object" || pool === null)) {
     throw new TypeError(`${entry}: options.pool must be a run pool (createRunPool) or false`);
   }
@@ -136,11 +177,13 @@ export function codeToolCore<CallOptions>(
     const progress = () => onProgress?.({ status: "running", content: "", logs: boundedLogs(logs), calls });
     const capabilities: Capabilities = Object.create(null);
     for (const [name, tool] of tools) {
-      capabilities[name] = (args, ctx) => {
+      const capability = (args: Json, ctx: CapabilityContext) => {
         calls += 1;
         progress();
         return tool.call(args, ctx, callOptions);
       };
+      // Every call of a tool with a policy goes through runCode's approval gate; `decide` below asks the policy first.
+      capabilities[name] = tool.needsApproval === undefined ? capability : requireApproval(capability);
     }
     for (const connection of connections) {
       for (const [name, capability] of Object.entries(connection.capabilities)) {
@@ -162,6 +205,10 @@ export function codeToolCore<CallOptions>(
       ...(sandbox === undefined || runPool !== undefined ? {} : { sandbox }),
       ...(signal === undefined ? {} : { signal }),
       ...(runPool === undefined ? {} : { pool: runPool }),
+      approval: {
+        decide: (call, context) => decision(entry, tools.get(call.name), call, callOptions, approval, context),
+        ...(approval?.timeoutMs === undefined ? {} : { timeoutMs: approval.timeoutMs }),
+      },
       onLog: (entry) => {
         logs.push(`[${entry.level}] ${entry.content}`);
         progress();
@@ -175,6 +222,58 @@ export function codeToolCore<CallOptions>(
     return outputOf(report, logs);
   };
   return { description, contract, run };
+}
+
+/** Checks the `approval` option: runCode's `decide` and `timeoutMs`, nothing else (a code tool cannot pause). */
+function approvalOf(entry: string, approval: unknown): CodeToolApproval | undefined {
+  if (approval === undefined) return undefined;
+  if (typeof approval !== "object" || approval === null)
+    throw new TypeError(`${entry}: options.approval must be an object { decide, timeoutMs? }`);
+  const { decide, timeoutMs, ...rest } = approval as Partial<CodeToolApproval> & Record<string, unknown>;
+  if (typeof decide !== "function")
+    throw new TypeError(`${entry}: options.approval.decide must be a function (call, { signal }) => decision`);
+  const extra = Object.keys(rest);
+  if (extra.length > 0) {
+    throw new TypeError(
+      `${entry}: options.approval takes decide and timeoutMs only, not ${extra.join(", ")} ` +
+        "(a code tool's run cannot pause, and which calls need approval is each tool's needsApproval)",
+    );
+  }
+  // runCode checks timeoutMs (and says what is wrong) on each run; a code tool's mistake belongs to its maker.
+  if (timeoutMs !== undefined) approvalSettings({ timeoutMs }, entry);
+  return { decide, ...(timeoutMs === undefined ? {} : { timeoutMs }) };
+}
+
+/**
+ * The decision on a call the approval gate holds: the tool's own policy first (`false` lets the call
+ * through unasked, as the framework would), then the caller's `decide`; without one, a denial the model
+ * can act on.
+ */
+async function decision<CallOptions>(
+  entry: string,
+  tool: FrameworkTool<CallOptions> | undefined,
+  call: ApprovalCall,
+  callOptions: CallOptions,
+  approval: CodeToolApproval | undefined,
+  context: { signal: AbortSignal },
+): Promise<ApprovalDecision> {
+  let needed: unknown = true;
+  try {
+    if (tool?.needsApproval !== undefined) needed = await tool.needsApproval(call.arguments, callOptions);
+  } catch {
+    // Fail closed, as runCode's own predicates: a policy that throws holds the call.
+  }
+  if (needed === false) return { approved: true, by: "needsApproval" };
+  if (approval === undefined) {
+    return {
+      approved: false,
+      reason:
+        `"${call.name}" needs a person's approval for this call, and this code tool was made without a way to ask (its approval option); ` +
+        `the tool did not run. Call ${call.name} as a tool of its own.`,
+      by: entry,
+    };
+  }
+  return approval.decide(call, context);
 }
 
 /** The model's view of a finished run (see {@link CodeToolOutput}). */

@@ -7,7 +7,7 @@
 import { RunContext, tool, type FunctionTool, type Tool } from "@openai/agents";
 import { jsonSchema } from "../contract/json-schema.js";
 import type { CapabilitySpec } from "../contract/contract.js";
-import { Outcome } from "../protocol/outcome.js";
+import type { Json } from "../protocol/json.js";
 import { answerOf, codeToolCore, type CodeToolOptions, type CodeToolOutput, type FrameworkTool, type LeftOutTool } from "./code-tool.js";
 
 export type { CodeToolOptions, CodeToolOutput } from "./code-tool.js";
@@ -38,8 +38,9 @@ const ENTRY = "codeTool";
  * (sandboxed, on `pool` or a pool it keeps, with `limits` and `typecheck`), each `ears.call` running
  * that tool's own `invoke` in the host with the run context and the code tool call's details (its
  * `toolCall`, an abort `signal`) passed through, so the tool's parsing, validation, timeout and
- * `errorFunction` apply as when the model calls it. A call a tool's `needsApproval` policy holds for
- * approval is answered `ApprovalRequired` to the body (the tool did not run). The model gets a
+ * `errorFunction` apply as when the model calls it. A call a tool's `needsApproval` policy holds is
+ * decided by `approval.decide` (deny: `ApprovalDenied` to the body, the tool did not run; without
+ * `approval`, such a call is denied, saying so). The model gets a
  * {@link CodeToolOutput}; a body's mistake never throws. Throws a TypeError for bad options.
  *
  * @example
@@ -89,15 +90,15 @@ function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<Call
   };
   return {
     spec,
+    // The SDK's policy, asked as the SDK asks it (run context, input, call id: the code tool call's). tool() makes
+    // one for every function tool (a static `needsApproval: false` answers false at once: the call goes through unasked).
+    ...(typeof each.needsApproval !== "function"
+      ? {}
+      : {
+          needsApproval: (args: Json, { runContext, details }: CallOptions) =>
+            each.needsApproval(runContext, args as never, details?.toolCall?.callId ?? ""),
+        }),
     async call(args, ctx, { runContext, details }) {
-      const callId = details?.toolCall?.callId ?? "";
-      if (await each.needsApproval(runContext, args as never, callId)) {
-        return Outcome.failure(
-          "ApprovalRequired",
-          `"${each.name}" needs a person's approval for this call, which a code body cannot get; the tool did not run. ` +
-            "Call it as a tool of its own.",
-        );
-      }
       const signal = details?.signal === undefined ? ctx.signal : AbortSignal.any([ctx.signal, details.signal]);
       return answerOf(await each.invoke(runContext, JSON.stringify(args), { ...details, signal }));
     },

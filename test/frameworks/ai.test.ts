@@ -296,6 +296,231 @@ describe("createCodeTool in an AI SDK agent loop (generateText, the SDK's mock m
   });
 });
 
+/** A payment tool whose `needsApproval` holds amounts over 100, recording each execute and each time the policy was asked. */
+function paymentTools() {
+  const paid: number[] = [];
+  const asked: { amount: number; toolCallId: string }[] = [];
+  const tools = {
+    pay: tool({
+      description: "Pays an amount",
+      inputSchema: z.object({ amount: z.number() }),
+      needsApproval: async ({ amount }, { toolCallId }) => {
+        asked.push({ amount, toolCallId });
+        return amount > 100;
+      },
+      execute: async ({ amount }) => {
+        paid.push(amount);
+        return `paid ${amount}`;
+      },
+    }),
+    deleteAll: tool({
+      description: "Deletes everything",
+      inputSchema: z.object({}),
+      needsApproval: true,
+      execute: async () => {
+        paid.push(-1);
+        return "deleted";
+      },
+    }),
+  };
+  return { tools, paid, asked };
+}
+
+/** A body that makes each call in turn and returns what each gave (a failure as `code: content`). */
+function callsInTurn(calls: [string, unknown][]): string {
+  return [
+    `const calls = ${JSON.stringify(calls)} as const;`,
+    "const seen: string[] = [];",
+    "for (const [name, args] of calls) {",
+    "  const r = await ears.call(name as never, args as never);",
+    '  seen.push(r.status === "failure" ? `${r.code}: ${r.content}` : String((r as { structured?: unknown }).structured));',
+    "}",
+    "return seen;",
+  ].join("\n");
+}
+
+describe("createCodeTool and needsApproval (runCode's approvals)", () => {
+  it("approve: the tool's execute runs once; deny: it never runs and the body sees ApprovalDenied with the reason", async () => {
+    const { tools, paid, asked } = paymentTools();
+    const decided: { name: string; arguments: unknown }[] = [];
+    const reports: RunReport[] = [];
+    const code = createCodeTool({
+      tools,
+      pool: false,
+      onReport: (report) => reports.push(report),
+      approval: {
+        decide: (call) => {
+          decided.push({ name: call.name, arguments: call.arguments });
+          return (call.arguments as { amount: number }).amount === 500
+            ? { approved: true, by: "finance" }
+            : { approved: false, reason: "over the limit", by: "finance" };
+        },
+      },
+    });
+    const { model } = scripted([
+      () => ({
+        code: callsInTurn([
+          ["pay", { amount: 500 }],
+          ["pay", { amount: 900 }],
+          ["pay", { amount: 5 }],
+        ]),
+      }),
+      (prompt) => ({ text: prompt.includes("ApprovalDenied") ? "paid 500 and 5, 900 was refused" : "?" }),
+    ]);
+    const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "pay" });
+
+    expect(result.text).toBe("paid 500 and 5, 900 was refused");
+    expect(results(result.steps)).toEqual([
+      {
+        status: "success",
+        content: "",
+        structured: ["paid 500", expect.stringMatching(/^ApprovalDenied: .*over the limit/), "paid 5"],
+      },
+    ]);
+    // Each execute ran once, the denied one never; only the calls the policy held reached decide.
+    expect(paid).toEqual([500, 5]);
+    expect(decided).toEqual([
+      { name: "pay", arguments: { amount: 500 } },
+      { name: "pay", arguments: { amount: 900 } },
+    ]);
+    // The policy was asked with the body's arguments and the code tool call's options, as the SDK asks it.
+    expect(asked).toEqual([
+      { amount: 500, toolCallId: "call-1" },
+      { amount: 900, toolCallId: "call-1" },
+      { amount: 5, toolCallId: "call-1" },
+    ]);
+    expect(reports[0]!.approvals?.map(({ name, decision, by }) => ({ name, decision, by }))).toEqual([
+      { name: "pay", decision: "approved", by: "finance" },
+      { name: "pay", decision: "denied", by: "finance" },
+      { name: "pay", decision: "approved", by: "needsApproval" },
+    ]);
+  });
+
+  it("with approval, a needsApproval: true tool is callable and declared, saying a call may be denied", async () => {
+    const { tools, paid } = paymentTools();
+    const code = createCodeTool({ tools, pool: false, approval: { decide: () => ({ approved: true }) } });
+    const description = (code as { description: string }).description;
+    expect(description).not.toContain("Not callable from code");
+    expect(description).toContain("/** Deletes everything May need a person's approval: a denied call is an ApprovalDenied failure. */");
+    const { model } = scripted([() => ({ code: callsInTurn([["deleteAll", {}]]) }), () => ({ text: "done" })]);
+    const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "x" });
+    expect(results(result.steps)).toEqual([{ status: "success", content: "", structured: ["deleted"] }]);
+    expect(paid).toEqual([-1]);
+  });
+
+  it("without an approval option, a call the policy holds is denied, saying how to get it; one it lets through runs", async () => {
+    const { tools, paid } = paymentTools();
+    const code = createCodeTool({ tools, pool: false });
+    expect((code as { description: string }).description).toContain(
+      "Not callable from code (call them as tools of their own): deleteAll (it needs approval).",
+    );
+    const { model } = scripted([
+      () => ({
+        code: callsInTurn([
+          ["pay", { amount: 500 }],
+          ["pay", { amount: 5 }],
+        ]),
+      }),
+      () => ({ text: "done" }),
+    ]);
+    const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "x" });
+    expect(results(result.steps)).toEqual([
+      {
+        status: "success",
+        content: "",
+        structured: [
+          expect.stringMatching(
+            /^ApprovalDenied: .*"pay" needs a person's approval for this call, and this code tool was made without a way to ask .*Call pay as a tool of its own/,
+          ),
+          "paid 5",
+        ],
+      },
+    ]);
+    expect(paid).toEqual([5]);
+  });
+
+  it("a policy that throws holds the call (fail closed); arguments the tool's schema refuses need no decision and do not run", async () => {
+    let ran = 0;
+    const decided: unknown[] = [];
+    const tools = {
+      risky: tool({
+        inputSchema: z.object({ n: z.number() }),
+        needsApproval: () => {
+          throw new Error("policy broke");
+        },
+        execute: async ({ n }) => ((ran += 1), n),
+      }),
+    };
+    const code = createCodeTool({
+      tools,
+      pool: false,
+      approval: { decide: (call) => (decided.push(call.arguments), { approved: false, reason: "no" }) },
+    });
+    const { model } = scripted([
+      () => ({
+        code: callsInTurn([
+          ["risky", { n: 1 }],
+          ["risky", { n: "one" }],
+        ]),
+      }),
+      () => ({ text: "done" }),
+    ]);
+    const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "x" });
+    const [output] = results(result.steps);
+    expect(output!.structured).toEqual([
+      expect.stringMatching(/^ApprovalDenied: .*no/),
+      expect.stringMatching(/^InvalidArguments: arguments for "risky" do not match its schema/),
+    ]);
+    expect(decided).toEqual([{ n: 1 }]);
+    expect(ran).toBe(0);
+  });
+
+  it("a decision that does not come within approval.timeoutMs is ApprovalTimedOut, the tool not run, the agent goes on", async () => {
+    const { tools, paid } = paymentTools();
+    let aborted: unknown;
+    const code = createCodeTool({
+      tools,
+      pool: false,
+      approval: {
+        decide: (_call, { signal }) =>
+          new Promise((resolve) => signal.addEventListener("abort", () => ((aborted = signal.reason), resolve({ approved: true })))),
+        timeoutMs: 200,
+      },
+    });
+    const { model } = scripted([() => ({ code: callsInTurn([["pay", { amount: 500 }]]) }), () => ({ text: "timed out" })]);
+    const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "x" });
+    expect(result.text).toBe("timed out");
+    expect(results(result.steps)[0]!.structured).toEqual([expect.stringMatching(/^ApprovalTimedOut: /)]);
+    expect((aborted as Error).name).toBe("TimeoutError");
+    expect(paid).toEqual([]);
+  });
+
+  it("refuses a bad approval option, and one asking for what a code tool cannot do (pause, other rules)", () => {
+    const { tools } = paymentTools();
+    expect(() => createCodeTool({ tools, approval: 1 as never })).toThrow(
+      "createCodeTool: options.approval must be an object { decide, timeoutMs? }",
+    );
+    expect(() => createCodeTool({ tools, approval: {} as never })).toThrow(
+      "createCodeTool: options.approval.decide must be a function (call, { signal }) => decision",
+    );
+    expect(() => createCodeTool({ tools, approval: { decide: () => ({ approved: true }), tokenKey: "k".repeat(32) } as never })).toThrow(
+      "createCodeTool: options.approval takes decide and timeoutMs only, not tokenKey (a code tool's run cannot pause",
+    );
+    expect(() => createCodeTool({ tools, approval: { decide: () => ({ approved: true }), timeoutMs: -1 } })).toThrow(
+      "createCodeTool: options.approval.timeoutMs must be a positive number of milliseconds (or Infinity)",
+    );
+  });
+
+  it("a pause decision (from JavaScript, which the types refuse) denies the call, saying the run cannot pause", async () => {
+    const { tools, paid } = paymentTools();
+    const code = createCodeTool({ tools, pool: false, approval: { decide: () => ({ pause: true }) as never } });
+    const { model } = scripted([() => ({ code: callsInTurn([["pay", { amount: 500 }]]) }), () => ({ text: "done" })]);
+    const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "x" });
+    expect(results(result.steps)[0]!.structured).toEqual([expect.stringMatching(/^ApprovalDenied: .*cannot pause/)]);
+    expect(paid).toEqual([]);
+  });
+});
+
 describe("createCodeTool with streamText: preliminary results", () => {
   it("streams the body's log lines while it runs; the final result comes last and is what the model sees", async () => {
     const { model, prompts } = scripted([

@@ -201,7 +201,7 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
     ]);
   });
 
-  it("a call the tool's needsApproval holds is ApprovalRequired to the body, and the tool does not run", async () => {
+  it("without an approval option, a call needsApproval holds is denied (ApprovalDenied, saying how); the tool does not run", async () => {
     let ran = 0;
     const dangerous = tool({
       name: "delete_all",
@@ -214,7 +214,7 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
       },
     });
     const { model, outputs } = scripted([
-      () => ({ code: 'const r = await ears.call("delete_all", {});\nreturn r.status === "failure" ? r.code : "ran";' }),
+      () => ({ code: 'const r = await ears.call("delete_all", {});\nreturn r.status === "failure" ? `${r.code}: ${r.content}` : "ran";' }),
       () => ({ text: "ok" }),
     ]);
     const code = codeTool({ tools: [dangerous, webSearchTool()], pool: false });
@@ -222,8 +222,77 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
       "Not callable from code (call them as tools of their own): web_search (a hosted_tool tool runs outside the host).",
     );
     await run(new Agent({ name: "Assistant", model, tools: [code] }), "x");
-    expect(outputs()).toEqual([{ status: "success", content: "", structured: "ApprovalRequired" }]);
+    expect(outputs()).toEqual([
+      {
+        status: "success",
+        content: "",
+        structured: expect.stringMatching(
+          /^ApprovalDenied: .*"delete_all" needs a person's approval for this call, and this code tool was made without a way to ask/,
+        ),
+      },
+    ]);
     expect(ran).toBe(0);
+  });
+
+  it("with approval: the SDK's policy is asked first; approve runs the tool once, deny never runs it (ApprovalDenied)", async () => {
+    const paid: number[] = [];
+    const policy: { amount: number; callId: string | undefined; context: unknown }[] = [];
+    const pay = tool({
+      name: "pay",
+      description: "Pays an amount",
+      parameters: z.object({ amount: z.number() }),
+      needsApproval: async (runContext, { amount }, callId) => {
+        policy.push({ amount, callId, context: runContext.context });
+        return amount > 100;
+      },
+      execute: async ({ amount }) => {
+        paid.push(amount);
+        return `paid ${amount}`;
+      },
+    });
+    const decided: unknown[] = [];
+    const reports: RunReport[] = [];
+    const code = codeTool({
+      tools: [pay],
+      pool: false,
+      onReport: (report) => reports.push(report),
+      approval: {
+        decide: async (call) => {
+          decided.push(call.arguments);
+          return (call.arguments as { amount: number }).amount === 500
+            ? { approved: true, by: "finance" }
+            : { approved: false, reason: "over the limit", by: "finance" };
+        },
+      },
+    });
+    const body = [
+      "const seen: string[] = [];",
+      "for (const amount of [500, 900, 5]) {",
+      '  const r = await ears.call("pay", { amount });',
+      '  seen.push(r.status === "failure" ? `${r.code}: ${r.content}` : String(r.structured));',
+      "}",
+      "return seen;",
+    ].join("\n");
+    const { model, outputs, inputs } = scripted([() => ({ code: body }), () => ({ text: "done" })]);
+    const result = await run(new Agent({ name: "Assistant", model, tools: [code] }), "pay", { context: { user: "ada" } });
+    expect(result.finalOutput).toBe("done");
+    expect(outputs()).toEqual([
+      { status: "success", content: "", structured: ["paid 500", expect.stringMatching(/^ApprovalDenied: .*over the limit/), "paid 5"] },
+    ]);
+    expect(inputs.at(-1)).toContain("ApprovalDenied");
+    expect(paid).toEqual([500, 5]);
+    expect(decided).toEqual([{ amount: 500 }, { amount: 900 }]);
+    // Asked as the SDK asks it: the run's context, the body's arguments, the code tool call's id.
+    expect(policy).toEqual([
+      { amount: 500, callId: "call-1", context: { user: "ada" } },
+      { amount: 900, callId: "call-1", context: { user: "ada" } },
+      { amount: 5, callId: "call-1", context: { user: "ada" } },
+    ]);
+    expect(reports[0]!.approvals?.map(({ decision, by }) => `${decision} by ${by}`)).toEqual([
+      "approved by finance",
+      "denied by finance",
+      "approved by needsApproval",
+    ]);
   });
 
   it("an abort from the caller stops the run, and nothing it started is left", async () => {

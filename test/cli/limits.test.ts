@@ -28,7 +28,8 @@ describe("limit flags", () => {
     expect(() => parseSize("memory", "lots")).toThrow('--memory takes a size in bytes, or with K, M or G (e.g. --memory 512M), got "lots"');
     // Under an option's least size is a mistake (10 bytes meant as 10M), refused with the accepted forms (issue 29 item 9).
     expect(() => parseSize("memory", "10")).toThrow(
-      "--memory 10 is 10 bytes, under the least of 16 MiB; it takes a size in bytes, or with K, M or G (e.g. --memory 512M) of at least 16 MiB",
+      "--memory 10 is 10 bytes, under the least of 16 MiB; it takes a size in bytes, or with K, M or G " +
+        "(e.g. --memory 512M) of at least 16 MiB",
     );
     expect(parseSize("memory", "16M")).toBe(16 * MiB);
     expect(() => parseSize("tmp-size", "4K")).toThrow("--tmp-size 4K is 4 KiB, under the least of 64 KiB;");

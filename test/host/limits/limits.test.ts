@@ -76,7 +76,7 @@ describe("resource limits, enforced by a cgroup", () => {
     it(`${where}: memory past memoryBytes is MemoryLimit, the host lives on; the same body succeeds under a larger limit`, async () => {
       const tight = await consumeRun({ action: "memory", mib: 160 }, { sandbox, limits: { memoryBytes: 96 * MiB } });
       expect(tight.failure?.code, JSON.stringify(tight.failure)).toBe("MemoryLimit");
-      expect(tight.failure?.message).toContain(`${96 * MiB} bytes (limits.memoryBytes)`);
+      expect(tight.failure?.message).toContain(`96 MiB (${96 * MiB} bytes; limits.memoryBytes)`);
       expect(tight.limits?.memoryBytes).toEqual({ value: 96 * MiB, requested: true, enforcedBy: enforcer });
       expect(tight.usage?.peakMemoryBytes).toBeLessThanOrEqual(96 * MiB);
       const roomy = await consumeRun({ action: "memory", mib: 160 }, { sandbox, limits: { memoryBytes: 320 * MiB } });

@@ -2,7 +2,7 @@
 // guest runs under the packaged CLI, the guest entry stays free of heavy modules, and the documentation's
 // examples type-check against it with the project's TypeScript and with a TypeScript 5.x release.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -184,6 +184,9 @@ describe("npm pack", () => {
     const words = [...command.matchAll(/'([^']*)'|(\S+)/g)].map((match) => match[1] ?? match[2]!);
     expect(words[0]).toBe("run");
     expect(run(join(folder, "node_modules/.bin/ears"), words, user)).toContain('"echo"');
+    // The quickstart's MCP example needs the MCP SDK and server-everything, which its user installs: here from this repository.
+    const mcp = join(folder, "node_modules/@modelcontextprotocol");
+    if (!existsSync(mcp)) symlinkSync(join(root, "node_modules/@modelcontextprotocol"), mcp, "dir");
     const runnable = [...readme.matchAll(/<!-- run -->\n```js\n([\s\S]*?)```/g)].map((match) => match[1]!);
     expect(runnable.length).toBeGreaterThanOrEqual(2);
     runnable.forEach((code, index) => {

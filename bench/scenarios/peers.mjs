@@ -22,6 +22,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { createContext, Script } from "node:vm";
 import { createRunPool, runCode } from "@posoco/ears/host";
 import { gc } from "../lib/measure.mjs";
+import { random } from "../lib/payloads.mjs";
 import { summarize } from "../lib/stats.mjs";
 import { installPeers, PEERS_DIR, sandboxRuntimeTools } from "../lib/peers-install.mjs";
 import { BODIES, isolationSummary, peersTable, perCallMicros, probeBody, PROBE_ENV, quantile } from "../lib/peers-table.mjs";
@@ -38,18 +39,6 @@ const EARS_PRELUDE =
   'const add = async (a, b) => { const r = await ears.call("add", { a, b }); ' +
   'if (r.status === "failure") throw new Error(String(r.content)); return r.structured.sum; };\n';
 const TOOLS_PRELUDE = "const hostFn = tools.add;\nconst add = async (a, b) => (await tools.add({ a, b })).sum;\n";
-
-/** A seeded generator (mulberry32), so an order can be replayed from the seed in the setup. */
-function random(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function shuffled(list, next) {
   const out = [...list];

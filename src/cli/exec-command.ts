@@ -1,12 +1,13 @@
 /** `ears exec --code '<body>' | --code-file <path> [options]`: run a code body under a local host. */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { runCode, type RunReport } from "../host/index.js";
+import { runCode, type RunReport, type Session } from "../host/index.js";
 import { describeError } from "../protocol/errors.js";
 import { EXEC_HELP } from "./help.js";
 import { ExitStatus } from "./report-output.js";
 import { hostOptionsOf, reportRun, RUN_OPTIONS } from "./run-command.js";
 import { subcommand, UsageError } from "./usage.js";
+import { durableSession, workspaceSizeOf } from "./workspace-option.js";
 
 const EXEC_OPTIONS = {
   ...RUN_OPTIONS,
@@ -14,6 +15,8 @@ const EXEC_OPTIONS = {
   "code-file": { type: "string" },
   typecheck: { type: "boolean" },
   cwd: { type: "string" },
+  workspace: { type: "string" },
+  "workspace-size": { type: "string" },
   "no-record-code": { type: "boolean" },
 } as const;
 
@@ -26,19 +29,30 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
     );
   }
   const code = codeOf(values.code, values["code-file"], io.cwd);
-  // The body works in a private empty directory unless --cwd names one (shown read-only, secrets masked).
+  // The body works in a private empty directory unless --cwd names one (shown read-only, secrets masked)
+  // or --workspace one (writable, kept: a durable session's directory).
   const cwd = values.cwd === undefined ? undefined : workingDirectoryOf(values.cwd, io.cwd);
+  const workspace = workspaceOf(values);
   const { contract, closeConnectors, ...host } = await hostOptionsOf(values, io);
   // The body is part of what happened (the timeline numbers its lines as failures do), unless left out.
   if (values["no-record-code"] !== true) {
     host.recorder?.code(code);
     host.timeline?.add({ from: "host", code });
   }
+  let session: Session | undefined;
   try {
+    // The workspace is opened last, after every other option was checked, and closed (its DIR kept) in any case.
+    if (workspace !== undefined) session = await durableSession("--workspace", workspace.dir, workspace.bytes, io.cwd);
     let running: Promise<RunReport>;
     try {
       // With connectors, --typecheck checks against their types; without, against an untyped ears.
-      running = runCode({ ...host, cwd, code, typecheck: values.typecheck ?? false, ...(contract === undefined ? {} : { contract }) });
+      running = runCode({
+        ...host,
+        ...(session === undefined ? { cwd } : { cwd: undefined, session }),
+        code,
+        typecheck: values.typecheck ?? false,
+        ...(contract === undefined ? {} : { contract }),
+      });
     } catch (error) {
       // amaro is not installed: say what to install, as for any failure to start (exit 2).
       if (!(error instanceof Error && error.name === "MissingPeerError")) throw error;
@@ -48,9 +62,28 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
     }
     return await reportRun(await running, values, io, host);
   } finally {
+    await session?.close();
     await closeConnectors();
   }
 });
+
+/**
+ * --workspace DIR and --workspace-size, checked against the options they cannot go with: a session's
+ * workspace is the working directory (not with --cwd) and its runs are sandboxed (not with --no-sandbox).
+ */
+function workspaceOf(values: { workspace?: string; "workspace-size"?: string; cwd?: string; "no-sandbox"?: boolean }) {
+  const bytes = workspaceSizeOf(values["workspace-size"]);
+  if (values.workspace === undefined) {
+    if (bytes !== undefined) throw new UsageError("--workspace-size bounds --workspace DIR; give --workspace too");
+    return undefined;
+  }
+  if (values.workspace === "") throw new UsageError("--workspace needs a directory, e.g. --workspace ./work");
+  if (values.cwd !== undefined)
+    throw new UsageError("--workspace and --cwd both choose the body's working directory; give one (--workspace: writable and kept)");
+  if (values["no-sandbox"])
+    throw new UsageError("--workspace runs the body sandboxed (its workspace is all it may write); drop --no-sandbox");
+  return { dir: values.workspace, bytes };
+}
 
 /** --cwd as an absolute path to an existing directory. */
 function workingDirectoryOf(dir: string, cwd: string): string {

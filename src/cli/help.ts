@@ -31,6 +31,10 @@ const FILES_DIR_HELP = `  --files-dir <dir>         Where images and other files
                             it holds files. ears never deletes a file it saved: a printed path
                             still exists after ears exits.`;
 
+/** --workspace-size, for ears exec --workspace and ears mcp's sessions. */
+const WORKSPACE_SIZE_HELP = `  --workspace-size <size>   The workspace's bound (default 256M, at least 1M; and one file per 4K
+                            of it): past it a write fails with ENOSPC inside the body.`;
+
 /** `ears --help`. */
 export const MAIN_HELP = `ears - run, record and replay @posoco/ears guest programs (protocol 1 over stdio)
 
@@ -220,6 +224,14 @@ Options:
                             take any name and JSON arguments, as no contract is known for them.
   --cwd <dir>               The body's working directory, shown read-only (secrets masked).
                             Default: a private empty directory, writable, removed after the run.
+  --workspace <dir>         A kept workspace as the working directory, writable: the files of <dir>
+                            (created if missing) are loaded before the body runs and written back
+                            after, so the next exec with the same <dir> sees what this one wrote.
+                            <dir> holding a link, a named pipe or a device, or more than
+                            --workspace-size, is refused; a link the body makes is not kept, nor a
+                            setuid bit. Always sandboxed (not with --no-sandbox), not with --cwd;
+                            the workspace is a tmpfs ears mounts, so the host must be root.
+${WORKSPACE_SIZE_HELP}
   --no-record-code          Keep the body out of the --record transcript and the --verbose
                             timeline (by default they hold its first 64 Ki characters).
   Every option of "ears run" (--allow, --approve, --input, --capabilities, --root, --sandbox, --no-sandbox,

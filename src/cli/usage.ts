@@ -198,6 +198,7 @@ export const SIZE_MINIMUMS: Readonly<Record<string, number>> = {
   memory: 16 * 1024 ** 2,
   "tmp-size": 64 * 1024,
   "max-result": 1024,
+  "workspace-size": 1024 ** 2,
 };
 
 /**

@@ -358,8 +358,8 @@ ${FILES_DIR_HELP}
   --sandbox-show-secrets, --sandbox-allow-broad, --env, --timeout, --call-timeout, --memory,
   --processes, --cpu-time, --tmp-size, --quiet
                             As for ears run, for every body (sizes with K, M or G; --memory at
-                            least 16M, default 1G). Each body works in a private empty directory
-                            of its own, as ears exec without --cwd. --sandbox is the default here.
+                            least 16M, default 1G). Each body works in the session's workspace
+                            (below). --sandbox is the default here.
   --approve <names>         Allowed capabilities whose every call needs approval. When the client
                             declared elicitation, ears asks it (elicitation/create, a boolean
                             "approve" field): accepted with approve true runs the call, anything
@@ -378,7 +378,23 @@ ${FILES_DIR_HELP}
                             QueueTimeout and nothing ran (the model is told it may try again).
   --max-result <size>       Largest result passed on (default 1M, at least 1K, at most 4M): a larger
                             one is a ResultTooLarge failure telling the body to return less.
+  --session-dir <dir>       The session's workspace is <dir>, kept: opened when it exists (its files
+                            loaded), created when not, and written back after every call, so a
+                            later ears mcp with the same <dir> goes on from it. Refused when <dir>
+                            holds a link, a named pipe or a device, or more than --workspace-size.
+${WORKSPACE_SIZE_HELP}
+  --no-session              No session: each body works in a private empty directory, removed
+                            after it; calls run at once; no resources are served.
   -h, --help                Show this help.
+
+Sessions: one per connection (one ears mcp process), by default. Every body works in the same
+workspace (a tmpfs ears mounts, --workspace-size), so a call reads what an earlier one wrote, as in
+a notebook; the calls run one at a time (64 waiting at most, then RunQueueFull). A result hands a
+file back by holding its relative path as a string ("chart.png"): an image (PNG, JPEG, GIF, WebP,
+told by its bytes) comes back as MCP image content while it fits --max-result with the text, any
+other file (or an image that does not fit) as a resource link, ears-workspace:///<path>, which
+resources/read serves (at most 4M) and resources/list lists. Without a root host (no tmpfs can be
+mounted) or with --no-sandbox there is no session, and stderr says so.
 
 In an MCP client's configuration (Claude Desktop's claude_desktop_config.json, Cursor's mcp.json),
 naming the package, so that npx never runs an unscoped "ears" from the registry, whatever the

@@ -5,19 +5,23 @@
  * description carries the TypeScript declarations of what a body may call.
  */
 import { createRunPool, resumeCode, runCode, type HostLimits, type RunPool, type RunReport, type SandboxSetting } from "../host/index.js";
-import { boundedToolLogs, codeToolLimitsText } from "../host/code/code-tool-text.js";
+import { boundedToolLogs, codeToolFilesText, codeToolLimitsText } from "../host/code/code-tool-text.js";
+import { createSession, type Session } from "../host/workspace/index.js";
 import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, poolLimitsOf } from "../host/code/run-pool.js";
+import { DEFAULT_MAX_QUEUED_RUNS } from "../host/engine/admission.js";
 import type { Json } from "../protocol/json.js";
 import { isMissingMcpSdk, missingMcpSdk } from "../host/connectors/mcp.js";
 import { SDK } from "../protocol/version.js";
 import { describeError } from "../protocol/errors.js";
 import { MCP_HELP } from "./help.js";
-import { ExitStatus } from "./report-output.js";
+import { ExitStatus, type CliIo } from "./report-output.js";
 import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
 import { parseSize, subcommand, UsageError } from "./usage.js";
 import { McpStdioTransport, MAX_SEND_BYTES } from "./mcp-transport.js";
 import { mcpAdmission } from "./mcp-admission.js";
 import { mcpApprovals, pausedText, RESUME_CODE_TOOL } from "./mcp-approval.js";
+import { attachmentsOf, listResources, readResource, type FileContent } from "./mcp-workspace.js";
+import { durableSession, workspaceSizeOf } from "./workspace-option.js";
 
 const { input: _input, record: _record, json: _json, verbose: _verbose, ...SHARED } = RUN_OPTIONS;
 const MCP_OPTIONS = {
@@ -26,6 +30,9 @@ const MCP_OPTIONS = {
   pool: { type: "string" },
   "max-result": { type: "string" },
   "max-runs": { type: "string" },
+  "session-dir": { type: "string" },
+  "workspace-size": { type: "string" },
+  "no-session": { type: "boolean" },
 } as const;
 
 /**
@@ -46,6 +53,7 @@ export function runCodeDescription(
   typecheck: boolean,
   limits?: HostLimits,
   fetchOrigins?: readonly string[],
+  session?: { workspaceBytes: number },
 ): string {
   return (
     "Runs the body of an async function, in TypeScript or JavaScript, in a sandbox, and returns its result. " +
@@ -55,6 +63,8 @@ export function runCodeDescription(
     (typecheck ? "Types are checked before the body runs. " : "Types are stripped, not checked. ") +
     "A compile error names code.ts:LINE:COLUMN in the body. " +
     codeToolLimitsText(limits, fetchOrigins) +
+    " " +
+    codeToolFilesText(session) +
     " Declarations:\n```ts\n" +
     declarations +
     "```"
@@ -68,6 +78,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   }
   const sdk = await loadServerSdk();
   const maxResultBytes = maxResultOf(values["max-result"]);
+  const wanted = sessionWanted(values);
   // The terminal's approval is not ears mcp's (stdin carries MCP): calls are asked of the client instead.
   const {
     contract,
@@ -86,24 +97,46 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   // Bodies run on warm runners (a run pool) unless --pool 0: the sandbox and limits every body gets, started ahead.
   // Every body, and every warm runner, holds one of --max-runs slots (issue 28 item 4).
   let pool: RunPool | undefined;
+  let session: Session | undefined;
   let admission: ReturnType<typeof mcpAdmission>["admission"];
   try {
     const admitted = mcpAdmission(values["max-runs"], values.pool === undefined ? undefined : poolSizeOf(values.pool));
     admission = admitted.admission;
     const { size } = admitted;
+    session = await sessionOf(wanted, host.sandbox, io, values.quiet ?? false);
     pool = size === 0 ? undefined : createRunPool({ size, sandbox: host.sandbox, limits: poolLimitsOf(host.limits), admission });
   } catch (error) {
+    await session?.close();
     await closeConnectors();
     throw error;
   }
+  // One session's runs go one at a time (the host queues them anyway); a run and the reading of the files
+  // its result names go as one, so a later call's run cannot change them in between.
+  // At most MAX_SESSION_WAITING calls wait (as many as the run admission queues); a cancelled call's run ends at once.
+  let queue: Promise<unknown> = Promise.resolve();
+  let waiting = 0;
+  const inTurn = <T>(task: () => Promise<T>): Promise<T> | undefined => {
+    if (session === undefined) return task();
+    if (waiting >= MAX_SESSION_WAITING) return undefined;
+    waiting++;
+    const turn = queue.then(
+      () => (waiting--, task()),
+      () => (waiting--, task()),
+    );
+    queue = turn.catch(() => {});
+    return turn;
+  };
   const stop = new AbortController();
-  const server = new sdk.Server({ name: "ears", version: SDK.slice(SDK.lastIndexOf("@") + 1) }, { capabilities: { tools: {} } });
+  const server = new sdk.Server(
+    { name: "ears", version: SDK.slice(SDK.lastIndexOf("@") + 1) },
+    { capabilities: { tools: {}, ...(session === undefined ? {} : { resources: {} }) } },
+  );
   const approvals = mcpApprovals(server, approve, host.capabilities ?? {}, host.allowed ?? []);
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({
     tools: [
       {
         name: RUN_CODE_TOOL,
-        description: runCodeDescription(declarations, typecheck, host.limits, originsOf(values["fetch-allow"])),
+        description: runCodeDescription(declarations, typecheck, host.limits, originsOf(values["fetch-allow"]), session),
         inputSchema: {
           type: "object" as const,
           properties: {
@@ -134,8 +167,9 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     const signal = AbortSignal.any([extra.signal, stop.signal]);
     const options = {
       ...host,
-      // As ears exec without --cwd: each body works in a private, empty directory of its own.
+      // The connection's session's workspace; without one, as ears exec without --cwd: a private, empty directory.
       cwd: undefined,
+      ...(session === undefined ? {} : { session }),
       signal,
       typecheck,
       approval: approvals.approval(extra.requestId),
@@ -143,10 +177,16 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
       ...(pool === undefined ? { admission } : { pool }),
     };
     let report: RunReport;
+    let files: { items: FileContent[]; notes: string[] } | undefined;
     try {
-      report = await (resume === undefined
-        ? runCode({ ...options, code: args.code as string, input: (args.input ?? null) as Json })
-        : resumeCode(resume.token, { ...options, decisions: resume.decisions }));
+      const turn = inTurn(async () => {
+        const ran = await (resume === undefined
+          ? runCode({ ...options, code: args.code as string, input: (args.input ?? null) as Json })
+          : resumeCode(resume.token, { ...options, decisions: resume.decisions }));
+        return [ran, session === undefined ? undefined : await namedFiles(session, ran, maxResultBytes)] as const;
+      });
+      if (turn === undefined) return { content: [{ type: "text" as const, text: SESSION_BUSY }], isError: true };
+      [report, files] = await turn;
     } catch (error) {
       // A token that is not this server's, or was changed (ApprovalTokenError), or decisions that do not fit it.
       if (resume !== undefined && error instanceof Error && (error.name === "ApprovalTokenError" || error instanceof TypeError)) {
@@ -156,8 +196,17 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
       return { content: [{ type: "text" as const, text: (error as Error).message }], isError: true };
     }
     printSandboxNote(report, io, values.quiet ?? false);
-    return toolResult(report, notice);
+    const result = toolResult(report, notice);
+    if (files === undefined) return result;
+    const text = files.notes.length === 0 ? result.content[0]!.text : `${result.content[0]!.text}\n\n${files.notes.join("\n")}`;
+    return { content: [{ type: "text" as const, text }, ...files.items], isError: result.isError };
   });
+  if (session !== undefined) {
+    const workspace = session;
+    // A refusal (ResourceRefusal) carries its JSON-RPC code, which the SDK's server sends with its message.
+    server.setRequestHandler(sdk.ListResourcesRequestSchema, (request) => listResources(workspace, request.params?.cursor));
+    server.setRequestHandler(sdk.ReadResourceRequestSchema, (request) => readResource(workspace, request.params.uri));
+  }
   const closed = new Promise<void>((resolve) => {
     server.onclose = resolve;
   });
@@ -173,6 +222,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     io.signal?.removeEventListener("abort", onSignal);
     stop.abort(new Error("the MCP session ended"));
     await pool?.close();
+    await session?.close();
     await closeConnectors();
   }
   // Who ended the session, on stderr and in the exit status: the client (0), or ears itself (2).
@@ -187,6 +237,76 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   }
   return ExitStatus.Success;
 });
+
+/** run_code calls of one session waiting for the one running, at most: as many as a run admission queues. */
+const MAX_SESSION_WAITING = DEFAULT_MAX_QUEUED_RUNS;
+
+/** The answer to a call past {@link MAX_SESSION_WAITING}. */
+const SESSION_BUSY =
+  `RunQueueFull: ${MAX_SESSION_WAITING} run_code calls are already waiting for the one running: this conversation's calls ` +
+  "share one workspace, so they run one at a time. Nothing ran; wait for their results before sending more.";
+
+/** The session `ears mcp` was asked for: none (--no-session), the connection's own (default), or --session-dir's. */
+type SessionWanted =
+  { kind: "none" } | { kind: "temporary"; bytes: number | undefined } | { kind: "durable"; dir: string; bytes: number | undefined };
+
+/** --session-dir, --workspace-size and --no-session, checked against each other and --no-sandbox. Throws {@link UsageError}. */
+function sessionWanted(values: {
+  "session-dir"?: string;
+  "workspace-size"?: string;
+  "no-session"?: boolean;
+  "no-sandbox"?: boolean;
+}): SessionWanted {
+  const bytes = workspaceSizeOf(values["workspace-size"]);
+  const dir = values["session-dir"];
+  if (values["no-session"]) {
+    if (dir !== undefined || bytes !== undefined)
+      throw new UsageError(
+        `--no-session turns off the session that ${dir !== undefined ? "--session-dir" : "--workspace-size"} sets up; ` +
+          "give one or the other",
+      );
+    return { kind: "none" };
+  }
+  if (dir === "") throw new UsageError("--session-dir needs a directory, e.g. --session-dir ./session");
+  if (values["no-sandbox"] && (dir !== undefined || bytes !== undefined)) {
+    throw new UsageError(
+      `${dir !== undefined ? "--session-dir" : "--workspace-size"} sets up a session, whose runs are sandboxed; drop --no-sandbox`,
+    );
+  }
+  return dir === undefined ? { kind: "temporary", bytes } : { kind: "durable", dir, bytes };
+}
+
+/**
+ * The connection's session. --session-dir's is opened or created (a UsageError when it cannot be); the
+ * default one is made when it can be, and otherwise (a host that cannot mount its tmpfs: not root; or
+ * --no-sandbox) ears mcp serves without one, as before sessions, saying so on stderr unless --quiet.
+ */
+async function sessionOf(wanted: SessionWanted, sandbox: SandboxSetting, io: CliIo, quiet: boolean): Promise<Session | undefined> {
+  if (wanted.kind === "none") return undefined;
+  if (wanted.kind === "durable") return durableSession("--session-dir", wanted.dir, wanted.bytes, io.cwd);
+  const without = (why: string) => {
+    if (!quiet)
+      io.stderr.write(`ears mcp: no session, so each body works in a private empty directory and no file is kept between calls: ${why}\n`);
+    return undefined;
+  };
+  if (sandbox === false) return without("--no-sandbox, and a session's runs are sandboxed");
+  try {
+    return await createSession(wanted.bytes === undefined ? {} : { workspaceBytes: wanted.bytes });
+  } catch (error) {
+    // Asked for with --workspace-size: then not having one is an error, not a note.
+    const why = (error as Error).message.replace(/^createSession: /, "");
+    if (wanted.bytes !== undefined) throw new UsageError(`--workspace-size: ${why}`);
+    return without(why);
+  }
+}
+
+/** The files a successful or failed outcome names, as content items, within what --max-result leaves after the text. */
+async function namedFiles(session: Session, report: RunReport, maxResultBytes: number) {
+  if (report.failure !== undefined || report.paused !== undefined || report.outcome === undefined) return undefined;
+  const text = toolResult(report).content[0]!.text;
+  const { content, structured } = report.outcome;
+  return attachmentsOf(session, content, structured, maxResultBytes - Buffer.byteLength(text), maxResultBytes);
+}
 
 /**
  * `ears mcp`'s sandbox: required unless `--no-sandbox` (issue 28 item 5). A client's model writes the
@@ -277,6 +397,8 @@ async function loadServerSdk() {
       ListToolsRequestSchema: types.ListToolsRequestSchema,
       JSONRPCMessageSchema: types.JSONRPCMessageSchema,
       CallToolRequestSchema: types.CallToolRequestSchema,
+      ListResourcesRequestSchema: types.ListResourcesRequestSchema,
+      ReadResourceRequestSchema: types.ReadResourceRequestSchema,
     };
   } catch (error) {
     if (isMissingMcpSdk(error)) throw new UsageError(missingMcpSdk(error).message);

@@ -19,7 +19,8 @@ const PROBE = 'const r = await ears.call("runners"); if (r.status === "failure")
 async function mostAlive(args: string[], calls: number): Promise<number> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [EARS, "mcp", "--capabilities", CAPABILITIES, "--allow", "runners", ...args],
+    // --no-session: one session's calls run one at a time, and these are about calls running at once.
+    args: [EARS, "mcp", "--no-session", "--capabilities", CAPABILITIES, "--allow", "runners", ...args],
     stderr: "pipe",
   });
   const client = new Client({ name: "test", version: "1" });

@@ -58,3 +58,19 @@ export function boundedToolLogs(logs: readonly string[]): string[] {
   if (logs.length > shown.length) shown.push(`(${logs.length - shown.length} more log lines not shown)`);
   return shown;
 }
+
+/**
+ * One paragraph for `ears mcp`'s run_code description on the files a body sees: with a session, that they
+ * persist between calls and how to hand one back (its relative path in the result, docs/cli.md "Sessions
+ * in ears mcp"); without, that each call starts empty.
+ */
+export function codeToolFilesText(session: { workspaceBytes: number } | undefined): string {
+  if (session === undefined) return "Each call starts in an empty private directory, removed after it: no file is kept between calls.";
+  return (
+    "Files persist between calls: every call works in this conversation's workspace (the working directory; use " +
+    `relative paths; ${byteSize(session.workspaceBytes)} in all, past it a write fails with ENOSPC), so a call can read ` +
+    'what an earlier one wrote (fs: `process.getBuiltinModule("node:fs")`). To hand a file back, put its relative ' +
+    'path as a string in the result (e.g. `return { chart: "chart.png" }`): a PNG, JPEG, GIF or WebP image comes ' +
+    "back as an image, any other file as a resource link the client can read."
+  );
+}

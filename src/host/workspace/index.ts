@@ -8,7 +8,7 @@
  * write, so `openSession(dir)` continues it in another process. See docs/host.md, "Sessions".
  */
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readdir, rm } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, rm, type FileHandle } from "node:fs/promises";
 import { existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
 import { isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { filesFor, makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
@@ -267,16 +267,53 @@ class WorkspaceSession implements Session {
 
   readFile(path: string): Promise<Buffer> {
     return this.operation("readFile", async () => {
-      const target = await this.located(path, "readFile");
-      const handle = await open(target, constants.O_RDONLY | NO_FOLLOW).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === "ELOOP") throw new Error(`session.readFile: ${path} is a link; a workspace holds only files`, { cause: error });
-        throw error;
-      });
+      const { handle } = await this.openFile(path, "readFile");
       try {
-        const stat = await handle.stat();
-        if (!stat.isFile())
-          throw new Error(`session.readFile: ${path} is ${stat.isDirectory() ? "a directory; use list" : "not a regular file"}`);
         return await handle.readFile();
+      } finally {
+        await handle.close();
+      }
+    });
+  }
+
+  /** A regular file of the workspace opened for reading: never through a link, never a pipe or device. Throws why not. */
+  private async openFile(path: string, name: string): Promise<{ handle: FileHandle; size: number }> {
+    const target = await this.located(path, name);
+    const handle = await open(target, constants.O_RDONLY | NO_FOLLOW).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ELOOP") throw new Error(`session.${name}: ${path} is a link; a workspace holds only files`, { cause: error });
+      throw error;
+    });
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile())
+        throw new Error(`session.${name}: ${path} is ${stat.isDirectory() ? "a directory; use list" : "not a regular file"}`);
+      return { handle, size: stat.size };
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  /** @internal See {@link readSessionFile}. */
+  readBounded(path: string, maxBytes: number): Promise<BoundedRead> {
+    return this.operation("readFile", async () => {
+      const { handle, size } = await this.openFile(path, "readFile");
+      try {
+        // Past the bound only the first bytes are read (enough to tell what the file is); within it, one byte
+        // more than the bound, so that a file growing while it is read is seen to pass it.
+        const wanted = size > maxBytes ? Math.min(size, HEAD_BYTES) : Math.min(size, maxBytes) + 1;
+        const buffer = Buffer.alloc(wanted);
+        let read = 0;
+        while (read < wanted) {
+          const { bytesRead } = await handle.read(buffer, read, wanted - read, read);
+          if (bytesRead === 0) break;
+          read += bytesRead;
+        }
+        const head = buffer.subarray(0, Math.min(read, HEAD_BYTES));
+        if (size > maxBytes) return { complete: false, size, head, grew: false };
+        // More than its size at the start: it is being written, so what was read may be no whole file.
+        if (read > size) return { complete: false, size: read, head, grew: true };
+        return { complete: true, size: read, bytes: buffer.subarray(0, read) };
       } finally {
         await handle.close();
       }
@@ -320,6 +357,24 @@ class WorkspaceSession implements Session {
 /** @internal Runs `task` as a run of `session` (runCode's and runGuest's `session` option). */
 export function sessionRun<T>(session: Session, task: () => Promise<T>, caller: string): Promise<T> {
   return (session as WorkspaceSession).use(task, caller);
+}
+
+/** Bytes a {@link readSessionFile} past its bound still reads from the file's start (to tell an image by its magic bytes). */
+const HEAD_BYTES = 64;
+
+/**
+ * What {@link readSessionFile} read: the whole file, or only its first bytes: when it is larger than the
+ * bound, or when it grew while it was read (`grew`; then `size` is what was read, at most the bound and a byte).
+ */
+export type BoundedRead = { complete: true; size: number; bytes: Buffer } | { complete: false; size: number; head: Buffer; grew: boolean };
+
+/**
+ * @internal Reads a regular file of the workspace, at most `maxBytes` of it, as one of the session's
+ * operations (after the run under way, before the next). Rejects as {@link Session.readFile} does: a path
+ * outside the workspace, a missing path, a link, a directory or a special file.
+ */
+export function readSessionFile(session: Session, path: string, maxBytes: number): Promise<BoundedRead> {
+  return (session as WorkspaceSession).readBounded(path, maxBytes);
 }
 
 /** @internal Whether `value` is a session made by createSession or openSession. */

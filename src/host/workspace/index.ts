@@ -148,10 +148,11 @@ function checkBytes(bytes: unknown, caller: string): asserts bytes is number {
 export function relativePath(path: unknown, what: string): string {
   if (typeof path !== "string" || path.includes("\0")) throw new TypeError(`${what}: a path must be a string without NUL`);
   if (isAbsolute(path)) throw new TypeError(`${what}: ${JSON.stringify(path)} is absolute; paths are relative to the workspace`);
-  const normal = normalize(path === "" ? "." : path);
+  // Trailing slashes first: "./" is the top as "." is, not a name ".".
+  const normal = normalize(path === "" ? "." : path).replace(/\/+$/, "");
   if (normal === ".." || normal.startsWith(`..${sep}`))
     throw new TypeError(`${what}: ${JSON.stringify(path)} climbs out of the workspace with ..`);
-  return normal === "." ? "" : normal.replace(/\/+$/, "");
+  return normal === "." ? "" : normal;
 }
 
 /** Open flags that never follow a link at the last step, nor block on a pipe or take a terminal. */

@@ -8,8 +8,9 @@
  * write, so `openSession(dir)` continues it in another process. See docs/host.md, "Sessions".
  */
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readdir, rm, type FileHandle } from "node:fs/promises";
-import { existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
+import { lstat, mkdir, open, readdir, rm } from "node:fs/promises";
+import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFile, readSync } from "node:fs";
+import { promisify } from "node:util";
 import { isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { filesFor, makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
 import { entryKind, load, mirror, sanitize } from "./tree.js";
@@ -155,6 +156,9 @@ export function relativePath(path: unknown, what: string): string {
   return normal === "." ? "" : normal;
 }
 
+/** A whole file by its descriptor (fs/promises reads only a FileHandle). */
+const readWholeFile = promisify((fd: number, done: (error: NodeJS.ErrnoException | null, data: Buffer) => void) => readFile(fd, done));
+
 /** Open flags that never follow a link at the last step, nor block on a pipe or take a terminal. */
 const NO_FOLLOW = (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
 
@@ -233,13 +237,13 @@ class WorkspaceSession implements Session {
   }
 
   /** The host path of a relative path, every existing directory on the way checked to be a directory (not a link). */
-  private async located(path: string, name: string): Promise<string> {
+  private located(path: string, name: string): string {
     const relative = relativePath(path, `session.${name}`);
     let at = this.path;
     const parts = relative === "" ? [] : relative.split(sep);
     for (const part of parts.slice(0, -1)) {
       at = join(at, part);
-      const stat = await lstat(at).catch(() => undefined);
+      const stat = lstatSync(at, { throwIfNoEntry: false });
       if (stat !== undefined && !stat.isDirectory()) throw new Error(`session.${name}: ${path}: ${part} is not a directory`);
     }
     return join(this.path, relative);
@@ -249,7 +253,7 @@ class WorkspaceSession implements Session {
     if (typeof data !== "string" && !(data instanceof Uint8Array))
       return Promise.reject(new TypeError("session.writeFile: data must be a string or a Uint8Array"));
     return this.operation("writeFile", async () => {
-      const target = await this.located(path, "writeFile");
+      const target = this.located(path, "writeFile");
       if (target === this.path) throw new TypeError("session.writeFile: a path must name a file");
       const parent = join(target, "..");
       if (parent !== this.path) await mkdir(parent, { recursive: true, mode: 0o700 });
@@ -268,37 +272,48 @@ class WorkspaceSession implements Session {
 
   readFile(path: string): Promise<Buffer> {
     return this.operation("readFile", async () => {
-      const { handle } = await this.openFile(path, "readFile");
+      const { fd } = this.openFile(path, "readFile");
       try {
-        return await handle.readFile();
+        return await readWholeFile(fd);
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
     });
   }
 
-  /** A regular file of the workspace opened for reading: never through a link, never a pipe or device. Throws why not. */
-  private async openFile(path: string, name: string): Promise<{ handle: FileHandle; size: number }> {
-    const target = await this.located(path, name);
-    const handle = await open(target, constants.O_RDONLY | NO_FOLLOW).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === "ELOOP") throw new Error(`session.${name}: ${path} is a link; a workspace holds only files`, { cause: error });
-      throw error;
-    });
+  /**
+   * A regular file of the workspace opened for reading: never through a link, never a pipe or device. Throws
+   * why not. Synchronous (as the sanitizing after a run is): a short check that must not wait behind other work.
+   */
+  private openFile(path: string, name: string): { fd: number; size: number } {
+    const target = this.located(path, name);
+    let fd: number;
     try {
-      const stat = await handle.stat();
+      fd = openSync(target, constants.O_RDONLY | NO_FOLLOW);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ELOOP")
+        throw new Error(`session.${name}: ${path} is a link; a workspace holds only files`, { cause: error });
+      throw error;
+    }
+    try {
+      const stat = fstatSync(fd);
       if (!stat.isFile())
         throw new Error(`session.${name}: ${path} is ${stat.isDirectory() ? "a directory; use list" : "not a regular file"}`);
-      return { handle, size: stat.size };
+      return { fd, size: stat.size };
     } catch (error) {
-      await handle.close();
+      closeSync(fd);
       throw error;
     }
   }
 
-  /** @internal See {@link readSessionFile}. */
+  /**
+   * @internal See {@link readSessionFile}. Synchronous within its turn (at most the bound, 4 MiB from ears
+   * mcp): `ears mcp` answers a call with the files before the pool starts the next runner, which blocks the
+   * event loop for milliseconds.
+   */
   readBounded(path: string, maxBytes: number): Promise<BoundedRead> {
     return this.operation("readFile", async () => {
-      const { handle, size } = await this.openFile(path, "readFile");
+      const { fd, size } = this.openFile(path, "readFile");
       try {
         // Past the bound only the first bytes are read (enough to tell what the file is); within it, one byte
         // more than the bound, so that a file growing while it is read is seen to pass it.
@@ -306,7 +321,7 @@ class WorkspaceSession implements Session {
         const buffer = Buffer.alloc(wanted);
         let read = 0;
         while (read < wanted) {
-          const { bytesRead } = await handle.read(buffer, read, wanted - read, read);
+          const bytesRead = readSync(fd, buffer, read, wanted - read, read);
           if (bytesRead === 0) break;
           read += bytesRead;
         }
@@ -316,14 +331,14 @@ class WorkspaceSession implements Session {
         if (read > size) return { complete: false, size: read, head, grew: true };
         return { complete: true, size: read, bytes: buffer.subarray(0, read) };
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
     });
   }
 
   list(path = ""): Promise<WorkspaceEntry[]> {
     return this.operation("list", async () => {
-      const target = await this.located(path, "list");
+      const target = this.located(path, "list");
       const stat = await lstat(target);
       if (!stat.isDirectory()) throw new Error(`session.list: ${path} is not a directory`);
       const entries: WorkspaceEntry[] = [];
@@ -338,7 +353,7 @@ class WorkspaceSession implements Session {
 
   remove(path: string): Promise<void> {
     return this.operation("remove", async () => {
-      const target = await this.located(path, "remove");
+      const target = this.located(path, "remove");
       if (target === this.path) throw new TypeError("session.remove: a path must name a file or directory in the workspace");
       await rm(target, { recursive: true, force: true });
       this.settle();

@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { imageType, MAX_CANDIDATES, namedPaths, pathOfUri, workspaceUri } from "../../src/cli/mcp-workspace.js";
+import { imageType, LIST_PAGE, listResources, MAX_CANDIDATES, namedPaths, pathOfUri, workspaceUri } from "../../src/cli/mcp-workspace.js";
 import { createSession, type Session } from "../../src/host/index.js";
 import { readSessionFile } from "../../src/host/workspace/index.js";
 
@@ -86,5 +86,21 @@ describe.runIf(process.platform === "linux" && process.getuid?.() === 0)("readSe
     await expect(readSessionFile(session, "dir", 10)).rejects.toThrow(/dir is a directory/);
     await expect(readSessionFile(session, "../x", 10)).rejects.toThrow(/climbs out of the workspace/);
     await expect(readSessionFile(session, "/etc/passwd", 10)).rejects.toThrow(/is absolute/);
+  });
+
+  it("resources/list pages the workspace's files, LIST_PAGE at a time, and refuses a cursor it did not give", async () => {
+    const many = await createSession({ workspaceBytes: 8 * 1024 * 1024 });
+    try {
+      for (let i = 0; i <= LIST_PAGE; i++) await many.writeFile(`d/f${String(i).padStart(4, "0")}`, "x");
+      const first = await listResources(many, undefined);
+      expect(first.resources).toHaveLength(LIST_PAGE);
+      expect(first.resources[0]).toEqual({ uri: "ears-workspace:///d/f0000", name: "d/f0000", size: 1 });
+      expect(first.nextCursor).toBe(String(LIST_PAGE));
+      const second = await listResources(many, first.nextCursor);
+      expect(second).toEqual({ resources: [{ uri: `ears-workspace:///d/f0${LIST_PAGE}`, name: `d/f0${LIST_PAGE}`, size: 1 }] });
+      await expect(listResources(many, "-1")).rejects.toThrow(/the cursor "-1" is not one resources\/list gave/);
+    } finally {
+      await many.close();
+    }
   });
 });

@@ -112,7 +112,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   }
   // One session's runs go one at a time (the host queues them anyway); a run and the reading of the files
   // its result names go as one, so a later call's run cannot change them in between.
-  // At most MAX_SESSION_WAITING calls wait (as many as the run admission queues); a cancelled call's run ends at once.
+  // At most MAX_SESSION_WAITING calls wait; one cancelled while it waits starts nothing when its turn comes (its signal).
   let queue: Promise<unknown> = Promise.resolve();
   let waiting = 0;
   const inTurn = <T>(task: () => Promise<T>): Promise<T> | undefined => {

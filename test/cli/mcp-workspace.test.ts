@@ -385,5 +385,8 @@ describe.runIf(root)("ears mcp sessions: processes, --session-dir, --no-session"
     expect(run.stderr).toMatch(/ears: --session-dir ".*": the workspace cannot be bounded here: .*run it as root/);
     expect(run.code).toBe(64);
     expect(existsSync(join(dir, "s"))).toBe(false);
+    const sized = await refused(["--workspace-size", "8M"], { uid: 65534, cwd: dir });
+    expect(sized.stderr).toMatch(/ears: --workspace-size: the workspace cannot be bounded here: .*run it as root/);
+    expect(sized.code).toBe(64);
   });
 });

@@ -16,7 +16,7 @@ import { ExitStatus } from "./report-output.js";
 import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
 import { parseSize, subcommand, UsageError } from "./usage.js";
 import { McpStdioTransport, MAX_SEND_BYTES } from "./mcp-transport.js";
-import { mcpAdmission } from "./mcp-admission.js";
+import { mcpAdmission, MCP_RUN_TIMEOUT_MS } from "./mcp-admission.js";
 import { mcpApprovals, pausedText, RESUME_CODE_TOOL } from "./mcp-approval.js";
 
 const { input: _input, record: _record, json: _json, verbose: _verbose, ...SHARED } = RUN_OPTIONS;
@@ -78,7 +78,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     input: _input,
     ...host
   } = await hostOptionsOf(values, io);
-  host.limits = { ...host.limits, maxResultBytes };
+  host.limits = { ...host.limits, maxResultBytes, runTimeoutMs: host.limits?.runTimeoutMs ?? MCP_RUN_TIMEOUT_MS };
   host.sandbox = mcpSandboxOf(host.sandbox);
   const notice = host.sandbox === false ? UNCONFINED_NOTICE : undefined;
   const typecheck = values.typecheck ?? false;

@@ -13,7 +13,7 @@ import { SDK } from "../protocol/version.js";
 import { describeError } from "../protocol/errors.js";
 import { MCP_HELP } from "./help.js";
 import { ExitStatus } from "./report-output.js";
-import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
+import { contractOf, hostOptionsOf, inFlagTerms, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
 import { parseSize, subcommand, UsageError } from "./usage.js";
 import { McpStdioTransport, MAX_SEND_BYTES } from "./mcp-transport.js";
 import { mcpAdmission, MCP_RUN_TIMEOUT_MS } from "./mcp-admission.js";
@@ -33,6 +33,9 @@ const MCP_OPTIONS = {
  * message (the MCP SDK's client: 10 MiB), and already a lot of a model's context.
  */
 export const MCP_MAX_RESULT_BYTES = 1024 * 1024;
+
+/** The limits only `ears mcp` sets from its command line, as a failure message names them. */
+const MCP_LIMIT_FLAGS = [["(limits.maxResultBytes)", "(--max-result)"]] as const;
 
 /** The name of the one tool `ears mcp` serves. */
 export const RUN_CODE_TOOL = "run_code";
@@ -156,7 +159,8 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
       return { content: [{ type: "text" as const, text: (error as Error).message }], isError: true };
     }
     printSandboxNote(report, io, values.quiet ?? false);
-    return toolResult(report, notice);
+    // A limit is named as the ears mcp user sets it (--timeout), as ears exec names it, not as runCode's option.
+    return toolResult(inFlagTerms(report, MCP_LIMIT_FLAGS), notice);
   });
   const closed = new Promise<void>((resolve) => {
     server.onclose = resolve;

@@ -40,7 +40,10 @@ describe("ears mcp's run time limit", () => {
         expect(tools[0]!.description).toContain("Each run has 1 s of run time, ");
         const looping = await client.callTool({ name: "run_code", arguments: { code: "for (;;) {}" } }, undefined, { timeout: 30_000 });
         expect(looping.isError).toBe(true);
-        expect(text(looping)).toMatch(/^RunTimeout: the code ran longer than 1 s, the most a run may take here/);
+        // The limit is named as this server's user sets it, not as runCode's option.
+        expect(text(looping)).toMatch(
+          /^RunTimeout: the code ran longer than 1 s, the most a run may take here \(--timeout\), and was stopped: /,
+        );
         const next = await client.callTool({ name: "run_code", arguments: { code: "return 6 * 7;" } }, undefined, { timeout: 30_000 });
         expect(next.isError).toBe(false);
         expect(text(next)).toBe("42");

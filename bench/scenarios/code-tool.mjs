@@ -1,13 +1,13 @@
 // Scenario (issue 30): the framework code tools' overhead over a direct runCode. The same body (two tool
-// calls together with Promise.all, a narrowed result, a return) run three ways on one pool of 2 in the
+// calls together with Promise.all, a narrowed result, a return) runs three ways on one pool of 2 in the
 // default sandbox, alternating, each after a pause of PAUSE_MS as in warm-runs (the pool's replacement spawn
 // belongs to the pause): a direct runCode whose capabilities call the tools' own functions (their output as
-// the success's `structured`, as the code tools answer); the AI SDK code
-// tool's `execute` (createCodeTool, from `@posoco/ears/ai`: arguments checked with the tools' zod schemas,
-// the body's calls counted, its log lines kept, the report mapped to what the model sees), iterated to its
-// final result as the AI SDK does; and the OpenAI Agents code tool's `invoke` (codeTool, from
-// `@posoco/ears/openai-agents`: each call through the SDK's own `invoke`, which parses and validates). Timed
-// from the call to the value the framework gets (the direct runCode: its report).
+// the success's `structured`, as the code tools answer); the AI SDK code tool's `execute` (createCodeTool,
+// from `@posoco/ears/ai`: arguments checked with the tools' zod schemas, the body's calls counted, its log
+// lines kept, the report mapped to what the model sees), iterated to its final result as the AI SDK does;
+// and the OpenAI Agents code tool's `invoke` (codeTool, from `@posoco/ears/openai-agents`: each call through
+// the SDK's own `invoke`, which parses and validates). Timed from the call to the value the framework gets
+// (the direct runCode: its report).
 import { performance } from "node:perf_hooks";
 import { tool as aiTool } from "ai";
 import { RunContext, tool as agentsTool } from "@openai/agents";
@@ -20,7 +20,7 @@ import { alternate } from "../lib/measure.mjs";
 import { quantile } from "../lib/peers-table.mjs";
 import { fmt, summarize, table } from "../lib/stats.mjs";
 
-/** The body; the AI SDK names (`getWeather`) and the Agents names (`get_weather`) are the same text apart from them. */
+/** The body, with the tools' names: the AI SDK's (`getWeather`) or the Agents SDK's (`get_weather`). */
 const body = (weather, time) =>
   "const [w, t] = await Promise.all([\n" +
   `  ears.call("${weather}", { city: "Paris" }),\n` +

@@ -5,7 +5,7 @@
 //                  framing or the serve loop, not a measurement to quote
 //   --only=a,b     run only these scenarios (ids: decode, long-frames, round-trip, concurrency,
 //                  cold-start, large-payload, code-body, typecheck, warm-runs, remote-runs,
-//                  pooled-session, peers)
+//                  pooled-session, peers, code-tool)
 //   --out=FILE     write the JSON elsewhere
 import { writeFileSync, existsSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem, platform, release } from "node:os";
@@ -22,6 +22,7 @@ import { warmRuns } from "./scenarios/warm-runs.mjs";
 import { remoteRuns } from "./scenarios/remote-runs.mjs";
 import { pooledSession } from "./scenarios/pooled-session.mjs";
 import { peers } from "./scenarios/peers.mjs";
+import { codeToolOverhead } from "./scenarios/code-tool.mjs";
 import { fmt, fmtSpread, table } from "./lib/stats.mjs";
 
 const SCENARIOS = [
@@ -37,6 +38,7 @@ const SCENARIOS = [
   ["remote-runs", remoteRuns],
   ["pooled-session", pooledSession],
   ["peers", peers],
+  ["code-tool", codeToolOverhead],
 ];
 
 const args = process.argv.slice(2);

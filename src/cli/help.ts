@@ -1,5 +1,6 @@
 /** The help texts of `ears`: complete enough to use the CLI without the docs. */
 import { DEFAULT_POOL_SIZE } from "../host/code/run-pool.js";
+import { MCP_RUN_TIMEOUT_MS } from "./mcp-admission.js";
 
 const EXIT_STATUS = `Exit status:
   0   the guest's result is a success (replay: the guest did what the recording says)
@@ -358,7 +359,10 @@ ${FILES_DIR_HELP}
   --sandbox-show-secrets, --sandbox-allow-broad, --env, --timeout, --call-timeout, --memory,
   --processes, --cpu-time, --tmp-size, --quiet
                             As for ears run, for every body (sizes with K, M or G; --memory at
-                            least 16M, default 1G). Each body works in the session's workspace
+                            least 16M, default 1G). --timeout is ${MCP_RUN_TIMEOUT_MS / 1000} seconds by default
+                            here (a body that never ends would hold a run slot for good), under
+                            an MCP client's usual 60 s request timeout; a longer one needs a client
+                            that waits as long. Each body works in the session's workspace
                             (below). --sandbox is the default here.
   --approve <names>         Allowed capabilities whose every call needs approval. When the client
                             declared elicitation, ears asks it (elicitation/create, a boolean

@@ -15,10 +15,10 @@ import { SDK } from "../protocol/version.js";
 import { describeError } from "../protocol/errors.js";
 import { MCP_HELP } from "./help.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
-import { contractOf, hostOptionsOf, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
+import { contractOf, hostOptionsOf, inFlagTerms, printSandboxNote, RUN_OPTIONS } from "./run-command.js";
 import { parseSize, subcommand, UsageError } from "./usage.js";
 import { McpStdioTransport, MAX_SEND_BYTES } from "./mcp-transport.js";
-import { mcpAdmission } from "./mcp-admission.js";
+import { mcpAdmission, MCP_RUN_TIMEOUT_MS } from "./mcp-admission.js";
 import { mcpApprovals, pausedText, RESUME_CODE_TOOL } from "./mcp-approval.js";
 import { attachmentsOf, listResources, readResource, type FileContent } from "./mcp-workspace.js";
 import { durableSession, workspaceSizeOf } from "./workspace-option.js";
@@ -40,6 +40,9 @@ const MCP_OPTIONS = {
  * message (the MCP SDK's client: 10 MiB), and already a lot of a model's context.
  */
 export const MCP_MAX_RESULT_BYTES = 1024 * 1024;
+
+/** The limits only `ears mcp` sets from its command line, as a failure message names them. */
+const MCP_LIMIT_FLAGS = [["(limits.maxResultBytes)", "(--max-result)"]] as const;
 
 /** The name of the one tool `ears mcp` serves. */
 export const RUN_CODE_TOOL = "run_code";
@@ -89,7 +92,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     input: _input,
     ...host
   } = await hostOptionsOf(values, io);
-  host.limits = { ...host.limits, maxResultBytes };
+  host.limits = { ...host.limits, maxResultBytes, runTimeoutMs: host.limits?.runTimeoutMs ?? MCP_RUN_TIMEOUT_MS };
   host.sandbox = mcpSandboxOf(host.sandbox);
   const notice = host.sandbox === false ? UNCONFINED_NOTICE : undefined;
   const typecheck = values.typecheck ?? false;
@@ -196,7 +199,8 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
       return { content: [{ type: "text" as const, text: (error as Error).message }], isError: true };
     }
     printSandboxNote(report, io, values.quiet ?? false);
-    const result = toolResult(report, notice);
+    // A limit is named as the ears mcp user sets it (--timeout), as ears exec names it, not as runCode's option.
+    const result = toolResult(inFlagTerms(report, MCP_LIMIT_FLAGS), notice);
     if (files === undefined) return result;
     const text = files.notes.length === 0 ? result.content[0]!.text : `${result.content[0]!.text}\n\n${files.notes.join("\n")}`;
     return { content: [{ type: "text" as const, text }, ...files.items], isError: result.isError };

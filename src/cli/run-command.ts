@@ -282,12 +282,16 @@ export function printSandboxNote(report: RunReport, io: CliIo, quiet: boolean): 
 
 /**
  * The report as the CLI's notes show it: a failure message that names a host limit names the flag that
- * set it (`--timeout`, not `limits.runTimeoutMs`). The `--json` report stays as the host wrote it.
+ * set it (`--timeout`, not `limits.runTimeoutMs`); `commandFlags` adds a command's own (ears mcp's
+ * `--max-result`). The `--json` report stays as the host wrote it.
  */
-export function inFlagTerms<Report extends { failure?: { code: string; message: string } }>(report: Report): Report {
+export function inFlagTerms<Report extends { failure?: { code: string; message: string } }>(
+  report: Report,
+  commandFlags: readonly (readonly [string, string])[] = [],
+): Report {
   if (report.failure === undefined) return report;
   let message = report.failure.message;
-  for (const [limit, flag] of LIMIT_FLAGS) message = message.replaceAll(limit, flag);
+  for (const [limit, flag] of [...LIMIT_FLAGS, ...commandFlags]) message = message.replaceAll(limit, flag);
   return message === report.failure.message ? report : { ...report, failure: { ...report.failure, message } };
 }
 

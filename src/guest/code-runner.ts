@@ -7,7 +7,7 @@
  */
 import { statSync } from "node:fs";
 import { Script } from "node:vm";
-import { decodeBodyFrame, CODE_FILENAME, CODE_PREFIX, NO_MODULES_HINT, wrapBody } from "../protocol/code-body.js";
+import { decodeBodyFrame, CODE_FILENAME, CODE_PREFIX, NO_MODULES_HINT, NO_NETWORK_HINT, wrapBody } from "../protocol/code-body.js";
 import { describeError, TransportError } from "../protocol/errors.js";
 import { FailureCode, Outcome } from "../protocol/outcome.js";
 import { stdio } from "../wires/stdio.js";
@@ -38,7 +38,7 @@ await serve({
     } catch (error) {
       // The stack goes to the log; the result names where in the body it was thrown.
       if (error instanceof Error && error.stack) await ears.log(bodyStack(error.stack), "error");
-      return Outcome.failure(FailureCode.GuestFailed, `${describeError(error)}${placeIn(error)}${moduleAdvice(error)}`);
+      return Outcome.failure(FailureCode.GuestFailed, `${describeError(error)}${placeIn(error)}${advice(error)}`);
     }
   },
 });
@@ -95,10 +95,14 @@ function bodyStack(stack: string): string {
   return last < 0 ? stack : lines.slice(0, last + 1).join("\n");
 }
 
-/** The way in for a body that reached for `require` or `import()`, which a script compiled here does not have. */
-function moduleAdvice(error: unknown): string {
+/**
+ * The way in for a body that reached for `require` or `import()`, which a script compiled here does not
+ * have, or for the network through the global `fetch`, which a sandboxed body does not have.
+ */
+function advice(error: unknown): string {
   const { name, message, code } = (error ?? {}) as { name?: unknown; message?: unknown; code?: unknown };
   const requireMissing = name === "ReferenceError" && message === "require is not defined";
   const importMissing = typeof code === "string" && code.startsWith("ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING");
-  return requireMissing || importMissing ? `: ${NO_MODULES_HINT}` : "";
+  if (requireMissing || importMissing) return `: ${NO_MODULES_HINT}`;
+  return name === "TypeError" && message === "fetch failed" ? `: ${NO_NETWORK_HINT}` : "";
 }

@@ -26,6 +26,15 @@ export const NO_MODULES_HINT =
   "a code body cannot import or require modules; " +
   "use Node's built-ins through process.getBuiltinModule(\"node:fs\") (Node >= 20.16) and the host's tools through ears.call";
 
+/**
+ * What a body whose global `fetch` failed is told: a sandboxed body has no network, so the global fails
+ * with Node's bare "fetch failed" (the type checker's DOM library declares it all the same); the host's
+ * `fetch` capability, where granted, is the way out.
+ */
+export const NO_NETWORK_HINT =
+  "a sandboxed code body has no network of its own; " +
+  'reach an HTTP API through ears.call("fetch", { url }) when the host grants fetch (it is then in the declarations)';
+
 /** The type of the runner-only frame that carries the compiled body (wire/PROTOCOL.md, "The code runner"). */
 export const BODY_FRAME_TYPE = "body";
 

@@ -40,7 +40,7 @@ describe("ears mcp's run_code description", () => {
 
   it("names the defaults, and no fetch without --fetch-allow", async () => {
     const text = await description([]);
-    expect(text).toContain("Each run has no deadline of its own, 1 GiB of memory, a result of at most 1 MiB as JSON: ");
+    expect(text).toContain("Each run has 50 s of run time, 1 GiB of memory, a result of at most 1 MiB as JSON: ");
     expect(text).not.toContain("`fetch`");
   });
 });

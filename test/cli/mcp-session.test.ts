@@ -37,7 +37,7 @@ describe.runIf(process.platform === "linux")("ears mcp: results and messages it 
     });
     expect(big.isError).toBe(true);
     expect(textOf(big)).toMatch(
-      /^ResultTooLarge: the result was 5\.\d MiB \(\d+ bytes\), over the limit of 1 MiB \(limits\.maxResultBytes\), so it was dropped; .*Return less: a summary/,
+      /^ResultTooLarge: the result was 5\.\d MiB \(\d+ bytes\), over the limit of 1 MiB \(--max-result\), so it was dropped; .*Return less: a summary/,
     );
     const next = await client.callTool({ name: "run_code", arguments: { code: "return 'still here';" } });
     expect(textOf(next)).toBe('"still here"');

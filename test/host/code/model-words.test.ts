@@ -12,6 +12,7 @@ import { defineCapabilities, jsonSchema } from "../../../src/index.js";
 import { compileBody } from "../../../src/host/code/compile.js";
 import { runCode } from "../../../src/host/index.js";
 import type { StandardSchemaV1 } from "../../../src/contract/contract.js";
+import { bwrapPath } from "../../helpers/has-bwrap.js";
 
 const tools = defineCapabilities({
   "memory.read_graph": { description: "The whole graph", arguments: z.object({}) },
@@ -112,6 +113,21 @@ describe("words a model can act on", () => {
     });
     expect(checked.outcome?.structured).toBe(3);
   });
+
+  it.runIf(process.platform === "linux" && bwrapPath !== undefined)(
+    "a sandboxed body whose global fetch fails is told it has no network and to call the host's fetch",
+    async () => {
+      const report = await runCode({ code: 'const r = await fetch("http://127.0.0.1:9/");\nreturn r.status;', sandbox: true });
+      expect(report.failure).toBeUndefined();
+      expect(report.outcome).toEqual({
+        status: "failure",
+        code: "GuestFailed",
+        content:
+          "fetch failed (at code.ts:1:11): a sandboxed code body has no network of its own; " +
+          'reach an HTTP API through ears.call("fetch", { url }) when the host grants fetch (it is then in the declarations)',
+      });
+    },
+  );
 
   it("a body that runs too long is told it ran too long and what to do, not only the host's setting", async () => {
     const report = await runCode({ code: "while (true) {}", limits: { runTimeoutMs: 1000 }, sandbox: false });

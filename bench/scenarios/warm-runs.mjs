@@ -6,7 +6,7 @@
 // pause, not to the next run. Back to back, without pauses, is the throughput rows' case: bodies per
 // second with 2 and with 8 runs in flight, cold and pooled (a pool as large as the runs in flight).
 import { performance } from "node:perf_hooks";
-import { createRunPool, runCode } from "@posoco/ears/host";
+import { createRunAdmission, createRunPool, runCode } from "@posoco/ears/host";
 import { alternate } from "../lib/measure.mjs";
 import { summarize } from "../lib/stats.mjs";
 
@@ -53,6 +53,14 @@ async function paused(run) {
   return run();
 }
 
+/**
+ * A pool with run slots of its own: each runner, idle or serving, holds a slot of its admission, so pools on
+ * the process-wide one (8 slots) would leave the cold runs alternated with them none.
+ */
+function ownPool(size) {
+  return createRunPool({ size, env, admission: createRunAdmission({ maxConcurrentRuns: size }) });
+}
+
 /** Waits until a fresh pool's runners have started (a pooled run's first body must not pay their start). */
 async function warmed(pool) {
   await timedRun(pool);
@@ -62,7 +70,7 @@ async function warmed(pool) {
 
 export async function warmRuns({ quick }) {
   const repetitions = quick ? 6 : 30;
-  const pool = await warmed(createRunPool({ size: 2, env }));
+  const pool = await warmed(ownPool(2));
   try {
     const contenders = [
       { name: "cold", run: () => paused(() => timedRun(undefined)) },
@@ -83,7 +91,7 @@ export async function warmRuns({ quick }) {
     const bodies = quick ? 16 : 48;
     const rounds = quick ? 1 : 3;
     for (const inFlight of [2, 8]) {
-      const inFlightPool = await warmed(createRunPool({ size: inFlight, env }));
+      const inFlightPool = await warmed(ownPool(inFlight));
       try {
         const flows = [
           { name: "cold", run: () => throughput(bodies, inFlight, undefined) },

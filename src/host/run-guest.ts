@@ -85,6 +85,11 @@ export interface LaunchExtras {
   writable?: readonly string[];
   /** A directory the host made for this run, removed by the watchdog if the host dies first. */
   scratch?: string;
+  /**
+   * Confined: bubblewrap mounts a tmpfs of this many bytes on the working directory inside the sandbox
+   * (runCode's cold private directory, code-launch.ts), so nothing the guest writes there reaches the host.
+   */
+  privateDirBytes?: number;
   /** Whether the sandbox looks for the script's directory and Node's lookups (default true). */
   discover?: boolean;
   /**
@@ -227,7 +232,8 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   if (launch.remote !== undefined) return startRemote(launch, launch.remote, startedAt);
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
   const workspace = launch.session?.path;
-  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover, workspace }, { tmpBytes });
+  const privateDir = launch.privateDirBytes === undefined ? undefined : { path: cwd, bytes: launch.privateDirBytes };
+  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover, workspace }, { tmpBytes, privateDir });
   if (settings.signal?.aborted) return aborted();
   if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
   if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));

@@ -8,6 +8,7 @@ import { checkLaunch, withPaths, type CheckedLaunch } from "../run-guest.js";
 import type { GuestCommand, HostFailure } from "../types.js";
 import { builtScript } from "./built-script.js";
 import { filesFor, makeBoundedDir } from "../workspace/bounded-dir.js";
+import { sandboxMissing } from "../sandbox/index.js";
 
 let runnerPath: string | undefined;
 
@@ -37,11 +38,14 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
 /**
  * @internal Gives a launch its private working directory (mode 0700, removed by `remove`, and by the
  * watchdog if the host dies first), unless the options named a `cwd` or the runner is remote (it makes its
- * own, on its machine). The directory is a bounded tmpfs
- * (workspace/bounded-dir.ts) of `limits.tmpBytes` bytes and as many files as go with them, so a body
- * filling it gets ENOSPC and the host's disk is never touched; where the host cannot mount (not root) it
- * is a plain directory, bounded by nothing (docs/host.md, "Workspaces"). With `shared`, its mount's
- * propagation is shared (bounded-dir.ts), and `shared` in the result says whether that could be had.
+ * own, on its machine). It holds at most `limits.tmpBytes` bytes, so a body filling it gets ENOSPC and the
+ * host's disk is never touched (docs/code.md, "How the body reaches the child"). A cold confined run's is a
+ * tmpfs bubblewrap mounts inside the sandbox (`privateDirBytes`: no mount or umount for the host to fork,
+ * and nothing left behind, since it dies with the sandbox); the directory the host makes stays empty. A
+ * pool's runner (`shared`) and an unconfined run get a bounded tmpfs the host mounts (workspace/bounded-dir.ts),
+ * of `tmpBytes` bytes and as many files as go with them; where the host cannot mount (not root) that is a
+ * plain directory, bounded by nothing. With `shared`, its mount's propagation is shared (bounded-dir.ts),
+ * and `shared` in the result says whether that could be had.
  */
 export function withWorkDir(
   launch: CheckedLaunch,
@@ -49,12 +53,16 @@ export function withWorkDir(
 ): { launch: CheckedLaunch; remove: () => Promise<void>; shared?: boolean } | { failure: HostFailure } {
   if (launch.cwd !== undefined || launch.remote !== undefined) return { launch, remove: () => Promise.resolve() };
   const bytes = launch.settings.limits.tmpBytes;
+  // `shared` (a pool's runner): a session's workspace can be bound onto the directory after the runner started
+  // (pool-session.ts), which needs the host's own mount; a tmpfs inside the sandbox would hide it.
+  const inSandbox = !shared && bytes !== Infinity && willBeConfined(launch);
   try {
-    // `shared` (a pool's runner): a session's workspace can be bound onto the directory after the runner started (pool-session.ts).
-    const made = makeBoundedDir("ears-code-", bytes === Infinity ? undefined : { bytes, files: filesFor(bytes) }, true, shared);
+    const bound = bytes === Infinity || inSandbox ? undefined : { bytes, files: filesFor(bytes) };
+    const made = makeBoundedDir("ears-code-", bound, true, shared);
     const { work } = made;
+    const own = { cwd: work, scratch: made.dir, sandbox: withPaths(launch.sandbox, [], [work]) };
     return {
-      launch: { ...launch, cwd: work, scratch: made.dir, sandbox: withPaths(launch.sandbox, [], [work]) },
+      launch: { ...launch, ...own, ...(inSandbox && { privateDirBytes: bytes }) },
       remove: made.remove,
       shared: made.shared,
     };
@@ -62,4 +70,13 @@ export function withWorkDir(
     // A full disk, a missing temporary directory: reported like any other failure to start, never a rejection.
     return { failure: failures.workDirNotMade(error) };
   }
+}
+
+/**
+ * Whether a launch's guest will run in bubblewrap: a sandbox required (else the run fails and starts nothing),
+ * or "auto" with one installed. The same look planSandbox takes; a sandbox uninstalled between the two leaves
+ * that one run's directory unbounded (docs/code.md).
+ */
+function willBeConfined(launch: CheckedLaunch): boolean {
+  return launch.sandbox.mode === "required" || (launch.sandbox.mode === "auto" && sandboxMissing() === undefined);
 }

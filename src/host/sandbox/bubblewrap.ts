@@ -80,6 +80,11 @@ export interface BubblewrapWiring {
   /** Size of the private /tmp in bytes (`--size`), or undefined for the tmpfs default. */
   tmpBytes?: number;
   /**
+   * A tmpfs of `bytes` (mode 0700) mounted on `path` inside the sandbox, in place of whatever the policy binds
+   * there: runCode's private working directory of a cold run (code-launch.ts), which dies with the sandbox.
+   */
+  privateDir?: { path: string; bytes: number };
+  /**
    * The host's own executable (process.execPath). Deno's child_process inserts its own flags after
    * every argument equal to its executable's path, so such a path is spelt differently here (`/./`).
    */
@@ -125,9 +130,16 @@ export function bubblewrapArgs(
     readable.push(bind.target);
   }
   const writable = ["/tmp"];
+  const own = wiring.privateDir;
   for (const bind of policy.binds) {
+    // The private directory's tmpfs takes the place of the host's directory: nothing of the host's lies beneath it.
+    if (bind.target === own?.path) continue;
     args.push(bind.writable ? "--bind" : "--ro-bind", spell(bind.source), spell(bind.target));
     (bind.writable ? writable : readable).push(bind.target);
+  }
+  if (own !== undefined) {
+    args.push("--perms", "0700", "--size", String(own.bytes), "--tmpfs", spell(own.path));
+    writable.push(own.path);
   }
   // After every bind, so nothing bound later shows a masked path again.
   for (const mask of policy.masks) {

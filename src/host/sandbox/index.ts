@@ -180,7 +180,7 @@ export function hostPlaces(env: NodeJS.ProcessEnv = process.env): HostPlaces {
 export async function planSandbox(
   request: SandboxRequest,
   launch: Launch,
-  wiring: { tmpBytes?: number; lookup?: FileSystemView } = {},
+  wiring: { tmpBytes?: number; privateDir?: { path: string; bytes: number }; lookup?: FileSystemView } = {},
 ): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
   const found = locateSandbox(process.env.PATH, wiring.lookup);
@@ -197,6 +197,7 @@ export async function planSandbox(
     const { args, report } = bubblewrapArgs(policy, systemLayout(nodeFileSystem), {
       seccompFd: seccomp === undefined ? undefined : SECCOMP_FD,
       tmpBytes: wiring.tmpBytes,
+      privateDir: wiring.privateDir,
       hostExecutable: process.execPath,
     });
     return { kind: "confined", command: bwrap, args, env: policy.env, seccomp, report };

@@ -122,6 +122,21 @@ describe("bubblewrap's command line", () => {
     expect(bubblewrapArgs(policy(), layout).args).not.toContain("--size");
   });
 
+  // Issue 33: a cold runCode's working directory is a tmpfs of bubblewrap's, not a mount the host forks for.
+  it("mounts a private directory's sized tmpfs (mode 0700) in place of its bind, after every other bind", () => {
+    const own = { path: "/tmp/ears-code-x/work", bytes: 8388608 };
+    const base = policy({ binds: [...policy().binds, { source: own.path, target: own.path, writable: true }] });
+    const { args, report } = bubblewrapArgs(base, layout, { tmpBytes: 1048576, privateDir: own });
+    const mounted = at(args, "--perms", "0700", "--size", "8388608", "--tmpfs", own.path);
+    expect(mounted).toBeGreaterThan(at(args, "--bind", "/data/out", "/data/out"));
+    expect(mounted).toBeLessThan(at(args, "--ro-bind", "/dev/null", "/work/proj/.env"));
+    // Nothing of the host's directory lies beneath the tmpfs, not even read-only.
+    expect(args.filter((arg) => arg === own.path)).toEqual([own.path]);
+    expect(report.writable.filter((path) => path === own.path)).toEqual([own.path]);
+    expect(report.readable).not.toContain(own.path);
+    expect(bubblewrapArgs(policy(), layout).args).not.toContain("--perms");
+  });
+
   it("binds read-only what the policy says read-only and read-write only what it says writable, in its order", () => {
     const { args, report } = bubblewrapArgs(policy(), layout);
     expect(triples(args, "--bind")).toEqual(["/data/out /data/out"]);

@@ -123,7 +123,12 @@ describe("what the policy shows, at its edges", () => {
 
   it("never shows the root, even where no home or temporary directory is known", () => {
     const fs = base();
-    expect(() => sandboxPolicy(launch("/"), {}, fs, { homes: [], temporaryRoots: [] })).toThrow(/would show \/, which is too broad/);
+    expect(() => sandboxPolicy(launch("/"), {}, fs, { homes: [], temporaryRoots: [] })).toThrow(
+      new SandboxPathError(
+        'the working directory "/" would show /, which is too broad (the root, a home directory, the temporary directory or an ' +
+          "ancestor of one); name a directory of its own, or pass sandbox.allowBroadPaths: true",
+      ),
+    );
   });
 
   it("does not mask a link named like a secret (bubblewrap cannot mount over a link; what it leads to is masked or not shown)", () => {

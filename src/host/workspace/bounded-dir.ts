@@ -82,8 +82,9 @@ function mountTools(): { mount: string; umount: string } | string {
 
 /** The first line a failed program wrote, or its error's message. */
 function why(error: unknown): string {
-  const stderr = (error as { stderr?: Buffer | string }).stderr;
-  const text = (stderr === undefined ? "" : String(stderr)).trim().split("\n")[0];
+  // null, not undefined, when the program could not be started at all (spawnSync's error).
+  const stderr = (error as { stderr?: Buffer | string | null }).stderr;
+  const text = (stderr === undefined || stderr === null ? "" : String(stderr)).trim().split("\n")[0];
   return text !== undefined && text !== "" ? text : (error as Error).message;
 }
 

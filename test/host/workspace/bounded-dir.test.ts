@@ -6,7 +6,7 @@
  * which directories it was given. Nothing is mounted: that the kernel enforces the bounds (ENOSPC in a body)
  * is work-dir.attack.test.ts's, on a root host, in `npm test` only. This file runs under Stryker.
  */
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -89,7 +89,8 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
       },
     };
   });
-  const leftovers = (prefix: string) => readdirSync(tmpdir()).filter((name) => name.startsWith(prefix));
+  /** The directories this test made (each was covered) that are still there. */
+  const leftovers = () => covered.filter((dir) => existsSync(dir));
 
   it("mounts a tmpfs of the bound on a fresh 0700 directory, with `work` (0700) inside, covered until removed", async () => {
     const made = makeBoundedDir("ears-bounded-test-a-", { bytes: 8 * MiB, files: 2048 }, false, false, system);
@@ -133,7 +134,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     expect(calls()).toEqual([`mount --bind ${shared.dir} --make-private --make-shared ${shared.dir} (HOME=unset)`]);
     await shared.remove();
     expect(calls()[1]).toBe(`umount -l ${shared.dir} (HOME=unset)`);
-    expect(leftovers("ears-bounded-test-c-")).toEqual([]);
+    expect(leftovers()).toEqual([]);
   });
 
   it("where the host cannot mount: throws why, with nothing left behind, unless it may fall back to a plain directory", async () => {
@@ -147,7 +148,8 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     );
     // Removal is under way when it throws; the directory it made goes, and its cover with it.
     await new Promise((settle) => setTimeout(settle, 50));
-    expect(leftovers("ears-bounded-test-d-")).toEqual([]);
+    expect(covered).toHaveLength(1);
+    expect(leftovers()).toEqual([]);
     expect(forgotten).toEqual(covered);
     expect(calls().filter((call) => call.startsWith("umount"))).toEqual([]);
 
@@ -157,7 +159,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     await plain.remove();
     // Nothing was mounted, so nothing is unmounted.
     expect(calls().filter((call) => call.startsWith("umount"))).toEqual([]);
-    expect(leftovers("ears-bounded-test-d-")).toEqual([]);
+    expect(leftovers()).toEqual([]);
 
     const unshared = makeBoundedDir("ears-bounded-test-d-", undefined, false, true, system);
     expect(unshared).toMatchObject({ bounded: false, shared: false });
@@ -178,6 +180,21 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
       );
       failing("mount", undefined);
       expect(mountBounded(dir, { bytes: MiB, files: 1024 }, false, system)).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("says why when the mount program cannot be started at all (not a stray null)", async () => {
+    const gone: MountSystem = { ...system, tools: () => ({ mount: join(bin, "gone-mount"), umount: join(bin, "gone-umount") }) };
+    const dir = mkdtempSync(join(tmpdir(), "ears-bounded-test-h-"));
+    try {
+      expect(mountBounded(dir, { bytes: MiB, files: 1024 }, false, gone)).toBe(
+        `could not mount a bounded tmpfs on ${dir} (spawnSync ${join(bin, "gone-mount")} ENOENT); ` +
+          "the host needs CAP_SYS_ADMIN (run it as root)",
+      );
+      expect(await bindMount("/a", "/b", gone)).toBe(`could not bind /a onto /b (spawn ${join(bin, "gone-mount")} ENOENT)`);
+      await expect(unmountBounded(dir, gone)).resolves.toBeUndefined();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -216,7 +233,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     await plain.remove();
     expect(calls()).toEqual([]);
     await new Promise((settle) => setTimeout(settle, 50));
-    expect(leftovers("ears-bounded-test-f-")).toEqual([]);
+    expect(leftovers()).toEqual([]);
   });
 
   it("throws what mkdtemp throws, having covered and mounted nothing", () => {

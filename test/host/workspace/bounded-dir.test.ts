@@ -236,6 +236,13 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     expect(leftovers()).toEqual([]);
   });
 
+  it("a directory already gone when removed is no longer covered (nothing left for the watchdog)", async () => {
+    const made = makeBoundedDir("ears-bounded-test-j-", undefined, false, false, system);
+    rmSync(made.dir, { recursive: true });
+    await made.remove();
+    expect(forgotten).toEqual([made.dir]);
+  });
+
   it("throws what mkdtemp throws, having covered and mounted nothing", () => {
     expect(() => makeBoundedDir("no-such-parent/ears-bounded-test-g-", { bytes: MiB, files: 1024 }, true, false, system)).toThrow(/ENOENT/);
     expect(covered).toEqual([]);

@@ -182,7 +182,9 @@ export class ProcessGroup {
   private signalInside(signal: NodeJS.Signals): boolean {
     if (this.child.pid === undefined) return false;
     const inner = sandboxInit(this.child.pid);
-    if (inner === undefined) return false;
+    // Only a process's own number: -0 would be kill(0), this host's own group (a misread children list did that
+    // to the mutation runner: CONTRIBUTING.md, "Mutation testing"), and -1 every process there is.
+    if (inner === undefined || !Number.isSafeInteger(inner) || inner <= 1) return false;
     try {
       process.kill(-inner, signal);
       return true;

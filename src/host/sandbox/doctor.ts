@@ -38,9 +38,8 @@ export interface MachineView {
   proc(path: string): string | undefined;
 }
 
-/** This machine. */
-export function thisMachine(): MachineView {
-  const found = locateSandbox();
+/** This machine; `found` is where its bwrap is (tests give it as data: the real lookup is tested in plan.test.ts). */
+export function thisMachine(found: ReturnType<typeof locateSandbox> = locateSandbox()): MachineView {
   return {
     platform: process.platform,
     arch: process.arch,

@@ -46,6 +46,22 @@ const TIMEOUT_MS = 10_000;
 
 let tools: { mount: string; umount: string } | string | undefined;
 
+/**
+ * What a bounded directory uses of the machine besides its temporary directory: the mount and umount programs
+ * and the watchdog's cover. {@link hostMounts} by default; the in-process tests give stand-ins (programs that
+ * only record what they were asked), so that no test, and no mutant under Stryker, mounts or unmounts anything
+ * (CONTRIBUTING.md, "Mutation testing").
+ */
+export interface MountSystem {
+  /** The mount and umount programs, or why there are none. */
+  tools(): { mount: string; umount: string } | string;
+  /** Has the watchdog remove `dir` should the host die; returns what forgets it. */
+  cover(dir: string): () => void;
+}
+
+/** The machine's own: util-linux's mount and umount, and the host's watchdog. */
+export const hostMounts: MountSystem = { tools: mountTools, cover: coverDirectory };
+
 /** The mount and umount programs, or why there are none. */
 function mountTools(): { mount: string; umount: string } | string {
   if (tools !== undefined) return tools;
@@ -66,8 +82,9 @@ function mountTools(): { mount: string; umount: string } | string {
 
 /** The first line a failed program wrote, or its error's message. */
 function why(error: unknown): string {
-  const stderr = (error as { stderr?: Buffer | string }).stderr;
-  const text = (stderr === undefined ? "" : String(stderr)).trim().split("\n")[0];
+  // null, not undefined, when the program could not be started at all (spawnSync's error).
+  const stderr = (error as { stderr?: Buffer | string | null }).stderr;
+  const text = (stderr === undefined || stderr === null ? "" : String(stderr)).trim().split("\n")[0];
   return text !== undefined && text !== "" ? text : (error as Error).message;
 }
 
@@ -83,9 +100,9 @@ const SHARED = ["--make-private", "--make-shared"];
  * binds `dir` onto itself (unbounded, but a mount point). `shared`: see {@link BoundedDir.shared}. Returns
  * undefined when it is mounted, else why not (not Linux, no mount program, not permitted: the host is not root).
  */
-export function mountBounded(dir: string, bound: DirBound | undefined, shared = false): string | undefined {
+export function mountBounded(dir: string, bound: DirBound | undefined, shared = false, system = hostMounts): string | undefined {
   if (process.platform !== "linux") return `bounded directories need Linux (this is ${process.platform})`;
-  const found = mountTools();
+  const found = system.tools();
   if (typeof found === "string") return found;
   const what = bound === undefined ? ["--bind", dir] : ["-t", "tmpfs", "-o", boundOptions(bound), SOURCE];
   try {
@@ -105,8 +122,8 @@ export function mountBounded(dir: string, bound: DirBound | undefined, shared = 
  * {@link BoundedDir.shared} mount), without blocking the event loop. Resolves with undefined when it is
  * bound, else why not; never rejects. The bind goes when `target`'s mount is detached (its `remove`).
  */
-export function bindMount(source: string, target: string): Promise<string | undefined> {
-  const found = mountTools();
+export function bindMount(source: string, target: string, system = hostMounts): Promise<string | undefined> {
+  const found = system.tools();
   if (typeof found === "string") return Promise.resolve(found);
   return new Promise((settle) => {
     execFile(found.mount, ["--bind", source, target], { env: {}, timeout: TIMEOUT_MS }, (error, _stdout, stderr) =>
@@ -119,8 +136,8 @@ export function bindMount(source: string, target: string): Promise<string | unde
  * Detaches the bounded tmpfs on `dir` (lazily: it is freed once nothing uses it) and resolves when
  * done. Never rejects: a directory that is not mounted any more is left as it is.
  */
-export function unmountBounded(dir: string): Promise<void> {
-  const found = mountTools();
+export function unmountBounded(dir: string, system = hostMounts): Promise<void> {
+  const found = system.tools();
   if (typeof found === "string") return Promise.resolve();
   return new Promise((settle) => {
     execFile(found.umount, ["-l", dir], { env: {}, timeout: TIMEOUT_MS }, () => settle());
@@ -152,19 +169,25 @@ export interface BoundedDir {
  * propagation is shared (and with no `bound`, `dir` is bound onto itself to be a mount); where that cannot
  * be had, `shared` is false and the rest as without it. Throws what mkdtemp throws.
  */
-export function makeBoundedDir(prefix: string, bound: DirBound | undefined, fallback: boolean, shared = false): BoundedDir {
+export function makeBoundedDir(
+  prefix: string,
+  bound: DirBound | undefined,
+  fallback: boolean,
+  shared = false,
+  system = hostMounts,
+): BoundedDir {
   // Its real path: the sandbox compares the working directory by it.
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   // Covered from the moment it exists until it is gone: a host killed at any point in between (a run pool's
   // runner still starting, or ended and its directory still being unmounted) has the watchdog remove it.
-  const uncover = coverDirectory(dir);
+  const uncover = system.cover(dir);
   let bounded = false;
   let mounted = false;
   let removing: Promise<void> | undefined;
   const remove = () =>
     (removing ??= (async () => {
       // Detached with everything mounted on it (a session's workspace bound onto `work`), before anything is removed.
-      if (mounted) await unmountBounded(dir);
+      if (mounted) await unmountBounded(dir, system);
       try {
         rmSync(dir, { recursive: true, force: true });
         uncover();
@@ -174,11 +197,11 @@ export function makeBoundedDir(prefix: string, bound: DirBound | undefined, fall
     })());
   try {
     if (bound !== undefined) {
-      const problem = mountBounded(dir, bound, shared);
+      const problem = mountBounded(dir, bound, shared, system);
       if (problem !== undefined && !fallback) throw new Error(problem);
       bounded = problem === undefined;
       mounted = bounded;
-    } else if (shared) mounted = mountBounded(dir, undefined, true) === undefined;
+    } else if (shared) mounted = mountBounded(dir, undefined, true, system) === undefined;
     const work = join(dir, "work");
     mkdirSync(work, { mode: 0o700 });
     return { dir, work, bounded, shared: shared && mounted, remove };

@@ -5,7 +5,7 @@ import { runCode, type RunReport, type Session } from "../host/index.js";
 import { describeError } from "../protocol/errors.js";
 import { EXEC_HELP } from "./help.js";
 import { ExitStatus } from "./report-output.js";
-import { hostOptionsOf, reportRun, RUN_OPTIONS } from "./run-command.js";
+import { hostOptionsOf, reportRun, RUN_OPTIONS, runOptionsOf } from "./run-command.js";
 import { subcommand, UsageError } from "./usage.js";
 import { durableSession, workspaceSizeOf } from "./workspace-option.js";
 
@@ -47,7 +47,7 @@ export const execCommand = subcommand("exec", EXEC_OPTIONS, EXEC_HELP, async ({ 
     try {
       // With connectors, --typecheck checks against their types; without, against an untyped ears.
       running = runCode({
-        ...host,
+        ...runOptionsOf(host),
         ...(session === undefined ? { cwd } : { cwd: undefined, session }),
         code,
         typecheck: values.typecheck ?? false,

@@ -87,6 +87,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     contract,
     closeConnectors,
     recorder: _recorder,
+    timeline: _timeline,
     approve,
     approval: _terminal,
     input: _input,

@@ -68,7 +68,7 @@ export const runCommand = subcommand("run", RUN_OPTIONS, RUN_HELP, async ({ valu
   const guest = guestCommand("run", positionals, command);
   const { contract: _contract, closeConnectors, ...host } = await hostOptionsOf(values, io);
   try {
-    const report = await runGuest({ ...host, command: guest[0]!, args: guest.slice(1) });
+    const report = await runGuest({ ...runOptionsOf(host), command: guest[0]!, args: guest.slice(1) });
     return await reportRun(report, values, io, host);
   } finally {
     await closeConnectors();
@@ -105,6 +105,15 @@ export type HostOptionsOfCli = Omit<GuestCommand, "command" | "args"> &
     /** Closes the MCP servers' connections; call it when the command is done. Never rejects. */
     closeConnectors: () => Promise<void>;
   };
+
+/**
+ * The options of runGuest or runCode in what {@link hostOptionsOf} gives: without the CLI's own (--approve's
+ * names, the recorder, the timeline), which a run refuses as unknown options.
+ */
+export function runOptionsOf<T extends { approve?: unknown } & RunWatchers>(host: T): Omit<T, "approve" | keyof RunWatchers> {
+  const { approve: _approve, recorder: _recorder, timeline: _timeline, ...options } = host;
+  return options;
+}
 
 /** What a run from the command line keeps besides the host options: the --record transcript and the --verbose timeline. */
 export interface RunWatchers {

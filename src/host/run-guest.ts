@@ -14,7 +14,7 @@ import { StreamWire } from "../wires/stdio.js";
 import * as failures from "./report/failures.js";
 import { GuestProcess } from "./process/guest-process.js";
 import { hostSession } from "./engine/session.js";
-import { graceMs, hostSettings, RESOURCE_LIMITS, type HostSettings } from "./settings.js";
+import { DEFAULT_HOST_LIMITS, graceMs, hostSettings, RESOURCE_LIMITS, type HostSettings } from "./settings.js";
 import type { RunObserver } from "./observe/observer.js";
 import { traced } from "./observe/tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process/process-group.js";
@@ -31,6 +31,23 @@ import { admissionOf, type Admission } from "./engine/admission.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
+
+/** @internal Every option of {@link GuestCommand}: what runGuest takes, and runCode takes but for `command` and `args`. */
+export const GUEST_COMMAND_OPTIONS: readonly string[] = [
+  ...["allowed", "input", "capabilities", "onLog", "onFrame", "limits", "signal", "trace", "approval"],
+  ...["command", "args", "cwd", "session", "env", "sandbox", "killGraceMs", "onStderr", "remote", "admission"],
+];
+
+/**
+ * @internal Throws a TypeError for an option the caller does not take: a misspelt or misplaced one (say
+ * `runTimeoutMs` beside `limits` instead of in it) would otherwise be ignored, and the run go on without it.
+ */
+export function refuseUnknownOptions(options: object, caller: string, known: readonly string[]): void {
+  const unknown = Object.keys(options).find((key) => !known.includes(key));
+  if (unknown === undefined) return;
+  const inLimits = unknown in DEFAULT_HOST_LIMITS ? `; ${unknown} is a limit: give it as limits.${unknown}` : "";
+  throw new TypeError(`${caller}: unknown option ${JSON.stringify(unknown)}${inLimits}`);
+}
 
 /**
  * Runs a guest program as a child process (no shell, stdio piped, window hidden on Windows) and hosts
@@ -52,6 +69,7 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
  * if (!report.ok) console.error(report.failure?.message ?? report.outcome?.content, report.stderr);
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
+  if (typeof options === "object" && options !== null) refuseUnknownOptions(options, "runGuest", GUEST_COMMAND_OPTIONS);
   const launch = checkLaunch(options, "runGuest", {});
   const run = () =>
     traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) =>

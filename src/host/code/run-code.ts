@@ -9,7 +9,7 @@ import type { Contract, StandardSchemaV1 } from "../../contract/contract.js";
 import { encodeBodyFrame } from "../../protocol/code-body.js";
 import { describeError } from "../../protocol/errors.js";
 import * as failures from "../report/failures.js";
-import { admitted, runLaunch } from "../run-guest.js";
+import { admitted, GUEST_COMMAND_OPTIONS, refuseUnknownOptions, runLaunch } from "../run-guest.js";
 import { notStartedReport } from "../report/report.js";
 import { traced } from "../observe/tracing.js";
 import type { GuestCommand, RunReport } from "../types.js";
@@ -103,6 +103,7 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
   if (typeof typecheck !== "boolean") throw new TypeError("runCode: options.typecheck must be a boolean");
   if ("command" in rest || "args" in rest)
     throw new TypeError("runCode: options.command and options.args are runGuest's; runCode runs its own runner");
+  refuseUnknownOptions(rest, "runCode", GUEST_COMMAND_OPTIONS);
   // Every option is checked here, once, before any compiling: the cold and the pooled run use the result as it is.
   const launch = resumable(pool === undefined ? codeLaunch(rest, "runCode") : poolRun(pool, rest), code, replay);
   if (typecheck) requireTypeScript();

@@ -180,10 +180,13 @@ export class RunLimits {
     this.timer.unref();
   }
 
+  /** The cgroup's counters at the result ({@link sample}): a run reported at its result is reported with them. */
+  private atResult: CgroupCounters | undefined;
+
   /** One more look at the cgroup or the process tree: when the result arrives, before the guest exits. */
   sample(): void {
     this.tree?.sample();
-    if (this.cgroup !== undefined) this.read();
+    if (this.cgroup !== undefined) this.atResult = this.read();
   }
 
   /**
@@ -205,15 +208,16 @@ export class RunLimits {
    * there after the retries (5 s; nothing reports it then: the report is out).
    */
   finishAfter(report: RunReport, gone: Promise<unknown>): { facts: Awaited<ReturnType<RunLimits["finish"]>>; removed: Promise<boolean> } {
-    const facts = this.verdict(report);
+    // Read once, at the result, not again: the report waits for nothing it does not need.
+    const facts = this.verdict(report, this.atResult);
     const { cgroup } = this;
     return { facts, removed: cgroup === undefined ? Promise.resolve(true) : gone.then(() => cgroup.remove()) };
   }
 
   /** The limit failure that replaces the run's own (a kill the watch did not see yet counts too), the limits and the usage, read now. */
-  private verdict(report: RunReport): { failure?: HostFailure; limits: LimitPlan["report"]; usage: ResourceUsage } {
+  private verdict(report: RunReport, read?: CgroupCounters): { failure?: HostFailure; limits: LimitPlan["report"]; usage: ResourceUsage } {
     this.stopWatch();
-    const counters = this.read();
+    const counters = read ?? this.read();
     const failure = this.tripped ?? this.check(counters) ?? this.rlimitKill(report) ?? launcherFailure(report);
     const tree = this.tree?.seen === true ? this.tree : undefined;
     const usage: ResourceUsage = {

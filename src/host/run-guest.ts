@@ -1,6 +1,7 @@
 /**
  * Runs a guest as a child process over its stdio, with the host engine on a StreamWire over the
- * child's stdout and stdin. The child is always gone (its exit observed) when the promise settles. A
+ * child's stdout and stdin. The child is gone (its exit observed) when the promise settles, but for a pooled run
+ * reported at its result, whose teardown {@link StartedGuest.teardown} follows (docs/code.md, "Warm runs"). A
  * launch has two steps, so a run pool can take the first ahead of time: {@link startGuest} (sandbox
  * plan, limits, launcher, spawn, watchdog) and {@link StartedGuest.serve} (the session and the report).
  */
@@ -339,12 +340,22 @@ export interface ServeOptions {
   preamble?: string | undefined;
   /** The first line the child wrote, when it was read before the session (a warm runner's hello). */
   firstLine?: string | undefined;
+  /**
+   * A pooled run: a run that ends with its result is reported at the result, and the runner's teardown (its
+   * exit, its group, its cgroup and directory) goes on after it, until {@link StartedGuest.teardown} settles.
+   */
+  reportAtResult?: boolean;
 }
 
 /** @internal A guest that is spawned and not yet served (or, in a run pool, waiting for its run). */
 export class StartedGuest {
   /** Aborted when a resource limit is passed (and, once served, when the run's signal fires). */
   readonly stop = new AbortController();
+  /**
+   * Settles once the guest, its group, its cgroup and its directory are gone after its report (never
+   * rejects): at once for a run reported at its end, later for one reported at its result ({@link ServeOptions.reportAtResult}).
+   */
+  teardown: Promise<void> = Promise.resolve();
   private scratchRemoval: Promise<boolean> | undefined;
 
   constructor(
@@ -369,43 +380,52 @@ export class StartedGuest {
     limits.watch((failure) => this.stop.abort(failure), child.pid);
   }
 
-  /** Hosts the session, then ends the child, its group and its cgroup; the report says how it went. Never rejects. */
-  async serve({ settings, observer, startedAt, preamble, firstLine }: ServeOptions): Promise<RunReport> {
+  /**
+   * Hosts the session, then ends the child, its group and its cgroup; the report says how it went. Never rejects.
+   * With `reportAtResult`, a run that ends with its result is reported while they end ({@link teardown}).
+   */
+  async serve({ settings, observer, startedAt, preamble, firstLine, reportAtResult = false }: ServeOptions): Promise<RunReport> {
     const { stop, wire } = this;
     const passOnAbort = () => stop.abort(settings.signal?.reason);
     settings.signal?.addEventListener("abort", passOnAbort, { once: true });
     const sessionSettings = { ...settings, signal: stop.signal };
-    const report = await this.finish(async (guest) => {
-      const spawnError = await guest.started;
-      if (spawnError !== undefined) return { failure: failures.spawnFailed(this.spawned, spawnError) };
-      // A write that fails is the session's to report: its invoke, sent right after, fails the same way.
-      if (preamble !== undefined) wire.send(preamble).catch(() => {});
-      const session = await hostSession(wire, sessionSettings, {
-        startedAt,
-        closeGraceMs: Infinity, // the exit watch below bounds the wait for the child's output to end
-        observer,
-        firstLine,
-        resultReceived: () => {
-          // Where usage is sampled from /proc: the last look, while the guest is still there.
-          this.limits.sample();
-          guest.stop("result");
-          // Nothing the guest does now changes the outcome: a disposable one is being killed, so its
-          // directory goes meanwhile (tried again once it is gone, should this attempt race its last writes).
-          if (this.disposable) void this.removeScratch();
-        },
-        release: (failure, paused) => {
-          void wire.close().catch(() => {});
-          if (failure !== undefined || paused === true) {
-            // Output that ended by itself: the child is exiting (perhaps crashing), and its exit tells the story.
-            const ended = this.output.readableEnded;
-            // Nothing more is read; a child still writing gets EPIPE (a remote runner's report is still read).
-            this.output.destroy();
-            guest.stop(failure === undefined ? "paused" : ended ? "ended" : "failure");
-          }
-        },
-      });
-      return { session };
-    }, startedAt);
+    const report = await this.finish(
+      async (guest) => {
+        const spawnError = await guest.started;
+        if (spawnError !== undefined) return { failure: failures.spawnFailed(this.spawned, spawnError) };
+        // A write that fails is the session's to report: its invoke, sent right after, fails the same way.
+        if (preamble !== undefined) wire.send(preamble).catch(() => {});
+        const session = await hostSession(wire, sessionSettings, {
+          startedAt,
+          // Reported at the result: the session ends in the next turn of the loop, once the output already read with
+          // the result frame (stderr written before it) is in. Else the exit watch bounds the wait for the output's end.
+          closeGraceMs: reportAtResult ? 0 : Infinity,
+          observer,
+          firstLine,
+          resultReceived: () => {
+            // Where usage is sampled from /proc: the last look, while the guest is still there.
+            this.limits.sample();
+            guest.stop("result");
+            // Nothing the guest does now changes the outcome: a disposable one is being killed, so its
+            // directory goes meanwhile (tried again once it is gone, should this attempt race its last writes).
+            if (this.disposable) void this.removeScratch();
+          },
+          release: (failure, paused) => {
+            void wire.close().catch(() => {});
+            if (failure !== undefined || paused === true) {
+              // Output that ended by itself: the child is exiting (perhaps crashing), and its exit tells the story.
+              const ended = this.output.readableEnded;
+              // Nothing more is read; a child still writing gets EPIPE (a remote runner's report is still read).
+              this.output.destroy();
+              guest.stop(failure === undefined ? "paused" : ended ? "ended" : "failure");
+            }
+          },
+        });
+        return { session };
+      },
+      startedAt,
+      reportAtResult,
+    );
     settings.signal?.removeEventListener("abort", passOnAbort);
     return report;
   }
@@ -438,8 +458,19 @@ export class StartedGuest {
    * @internal Runs `body` with the guest (serve's session, discard's verdict, or a remote runner relaying
    * its stdio: remote/runner.ts), then ends it, its group and its limits, and reports.
    */
-  async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number): Promise<RunReport> {
-    const report = await this.process.run(body, () => performance.now() - startedAt, this.sandbox, this.sandboxFallback);
+  async finish(body: Parameters<GuestProcess["run"]>[0], startedAt: number, atResult = false): Promise<RunReport> {
+    const early = atResult && this.limits instanceof RunLimits;
+    const ran = await this.process.run(body, () => performance.now() - startedAt, this.sandbox, this.sandboxFallback, early);
+    const { report, gone } = ran;
+    if (ran.atResult && this.limits instanceof RunLimits) {
+      // Reported at the result: the verdict and usage are read now; the cgroup and the directory go once the
+      // processes are gone, and the watchdog keeps covering the run until then.
+      const { facts, removed } = this.limits.finishAfter(report, gone);
+      this.teardown = Promise.all([removed, gone.then(() => this.removeScratch(true))])
+        .then(() => this.group.release())
+        .catch(() => {}); // not reached by design (each step is guarded); a bug must not become an unhandled rejection
+      return runReport({ ...report, ...facts, failure: facts.failure ?? report.failure });
+    }
     // The child and its group are gone: the cgroup and the directory are removed side by side.
     const [end] = await Promise.all([this.limits.finish(report), this.removeScratch(true)]);
     // Only now: a host killed while the cgroup or the directory was being removed still has the watchdog remove them.

@@ -83,6 +83,13 @@ export interface RunPool {
   /** Added: with `remote`, each worker's load and health (taken out after a failed start, and when it is tried again); else empty. */
   readonly workers: readonly RemoteWorkerState[];
   /**
+   * Added (issue 33): resolves once every run reported so far is torn down. A pooled run that ends with its
+   * result is reported at the result; its runner (the runner's Node, bubblewrap and whatever the body
+   * started), its cgroup and its working directory are gone only when this resolves. Never rejects. Until
+   * then the runner still holds its admission slot, and the host's watchdog covers it should the host die.
+   */
+  settled(): Promise<void>;
+  /**
    * Stops the pool: no runner is started any more, runs waiting for a runner end with `Aborted`, the idle
    * runners are stopped, and runs already under way finish as they would. Resolves once every process the
    * pool started is gone (their working directories and cgroups removed). Calling it again returns the same promise.
@@ -207,6 +214,8 @@ class WarmPool implements RunPool {
   /** Every runner's process not gone yet, whatever its state, with its directory's removal; for the exit hook. */
   private readonly live = new Set<{ guest: StartedGuest; remove: () => Promise<void> }>();
   private readonly ends = new Set<Promise<unknown>>();
+  /** The teardowns of runs reported at their result and not torn down yet (see {@link RunPool.settled}). */
+  private readonly teardowns = new Set<Promise<void>>();
   /** The runners spawned that have not said hello yet. */
   private readonly warming = new Set<StartedGuest>();
   /** Aborted by close(): a runner whose sandbox is still being planned is then never spawned. */
@@ -265,14 +274,23 @@ class WarmPool implements RunPool {
     const { guest, hello } = taken;
     guest.process.adopt(launch.killGraceMs, launch.onStderr);
     guest.process.holdHost(true);
-    const served = guest.serve({ settings: launch.settings, observer, startedAt: performance.now(), preamble: body, firstLine: hello });
-    taken.release(served);
+    const startedAt = performance.now();
+    const served = guest.serve({ settings: launch.settings, observer, startedAt, preamble: body, firstLine: hello, reportAtResult: true });
+    // The runner (and its admission slot) is the run's until its teardown is over, not only until its report.
+    const tornDown = served.then(() => guest.teardown);
+    this.teardowns.add(tornDown);
+    void tornDown.finally(() => this.teardowns.delete(tornDown));
+    taken.release(tornDown);
     const report = await served;
     // Its replacement starts once the caller has the report: a start blocks the event loop for milliseconds
     // (planning the sandbox, the spawn: Node forks the host), which belongs neither in the run (measured:
     // starting one at the result made the run's own end slower) nor between its end and its report.
     setImmediate(() => this.fill());
     return runReport({ ...report, pooled: true });
+  }
+
+  async settled(): Promise<void> {
+    while (this.teardowns.size > 0) await Promise.allSettled([...this.teardowns]);
   }
 
   close(): Promise<void> {

@@ -24,7 +24,7 @@ import { UserCallbacks } from "./user-callbacks.js";
 export interface SessionHooks {
   /** `performance.now()` when the run began (deadlines and timestamps count from it). */
   startedAt: number;
-  /** After the result, how long to wait for the guest's output to end; Infinity when the caller bounds it. */
+  /** After the result, how long to wait for the guest's output to end (0: the next turn of the loop; Infinity: the caller bounds it). */
   closeGraceMs: number;
   /** The result arrived and the host will send nothing more (runGuest closes the child's stdin here). */
   resultReceived?(): void;
@@ -288,7 +288,10 @@ class HostSession implements CallSession {
     } catch {
       // A hook failing must not stop the session from ending.
     }
-    if (this.hooks.closeGraceMs !== Infinity) this.graceTimer = setTimeout(() => this.finish(undefined), this.hooks.closeGraceMs);
+    const grace = this.hooks.closeGraceMs;
+    // 0: once the rest of this turn's input is in (what was read with the result frame: a guest's stderr before it).
+    if (grace === 0) setImmediate(() => this.finish(undefined));
+    else if (grace !== Infinity) this.graceTimer = setTimeout(() => this.finish(undefined), grace);
   }
 
   private outputEnded(): void {

@@ -180,10 +180,13 @@ export class RunLimits {
     this.timer.unref();
   }
 
+  /** The cgroup's counters at the result ({@link sample}): a run reported at its result is reported with them. */
+  private atResult: CgroupCounters | undefined;
+
   /** One more look at the cgroup or the process tree: when the result arrives, before the guest exits. */
   sample(): void {
     this.tree?.sample();
-    if (this.cgroup !== undefined) this.read();
+    if (this.cgroup !== undefined) this.atResult = this.read();
   }
 
   /**
@@ -191,13 +194,31 @@ export class RunLimits {
    * yet counts too), the limits and usage for the report; then the cgroup is emptied and removed.
    */
   async finish(report: RunReport): Promise<{ failure?: HostFailure; limits: LimitPlan["report"]; usage: ResourceUsage }> {
-    this.stopWatch();
-    const counters = this.read();
-    let failure = this.tripped ?? this.check(counters) ?? this.rlimitKill(report) ?? launcherFailure(report);
+    const facts = this.verdict(report);
     if (this.cgroup !== undefined && !(await this.cgroup.remove())) {
       // Still busy after the kill and retries: the watchdog is gone by now, so say so rather than leave it silently.
-      failure ??= failures.hostFailed(new Error(`the run's cgroup ${this.cgroup.directories.join(", ")} could not be removed`));
+      facts.failure ??= failures.hostFailed(new Error(`the run's cgroup ${this.cgroup.directories.join(", ")} could not be removed`));
     }
+    return facts;
+  }
+
+  /**
+   * A pooled run's end at its result (the guest is being killed): the verdict and the usage read now, and the
+   * cgroup removed once `gone` settles (the processes are gone). `removed` is false when a directory is still
+   * there after the retries (5 s; nothing reports it then: the report is out).
+   */
+  finishAfter(report: RunReport, gone: Promise<unknown>): { facts: Awaited<ReturnType<RunLimits["finish"]>>; removed: Promise<boolean> } {
+    // Read once, at the result, not again: the report waits for nothing it does not need.
+    const facts = this.verdict(report, this.atResult);
+    const { cgroup } = this;
+    return { facts, removed: cgroup === undefined ? Promise.resolve(true) : gone.then(() => cgroup.remove()) };
+  }
+
+  /** The limit failure that replaces the run's own (a kill the watch did not see yet counts too), the limits and the usage, read now. */
+  private verdict(report: RunReport, read?: CgroupCounters): { failure?: HostFailure; limits: LimitPlan["report"]; usage: ResourceUsage } {
+    this.stopWatch();
+    const counters = read ?? this.read();
+    const failure = this.tripped ?? this.check(counters) ?? this.rlimitKill(report) ?? launcherFailure(report);
     const tree = this.tree?.seen === true ? this.tree : undefined;
     const usage: ResourceUsage = {
       source: this.cgroup !== undefined ? (this.cgroup.version === "v1" ? "cgroup-v1" : "cgroup-v2") : tree !== undefined ? "proc" : "none",

@@ -228,6 +228,11 @@ export class BoundedChild {
     this.pass(this.kept.text());
   }
 
+  /** The kept output read so far, for a report made before the end (a pooled run's report at its result). */
+  outputSoFar(): { output: string; droppedBytes: number } {
+    return { output: this.kept?.text() ?? "", droppedBytes: this.kept?.dropped ?? 0 };
+  }
+
   /** SIGKILLs the child's whole group at once, synchronously (a host that is exiting). */
   kill(): void {
     this.group.signal("SIGKILL");

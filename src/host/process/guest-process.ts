@@ -5,7 +5,7 @@
  * runGuest/runCode (src/host/run-guest.ts) and by the warm runners of a run pool.
  */
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import { BoundedChild, type ChildExit } from "./bounded-child.js";
+import { BoundedChild, type ChildEnd, type ChildExit } from "./bounded-child.js";
 import * as failures from "../report/failures.js";
 import type { ProcessGroup } from "./process-group.js";
 import { runReport } from "../report/report.js";
@@ -103,13 +103,16 @@ export class GuestProcess {
   /**
    * Runs the session, then makes sure the child is gone and its stderr read, and builds the report.
    * `body` resolves with the session, or with a failure when there was none (spawn failed, no hello).
+   * `atResult` (a pooled run): a session that ended with its result is reported at once, without the exit
+   * (the child is being killed; `gone` settles once it and its group are gone and its stderr is read).
    */
   async run(
     body: (guest: GuestProcess) => Promise<GuestOutcome>,
     elapsed: () => number,
     sandbox: SandboxReport | null,
     sandboxFallback: string | undefined,
-  ): Promise<RunReport> {
+    atResult = false,
+  ): Promise<{ report: RunReport; gone: Promise<void>; atResult: boolean }> {
     let outcome: GuestOutcome;
     try {
       outcome = await body(this);
@@ -117,8 +120,35 @@ export class GuestProcess {
       outcome = { failure: failures.hostFailed(error) };
     }
     this.stop("end");
-    const end = await this.bounded.end();
-    for (const interval of this.intervals) clearInterval(interval);
+    const ending = this.bounded.end();
+    const gone = ending.then(() => {
+      for (const interval of this.intervals) clearInterval(interval);
+    });
+    const session = outcome.session?.report;
+    if (atResult && this.farEnd === undefined && session?.outcome !== undefined && session.failure === undefined) {
+      const sofar = this.bounded.outputSoFar();
+      const report = runReport({
+        ...session,
+        durationMs: elapsed(),
+        pid: this.child.pid,
+        stderr: sofar.output,
+        droppedStderrBytes: sofar.droppedBytes,
+        sandbox,
+        sandboxFallback,
+      });
+      return { report, gone, atResult: true };
+    }
+    return { report: this.reportEnd(outcome, await ending, elapsed, sandbox, sandboxFallback), gone, atResult: false };
+  }
+
+  /** The report of a run whose child is gone: its exit refines a failure of output that ended early. */
+  private reportEnd(
+    outcome: GuestOutcome,
+    end: ChildEnd,
+    elapsed: () => number,
+    sandbox: SandboxReport | null,
+    sandboxFallback: string | undefined,
+  ): RunReport {
     const session = outcome.session?.report;
     let failure = session === undefined ? outcome.failure : session.failure;
     const endOfStream = outcome.session?.endOfStream ?? outcome.endOfStream ?? false;

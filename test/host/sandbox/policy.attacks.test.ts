@@ -5,29 +5,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { bubblewrapArgs, type SystemLayout } from "../../../src/host/sandbox/bubblewrap.js";
-import {
-  MASK_BUDGET,
-  MASK_DEPTH,
-  SandboxPathError,
-  sandboxPolicy,
-  WALK_BUDGET,
-  type Launch,
-  type SandboxPolicy,
-} from "../../../src/host/sandbox/policy.js";
-import type { SandboxOptions } from "../../../src/host/sandbox/types.js";
+import { MASK_BUDGET, MASK_DEPTH, SandboxPathError, WALK_BUDGET, type SandboxPolicy } from "../../../src/host/sandbox/policy.js";
 import { FakeFileSystem } from "./fake-file-system.js";
+import { base, launch, policy } from "./policy-fixture.js";
 
-const NODE = { kind: "file" as const, executable: true };
-const places = { homes: ["/root", "/home/alice"], temporaryRoots: ["/tmp"] };
-const base = () => new FakeFileSystem({ "/usr/bin/node": NODE, "/work/proj/": "", "/tmp/": "", "/root/": "", "/home/alice/": "" });
-const launch = (cwd: string, args: string[] = [], more: Partial<Launch> = {}): Launch => ({
-  command: "node",
-  args,
-  cwd,
-  env: { PATH: "/usr/bin" },
-  ...more,
-});
-const policy = (fs: FakeFileSystem, l: Launch, options: SandboxOptions = {}) => sandboxPolicy(l, options, fs, places);
 const layout: SystemLayout = { dirs: [{ path: "/usr", kind: "directory" }], etc: [], proc: [] };
 
 /**

@@ -16,25 +16,10 @@ import {
   SandboxPathError,
   sandboxPolicy,
   scriptOf,
-  type Launch,
-  type SandboxPolicy,
 } from "../../../src/host/sandbox/policy.js";
 import type { SandboxOptions } from "../../../src/host/sandbox/types.js";
-import { FakeFileSystem } from "./fake-file-system.js";
+import { NODE, places, base, launch, policy, shown, masked } from "./policy-fixture.js";
 
-const NODE = { kind: "file" as const, executable: true };
-const places = { homes: ["/root", "/home/alice"], temporaryRoots: ["/tmp"] };
-const base = () => new FakeFileSystem({ "/usr/bin/node": NODE, "/work/proj/": "", "/tmp/": "", "/root/": "", "/home/alice/": "" });
-const launch = (cwd: string, args: string[] = [], more: Partial<Launch> = {}): Launch => ({
-  command: "node",
-  args,
-  cwd,
-  env: { PATH: "/usr/bin" },
-  ...more,
-});
-const policy = (fs: FakeFileSystem, l: Launch, options: SandboxOptions = {}) => sandboxPolicy(l, options, fs, places);
-const shown = (p: SandboxPolicy) => p.binds.map((b) => `${b.source} -> ${b.target}${b.writable ? " (rw)" : ""}`);
-const masked = (p: SandboxPolicy) => p.masks.map((m) => m.path);
 const thrown = (run: () => unknown): Error => {
   try {
     run();

@@ -1,9 +1,10 @@
 /**
- * The guest program that runs a code body (runCode's runner, started as `node code-runner.js`): it says
- * hello, takes one body frame carrying the JavaScript the host compiled (wire/PROTOCOL.md, "The code
- * runner"), compiles it under the name `code.ts` with the body's own line and column numbers, serves it
- * for the invoke that follows, and exits. Loads only the guest runtime and Node's built-ins. A warm
- * runner of a run pool is this same program, started ahead and waiting for its body frame.
+ * The guest program that runs a code body (runCode's runner, started as `node code-runner.cjs`: this file
+ * and the guest runtime built into one CommonJS script, scripts/bundle.mjs): it says hello, takes one body
+ * frame carrying the JavaScript the host compiled (wire/PROTOCOL.md, "The code runner"), compiles it under
+ * the name `code.ts` with the body's own line and column numbers, serves it for the invoke that follows,
+ * and exits. Loads only the guest runtime and Node's built-ins. A warm runner of a run pool is this same
+ * program, started ahead and waiting for its body frame.
  */
 import { statSync } from "node:fs";
 import { Script } from "node:vm";
@@ -11,7 +12,8 @@ import { decodeBodyFrame, CODE_FILENAME, CODE_PREFIX, NO_MODULES_HINT, NO_NETWOR
 import { describeError, TransportError } from "../protocol/errors.js";
 import { FailureCode, Outcome } from "../protocol/outcome.js";
 import { stdio } from "../wires/stdio.js";
-import { serve } from "./serve.js";
+import type { Wire } from "../wires/wire.js";
+import { serve, type ServeReport } from "./serve.js";
 
 type Body = (ears: unknown, input: unknown, outcome: typeof Outcome) => Promise<unknown>;
 
@@ -30,21 +32,27 @@ wire.receive = async () => {
   return receive();
 };
 
-await serve({
-  wire,
-  run: async (ears, input) => {
-    try {
-      return await body!(ears, input, Outcome);
-    } catch (error) {
-      // The stack goes to the log; the result names where in the body it was thrown.
-      if (error instanceof Error && error.stack) await ears.log(bodyStack(error.stack), "error");
-      return Outcome.failure(FailureCode.GuestFailed, `${describeError(error)}${placeIn(error)}${advice(error)}`);
-    }
-  },
-});
 // One body, then out: the runner exits once its result is written (serve settles when it is flushed), so
 // timers or handles the body left do not keep it alive until the host stops it; the exit status is serve's.
-process.exit();
+// No top-level await: the runner is built as a CommonJS script (scripts/bundle.mjs says why).
+void serveBody(wire, () => body!).then(() => process.exit());
+
+/** One session on `on`, running the body `take()` gives once the invoke is in: the runner's. */
+function serveBody(on: Wire, take: () => Body): Promise<ServeReport> {
+  return serve({
+    wire: on,
+    run: async (ears, input) => {
+      try {
+        return await take()(ears, input, Outcome);
+      } catch (error) {
+        // The stack goes to the log; the result names where in the body it was thrown.
+        if (error instanceof Error && error.stack) await ears.log(bodyStack(error.stack), "error");
+        return Outcome.failure(FailureCode.GuestFailed, `${describeError(error)}${placeIn(error)}${advice(error)}`);
+      }
+    },
+  });
+}
+
 
 /**
  * A pooled run of a session: the host bound the session's workspace onto this runner's working directory

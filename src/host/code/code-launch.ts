@@ -16,9 +16,9 @@ let runnerPath: string | undefined;
 export function codeRunner(): string {
   // dist/host/index.js, dist/chunks/*.js, or the sources run by vitest (src/host/code/): the built runner.
   return (runnerPath ??= builtScript(
-    ["../guest/code-runner.js", "../../../dist/guest/code-runner.js"],
+    ["../guest/code-runner.cjs", "../../../dist/guest/code-runner.cjs"],
     import.meta.url,
-    "runCode: the code runner (dist/guest/code-runner.js) is missing from this installation of @posoco/ears",
+    "runCode: the code runner (dist/guest/code-runner.cjs) is missing from this installation of @posoco/ears",
   ));
 }
 

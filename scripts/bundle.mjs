@@ -84,8 +84,8 @@ for (const file of readdirSync(staging, { recursive: true, encoding: "utf8", wit
 }
 rmSync(staging, { recursive: true, force: true });
 
-// The code runner is a program too: no declarations for it.
-rmSync(join(dist, "guest", "code-runner.d.ts"), { force: true });
+// The code runner is a program too: no declarations for it or for what only it loads.
+for (const file of ["code-runner.d.ts", "code-rehearsal.d.ts"]) rmSync(join(dist, "guest", file), { force: true });
 
 // The CLI is a program, not an API: its declarations are not published (nothing public refers to them).
 for (const file of readdirSync(join(dist, "cli"), { encoding: "utf8" })) {

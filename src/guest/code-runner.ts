@@ -8,11 +8,21 @@
  */
 import { statSync } from "node:fs";
 import { Script } from "node:vm";
-import { decodeBodyFrame, CODE_FILENAME, CODE_PREFIX, NO_MODULES_HINT, NO_NETWORK_HINT, wrapBody } from "../protocol/code-body.js";
+import {
+  decodeBodyFrame,
+  encodeBodyFrame,
+  CODE_FILENAME,
+  CODE_PREFIX,
+  NO_MODULES_HINT,
+  NO_NETWORK_HINT,
+  WARM_FRAME,
+  wrapBody,
+} from "../protocol/code-body.js";
 import { describeError, TransportError } from "../protocol/errors.js";
 import { FailureCode, Outcome } from "../protocol/outcome.js";
 import { stdio } from "../wires/stdio.js";
 import type { Wire } from "../wires/wire.js";
+import { rehearse } from "./code-rehearsal.js";
 import { serve, type ServeReport } from "./serve.js";
 
 type Body = (ears: unknown, input: unknown, outcome: typeof Outcome) => Promise<unknown>;
@@ -23,7 +33,12 @@ let body: Body | undefined;
 // The body frame comes between hello and invoke: serve's first receive (the invoke's) takes it first.
 wire.receive = async () => {
   wire.receive = receive;
-  const line = await receive();
+  let line = await receive();
+  // A pool's runner is told it has time before its body: it rehearses a session first (code-rehearsal.ts).
+  if (line === WARM_FRAME) {
+    await rehearse(rehearsal);
+    line = await receive();
+  }
   if (line === undefined) return undefined; // serve reports the host closing before the invoke
   const decoded = decodeBodyFrame(line);
   if ("problem" in decoded) throw new TransportError(decoded.problem, { kind: "malformed" });
@@ -37,7 +52,7 @@ wire.receive = async () => {
 // No top-level await: the runner is built as a CommonJS script (scripts/bundle.mjs says why).
 void serveBody(wire, () => body!).then(() => process.exit());
 
-/** One session on `on`, running the body `take()` gives once the invoke is in: the runner's. */
+/** One session on `on`, running the body `take()` gives once the invoke is in: the runner's, and its rehearsal's. */
 function serveBody(on: Wire, take: () => Body): Promise<ServeReport> {
   return serve({
     wire: on,
@@ -53,6 +68,12 @@ function serveBody(on: Wire, take: () => Body): Promise<ServeReport> {
   });
 }
 
+/** The rehearsal's session: its body through the body frame's codec and the compiling a real one gets. */
+function rehearsal(on: Wire, javascript: string): Promise<ServeReport> {
+  const decoded = decodeBodyFrame(encodeBodyFrame(javascript));
+  const rehearsed = compile("javascript" in decoded ? decoded.javascript : "");
+  return serveBody(on, () => rehearsed);
+}
 
 /**
  * A pooled run of a session: the host bound the session's workspace onto this runner's working directory

@@ -39,6 +39,13 @@ export const NO_NETWORK_HINT =
 export const BODY_FRAME_TYPE = "body";
 
 /**
+ * The line a host may write to the code runner before its body frame, exactly so, to say the runner has
+ * time before its body (a run pool's runner, waiting): the runner then rehearses a made-up session in its
+ * own process (src/guest/code-rehearsal.ts) and reads its body frame after it (wire/PROTOCOL.md, "The code runner").
+ */
+export const WARM_FRAME = '{"type":"warm"}';
+
+/**
  * A session's workspace as the runner must find it at its working directory (a pooled runner's: the
  * host binds the workspace there after the runner started): the device and inode numbers of its top.
  */

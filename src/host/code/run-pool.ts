@@ -7,6 +7,7 @@
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { isDeepStrictEqual } from "node:util";
+import { WARM_FRAME } from "../../protocol/code-body.js";
 import { decodeLine, PROTOCOL } from "../../protocol/frames.js";
 import { describeError } from "../../protocol/errors.js";
 import { MAX_TIMER_MS } from "../../protocol/timers.js";
@@ -441,6 +442,11 @@ class WarmPool implements RunPool {
       this.startFailed(report);
       return;
     }
+    // The runner has time before its body: told so, it rehearses a session in its own process meanwhile
+    // (src/guest/code-rehearsal.ts), so its run does not pay for V8's first compiling of its call path. Not
+    // a remote one: its far end may run an older release, which would take the line for a bad body frame.
+    // A failed write is the run's to see (its body frame fails the same way), or the loss watch's below.
+    if (this.launch.remote === undefined) guest.wire.send(WARM_FRAME).catch(() => {});
     let release!: (end: Promise<unknown>) => void;
     // Settles when the end handed to release does (a promise resolved with a promise follows it).
     const released = new Promise<unknown>((settle) => (release = settle));

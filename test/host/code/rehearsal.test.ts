@@ -143,7 +143,7 @@ describe("pooled runners rehearse", () => {
       const report = await runCode({
         code,
         sandbox: false,
-        capabilities: { add: ({ a, b }: { a: number; b: number }) => ({ sum: a + b }) },
+        capabilities: { add: (args) => ({ sum: (args as { a: number; b: number }).a + (args as { a: number; b: number }).b }) },
         onFrame: (_direction, line) => frames.push(line),
         ...(withPool && { pool }),
       });

@@ -6,8 +6,11 @@ import { readdirSync, rmSync, renameSync, mkdirSync, writeFileSync } from "node:
 import { basename, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { rolldown } from "rolldown";
+import { makeRunnerCache } from "./runner-cache.mjs";
 
 const dist = new URL("../dist/", import.meta.url).pathname;
+// tsc's output, before the bundles below replace it: the cache file's format, shared with the runner.
+const { encodeRunnerCache, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE } = await import(pathToFileURL(join(dist, "guest/code-cache.js")).href);
 const staging = join(dist, ".bundle");
 const entries = {
   index: "index.js",
@@ -65,9 +68,23 @@ await bundle.close();
 // runtime inlined. Every cold run and every pooled runner pays for its loading, and Node loads a CommonJS main
 // without its ES module loader: measured here (issue 33), its hello came 6 to 10 ms sooner than the same code
 // as an ES module importing the core chunk (the loader's resolve, translate and link steps, and a second file).
-const runner = await rolldown({ input: join(dist, "guest/code-runner.js"), platform: "node", external: [/^node:/], treeshake: true });
-await runner.write({ file: join(staging, "guest/code-runner.cjs"), format: "cjs", minify: false });
-await runner.close();
+// Node starts code-runner.cjs, a small script that loads the runner proper (code-runner.main.cjs) with the V8 code
+// cache made for it just below (src/guest/code-cache.ts): a fresh runner then compiles none of its own code.
+for (const [input, output] of [
+  ["guest/code-runner.js", RUNNER_MAIN_FILE],
+  ["guest/code-runner-start.js", "code-runner.cjs"],
+]) {
+  const runner = await rolldown({ input: join(dist, input), platform: "node", external: [/^node:/], treeshake: true });
+  await runner.write({ file: join(staging, "guest", output), format: "cjs", minify: false });
+  await runner.close();
+}
+const cacheBytes = await makeRunnerCache({
+  guestDir: join(staging, "guest"),
+  mainFile: RUNNER_MAIN_FILE,
+  cacheFile: RUNNER_CACHE_FILE,
+  encode: encodeRunnerCache,
+});
+process.stderr.write(`bundle: the code runner's V8 code cache, ${cacheBytes} bytes\n`);
 
 // Replace tsc's JavaScript with the bundle; keep the declarations.
 for (const file of readdirSync(dist, { recursive: true, encoding: "utf8" })) {
@@ -75,7 +92,7 @@ for (const file of readdirSync(dist, { recursive: true, encoding: "utf8" })) {
   rmSync(join(dist, file));
 }
 for (const file of readdirSync(staging, { recursive: true, encoding: "utf8", withFileTypes: false })) {
-  if (!file.endsWith(".js") && !file.endsWith(".cjs")) continue;
+  if (!file.endsWith(".js") && !file.endsWith(".cjs") && !file.endsWith(".cache")) continue;
   const target = join(dist, file);
   mkdirSync(dirname(target), { recursive: true });
   renameSync(join(staging, file), target);
@@ -83,7 +100,8 @@ for (const file of readdirSync(staging, { recursive: true, encoding: "utf8", wit
 rmSync(staging, { recursive: true, force: true });
 
 // The code runner is a program too: no declarations for it or for what only it loads.
-for (const file of ["code-runner.d.ts", "code-rehearsal.d.ts"]) rmSync(join(dist, "guest", file), { force: true });
+for (const file of ["code-runner.d.ts", "code-rehearsal.d.ts", "code-runner-start.d.ts", "code-cache.d.ts"])
+  rmSync(join(dist, "guest", file), { force: true });
 
 // The CLI is a program, not an API: its declarations are not published (nothing public refers to them).
 for (const file of readdirSync(join(dist, "cli"), { encoding: "utf8" })) {

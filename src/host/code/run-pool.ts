@@ -446,7 +446,9 @@ class WarmPool implements RunPool {
     // (src/guest/code-rehearsal.ts), so its run does not pay for V8's first compiling of its call path. Not
     // a remote one: its far end may run an older release, which would take the line for a bad body frame.
     // A failed write is the run's to see (its body frame fails the same way), or the loss watch's below.
-    if (this.launch.remote === undefined) guest.wire.send(WARM_FRAME).catch(() => {});
+    // Not when a run is waiting for this runner: its body would wait for the rehearsal (about 4 ms of the
+    // runner's CPU, measured), and with runs queued the machine's CPU is what bounds them (issue 33).
+    if (this.launch.remote === undefined && this.waiters.length === 0) guest.wire.send(WARM_FRAME).catch(() => {});
     let release!: (end: Promise<unknown>) => void;
     // Settles when the end handed to release does (a promise resolved with a promise follows it).
     const released = new Promise<unknown>((settle) => (release = settle));

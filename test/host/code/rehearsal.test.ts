@@ -6,10 +6,12 @@
  */
 import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createRunPool, runCode, type RunPool } from "../../../src/host/index.js";
 import { codeRunner } from "../../../src/host/code/code-launch.js";
 import { encodeBodyFrame, WARM_FRAME } from "../../../src/protocol/code-body.js";
+import { StreamWire } from "../../../src/wires/stream-wire.js";
+import { sendFrame } from "../../../src/wires/wire.js";
 import { REHEARSAL_BODY } from "../../../src/guest/code-rehearsal.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 import { within } from "../../helpers/spawned-guest.js";
@@ -160,5 +162,46 @@ describe("pooled runners rehearse", () => {
     expect(types(pooled.frames)).toEqual(types(cold.frames));
     expect(pooled.frames.join("\n")).not.toContain("rehearsal");
     expect(pooled.frames.find((line) => line.includes('"type":"request"'))).toContain('"id":1');
+  });
+});
+
+describe("a pooled runner a run is already waiting for", () => {
+  it("goes to that run without rehearsing; a runner that waits for a run rehearses first", async () => {
+    // The frames the pool writes to each runner, in order, per wire: the rehearsal's warm frame, the body frame, ...
+    const written = new Map<object, string[]>();
+    const note = (wire: object, line: string) => written.set(wire, [...(written.get(wire) ?? []), line]);
+    const realSend = StreamWire.prototype.send;
+    const realSendFrame = StreamWire.prototype[sendFrame];
+    const spySend = vi.spyOn(StreamWire.prototype, "send").mockImplementation(function (this: StreamWire, line: string) {
+      note(this, line);
+      return realSend.call(this, line);
+    });
+    const spySendFrame = vi.spyOn(StreamWire.prototype, sendFrame).mockImplementation(function (
+      this: StreamWire,
+      line: string,
+      done: (error?: Error) => void,
+    ) {
+      note(this, line);
+      realSendFrame.call(this, line, done);
+    });
+    try {
+      const pool = createRunPool({ size: 1, sandbox: false });
+      pools.push(pool);
+      // The pool's first runner says hello with no run waiting; once it is taken, the second run waits for the next.
+      while (pool.ready === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      const [first, second] = await Promise.all([
+        runCode({ code: 'return "first";', sandbox: false, pool }),
+        runCode({ code: 'return "second";', sandbox: false, pool }),
+      ]);
+      expect(first).toMatchObject({ ok: true, pooled: true, outcome: { structured: "first" } });
+      expect(second).toMatchObject({ ok: true, pooled: true, outcome: { structured: "second" } });
+      const servedBody = (marker: string) => [...written.values()].find((lines) => lines.some((line) => line.includes(marker)))!;
+      expect(servedBody('\\"first\\"')[0]).toBe(WARM_FRAME);
+      expect(servedBody('\\"second\\"')[0]).toContain('"type":"body"');
+      expect(servedBody('\\"second\\"')).not.toContain(WARM_FRAME);
+    } finally {
+      spySend.mockRestore();
+      spySendFrame.mockRestore();
+    }
   });
 });

@@ -1,0 +1,25 @@
+/**
+ * runCode's runner as Node starts it (`node dist/guest/code-runner.cjs`): loads the runner proper
+ * ({@link RUNNER_MAIN_FILE}, code-runner.ts bundled with the guest runtime) as Node's CommonJS loader would,
+ * but with the V8 code cache the build made for it when that cache was made from exactly this source
+ * (code-cache.ts). Without a usable cache it compiles the runner as Node would have. Loads nothing but
+ * Node's built-ins, which Node has loaded already.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Script } from "node:vm";
+import { cachedDataFor, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE, wrapCommonJs } from "./code-cache.js";
+
+type CommonJsMain = (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
+
+const main = join(__dirname, RUNNER_MAIN_FILE);
+const source = readFileSync(main);
+let cache: Buffer | undefined;
+try {
+  cache = readFileSync(join(__dirname, RUNNER_CACHE_FILE));
+} catch {
+  cache = undefined; // no cache: compiled as Node would
+}
+const script = new Script(wrapCommonJs(source.toString("utf8")), { filename: main, cachedData: cachedDataFor(cache, source) });
+const runnerModule = { exports: {} };
+(script.runInThisContext() as CommonJsMain)(runnerModule.exports, require, runnerModule, main, __dirname);

@@ -10,7 +10,9 @@ import { makeRunnerCache } from "./runner-cache.mjs";
 
 const dist = new URL("../dist/", import.meta.url).pathname;
 // tsc's output, before the bundles below replace it: the cache file's format, shared with the runner.
-const { encodeRunnerCache, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE } = await import(pathToFileURL(join(dist, "guest/code-cache.js")).href);
+const { encodeRunnerCache, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE, RUNNER_START_FILE } = await import(
+  pathToFileURL(join(dist, "guest/code-cache.js")).href
+);
 const staging = join(dist, ".bundle");
 const entries = {
   index: "index.js",
@@ -68,11 +70,12 @@ await bundle.close();
 // runtime inlined. Every cold run and every pooled runner pays for its loading, and Node loads a CommonJS main
 // without its ES module loader: measured here (issue 33), its hello came 6 to 10 ms sooner than the same code
 // as an ES module importing the core chunk (the loader's resolve, translate and link steps, and a second file).
-// Node starts code-runner.cjs, a small script that loads the runner proper (code-runner.main.cjs) with the V8 code
-// cache made for it just below (src/guest/code-cache.ts): a fresh runner then compiles none of its own code.
+// A Node host starts code-runner-cached.cjs instead, a small script that loads code-runner.cjs with the V8 code cache
+// made for it just below (src/guest/code-cache.ts): a fresh runner then compiles none of its own code. Deno and Bun
+// hosts start code-runner.cjs itself.
 for (const [input, output] of [
   ["guest/code-runner.js", RUNNER_MAIN_FILE],
-  ["guest/code-runner-start.js", "code-runner.cjs"],
+  ["guest/code-runner-start.js", RUNNER_START_FILE],
 ]) {
   const runner = await rolldown({ input: join(dist, input), platform: "node", external: [/^node:/], treeshake: true });
   await runner.write({ file: join(staging, "guest", output), format: "cjs", minify: false });
@@ -80,6 +83,7 @@ for (const [input, output] of [
 }
 const cacheBytes = await makeRunnerCache({
   guestDir: join(staging, "guest"),
+  startFile: RUNNER_START_FILE,
   mainFile: RUNNER_MAIN_FILE,
   cacheFile: RUNNER_CACHE_FILE,
   encode: encodeRunnerCache,

@@ -12,7 +12,7 @@ const runners = [];
 vm.Script = class RunnerScript extends Script {
   constructor(code, options) {
     super(code, options);
-    if (String(options?.filename ?? "").endsWith("code-runner.main.cjs")) runners.push(this);
+    if (String(options?.filename ?? "").endsWith("/code-runner.cjs")) runners.push(this);
   }
 };
 process.on("exit", () => {

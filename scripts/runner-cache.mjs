@@ -1,5 +1,5 @@
 // Makes the code runner's V8 code cache at build time (src/guest/code-cache.ts says what it is and why it is made
-// here and never at run time): starts the built runner as a host does (`node code-runner.cjs`, no flags, pipes),
+// here and never at run time): starts the built runner as a Node host does (`node code-runner-cached.cjs`, no flags),
 // with scripts/runner-cache-hook.mjs preloaded, and plays one whole session against it, a pool's warm frame and
 // rehearsal first, so the code both a cold and a pooled runner run is compiled; the hook writes V8's cache when
 // the runner exits, and this writes it beside the runner with the source it was made from.
@@ -18,15 +18,15 @@ const BODY =
   'await ears.log("added");\nconsole.log("sum", sum);\nreturn { sum, input, list: [1, "a", null, true, { x: 1.5 }] };';
 
 /**
- * Writes `guestDir`/`cacheFile` for the runner `guestDir`/code-runner.cjs, whose runner proper is `mainFile`;
+ * Writes `guestDir`/`cacheFile` for the runner proper `guestDir`/`mainFile`, started through its start script `startFile`;
  * `encode(source, data)` is code-cache.ts's encodeRunnerCache. Throws when the session or the cache fails.
  */
-export async function makeRunnerCache({ guestDir, mainFile, cacheFile, encode }) {
+export async function makeRunnerCache({ guestDir, startFile, mainFile, cacheFile, encode }) {
   const scratch = mkdtempSync(join(tmpdir(), "ears-runner-cache-"));
   const out = join(scratch, "v8.cache");
   try {
     // No NODE_OPTIONS: V8 refuses a cache made under other flags, and a host starts the runner with none.
-    const child = spawn(process.execPath, ["--import", pathToFileURL(HOOK).href, join(guestDir, "code-runner.cjs")], {
+    const child = spawn(process.execPath, ["--import", pathToFileURL(HOOK).href, join(guestDir, startFile)], {
       cwd: scratch,
       stdio: ["pipe", "pipe", "pipe"],
       env: { PATH: process.env.PATH ?? "", EARS_RUNNER_CACHE_OUT: out },

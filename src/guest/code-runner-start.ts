@@ -1,9 +1,10 @@
 /**
- * runCode's runner as Node starts it (`node dist/guest/code-runner.cjs`): loads the runner proper
+ * runCode's runner as a Node host starts it (`node dist/guest/code-runner-cached.cjs`): loads the runner proper
  * ({@link RUNNER_MAIN_FILE}, code-runner.ts bundled with the guest runtime) as Node's CommonJS loader would,
  * but with the V8 code cache the build made for it when that cache was made from exactly this source
  * (code-cache.ts). Without a usable cache it compiles the runner as Node would have. Loads nothing but
- * Node's built-ins, which Node has loaded already.
+ * Node's built-ins, which Node has loaded already. Deno and Bun hosts start the runner proper itself: Deno's
+ * runner may not read other files, and a V8 cache is no use to Bun.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

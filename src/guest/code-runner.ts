@@ -1,6 +1,7 @@
 /**
- * The guest program that runs a code body (runCode's runner, started as `node code-runner.cjs`: this file
- * and the guest runtime built into one CommonJS script, scripts/bundle.mjs): it says hello, takes one body
+ * The guest program that runs a code body (runCode's runner, built with the guest runtime into one CommonJS
+ * script, dist/guest/code-runner.cjs, scripts/bundle.mjs, which a Node host loads with its code cache through
+ * code-runner-start.ts): it says hello, takes one body
  * frame carrying the JavaScript the host compiled (wire/PROTOCOL.md, "The code runner"), compiles it under
  * the name `code.ts` with the body's own line and column numbers, serves it for the invoke that follows,
  * and exits. Loads only the guest runtime and Node's built-ins. A warm runner of a run pool is this same

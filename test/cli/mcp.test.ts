@@ -140,13 +140,13 @@ describe.runIf(process.platform === "linux")("ears mcp", () => {
 });
 
 describe.runIf(process.platform === "linux")("ears mcp's run pool", () => {
-  /** The code runners among `pid`'s children (bubblewrap, or node itself unconfined, started with code-runner.cjs). */
+  /** The code runners among `pid`'s children (bubblewrap, or node itself unconfined, started with code-runner-cached.cjs). */
   const runnersOf = (pid: number) =>
     childrenOf(pid).filter((child) => {
       try {
         return readFileSync(`/proc/${child}/cmdline`, "utf8")
           .split("\0")
-          .some((word) => word.endsWith("code-runner.cjs"));
+          .some((word) => word.endsWith("code-runner-cached.cjs"));
       } catch {
         return false;
       }

@@ -1,5 +1,5 @@
 // Preloaded (`node --import`) into a code runner by test/host/code/runner-cache.test.ts: records each vm.Script made
-// for the runner proper (code-runner.main.cjs), whether it was given a code cache and whether V8 refused it, and
+// for the runner proper (code-runner.cjs), whether it was given a code cache and whether V8 refused it, and
 // writes that list as JSON to EARS_SCRIPT_SPY_OUT when the process exits. It changes nothing the runner does.
 import { writeFileSync } from "node:fs";
 import vm from "node:vm";
@@ -11,7 +11,7 @@ vm.Script = class SpiedScript extends Script {
   constructor(code, options) {
     super(code, options);
     const filename = String(options?.filename ?? "");
-    if (filename.endsWith("code-runner.main.cjs")) {
+    if (filename.endsWith("/code-runner.cjs")) {
       seen.push({ filename, hadCache: options?.cachedData !== undefined, rejected: this.cachedDataRejected });
     }
   }

@@ -12,14 +12,24 @@ import { sandboxMissing } from "../sandbox/index.js";
 
 let runnerPath: string | undefined;
 
-/** The runner script in this package's dist/ (this module may be bundled into dist/host or dist/chunks). */
+/**
+ * The runner script in this package's dist/ (this module may be bundled into dist/host or dist/chunks): under
+ * Node, the start script that loads the runner with its V8 code cache (src/guest/code-cache.ts); under Deno
+ * and Bun, the runner itself (Deno's runner may read no other file, and a V8 cache is no use to Bun).
+ */
 export function codeRunner(): string {
+  const name = underNode() ? "code-runner-cached.cjs" : "code-runner.cjs";
   // dist/host/index.js, dist/chunks/*.js, or the sources run by vitest (src/host/code/): the built runner.
   return (runnerPath ??= builtScript(
-    ["../guest/code-runner.cjs", "../../../dist/guest/code-runner.cjs"],
+    [`../guest/${name}`, `../../../dist/guest/${name}`],
     import.meta.url,
-    "runCode: the code runner (dist/guest/code-runner.cjs) is missing from this installation of @posoco/ears",
+    `runCode: the code runner (dist/guest/${name}) is missing from this installation of @posoco/ears`,
   ));
+}
+
+/** Whether this host is Node itself, not Deno or Bun (both of which set process.versions.node too). */
+function underNode(): boolean {
+  return typeof process.versions.bun !== "string" && typeof (globalThis as { Deno?: unknown }).Deno === "undefined";
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The code runner's V8 code cache (src/guest/code-cache.ts): made by the build, used by a runner only for exactly
  * the source it was made from, never written by a runner. The runner is started by hand here, as a real child
- * process started the way the host starts it (`node code-runner.cjs`, no flags), from the build in dist/ or from
+ * process started the way a Node host starts it (`node code-runner-cached.cjs`, no flags), from the build in dist/ or from
  * a copy of it that a test alters; and through runCode, sandboxed, for the body that tries to poison the cache.
  */
 import { spawn } from "node:child_process";
@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCode } from "../../../src/host/index.js";
 import { codeRunner } from "../../../src/host/code/code-launch.js";
-import { cachedDataFor, encodeRunnerCache, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE } from "../../../src/guest/code-cache.js";
+import { cachedDataFor, encodeRunnerCache, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE, RUNNER_START_FILE } from "../../../src/guest/code-cache.js";
 import { encodeBodyFrame, NO_MODULES_HINT } from "../../../src/protocol/code-body.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
@@ -77,7 +77,7 @@ async function runBody(runner: string, body: string, spy = false) {
 function copiedRunner(): string {
   const dir = mkdtempSync(join(tmpdir(), "ears-runner-copy-"));
   scratch.push(dir);
-  for (const file of ["code-runner.cjs", RUNNER_MAIN_FILE, RUNNER_CACHE_FILE]) cpSync(join(dirname(codeRunner()), file), join(dir, file));
+  for (const file of [RUNNER_START_FILE, RUNNER_MAIN_FILE, RUNNER_CACHE_FILE]) cpSync(join(dirname(codeRunner()), file), join(dir, file));
   return dir;
 }
 
@@ -143,7 +143,7 @@ describe("the runner with its cache", () => {
     expect(source.split(said)).toHaveLength(2);
     const edited = said.toUpperCase();
     writeFileSync(main, source.replace(said, edited));
-    const { outcome, err, seen } = await runBody(join(dir, "code-runner.cjs"), 'require("node:fs");', true);
+    const { outcome, err, seen } = await runBody(join(dir, RUNNER_START_FILE), 'require("node:fs");', true);
     expect(err).toBe("");
     expect(outcome).toMatchObject({ status: "failure" });
     expect(String(outcome?.content)).toContain(edited);
@@ -159,8 +159,8 @@ describe("the runner with its cache", () => {
       encodeRunnerCache(readFileSync(join(garbage, RUNNER_MAIN_FILE)), Buffer.from("not what V8 writes".repeat(40))),
     );
     const [withoutCache, withGarbage] = await Promise.all([
-      runBody(join(missing, "code-runner.cjs"), ADDS, true),
-      runBody(join(garbage, "code-runner.cjs"), ADDS, true),
+      runBody(join(missing, RUNNER_START_FILE), ADDS, true),
+      runBody(join(garbage, RUNNER_START_FILE), ADDS, true),
     ]);
     expect(withoutCache).toMatchObject({ code: 0, err: "", outcome: { status: "success", structured: 6 } });
     expect(withoutCache.seen).toMatchObject([{ hadCache: false }]);
@@ -181,5 +181,13 @@ try { fs.writeFileSync(${JSON.stringify(cache)}, "poisoned"); return "written"; 
     expect(report.ok).toBe(true);
     expect(report.outcome?.structured).toMatch(/^(EROFS|EACCES|EPERM)$/);
     expect(readFileSync(cache).equals(before)).toBe(true);
+  });
+});
+
+describe("the runner a host starts", () => {
+  it("is the start script under Node, beside the runner proper a Deno or Bun host starts (host-runtimes.test.ts)", () => {
+    expect(codeRunner()).toBe(join(dirname(codeRunner()), RUNNER_START_FILE));
+    for (const file of [RUNNER_MAIN_FILE, RUNNER_CACHE_FILE])
+      expect(readFileSync(join(dirname(codeRunner()), file)).length).toBeGreaterThan(0);
   });
 });

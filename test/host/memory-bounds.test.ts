@@ -280,8 +280,10 @@ describe("no handler starts while the guest leaves too much unread", () => {
     const started: number[] = [];
     const host = unreadHost({
       limits: { maxUnreadChars: 1000, callTimeoutMs: 100 },
-      // Larger than what the PassThrough pair itself buffers (16 KiB each side).
-      capabilities: { big: (_args, ctx) => (started.push(ctx.id), "b".repeat(100_000)) },
+      // Larger than what the PassThrough pair itself buffers (16 KiB each side). Asynchronous: the host is
+      // reading again, for request 2, when answer 1 comes (a synchronous answer is written while request 1 is
+      // taken, and the host then reads nothing more until the guest reads: request 2 would wait unread).
+      capabilities: { big: async (_args, ctx) => (started.push(ctx.id), "b".repeat(100_000)) },
     });
     await host.send(hello);
     await host.send({ type: "request", id: 1, name: "big", arguments: null });

@@ -335,7 +335,7 @@ describe("runHost enforcing the protocol against a raw guest", () => {
     ],
     [
       "an id reused while in flight",
-      [hello, { type: "request", id: 1, name: "echo" }, { type: "request", id: 1, name: "echo" }],
+      [hello, { type: "request", id: 1, name: "slow" }, { type: "request", id: 1, name: "echo" }],
       "reused request id 1 while that call was still in flight",
     ],
     [
@@ -348,7 +348,8 @@ describe("runHost enforcing the protocol against a raw guest", () => {
     const guest = rawGuest();
     guest.send(...frames);
     guest.end();
-    const report = await runHost(guest.hostEnd, { capabilities: { echo: (n) => n } });
+    // `slow` never answers: its call is in flight whenever the next frame comes.
+    const report = await runHost(guest.hostEnd, { capabilities: { echo: (n) => n, slow: () => new Promise<never>(() => {}) } });
     expect(report.failure?.code).toBe(HostFailureCode.ProtocolViolation);
     expect(report.failure?.message).toContain(fragment);
     expect(report.ok).toBe(false);

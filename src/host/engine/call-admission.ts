@@ -460,7 +460,7 @@ export class CallAdmission {
     const args = call.args;
     call.args = null;
     this.running++;
-    void answer(call.handler, args, new CallContext(record.name, record.id, call)).then((outcome) => {
+    const settled = (outcome: Outcome) => {
       this.running--;
       // Timed out or the run ended: the answer is dropped. Else its reply is sent or held before the slot is reused.
       if (!call.settled) {
@@ -471,7 +471,11 @@ export class CallAdmission {
       }
       if (this.waitingToStart.size > 0) this.handlerSettled();
       this.pausedIfIdle();
-    });
+    };
+    // A handler that answered synchronously is replied to now, in the turn its request was read (answer.ts).
+    const answered = answer(call.handler, args, new CallContext(record.name, record.id, call));
+    if (answered instanceof Promise) void answered.then(settled);
+    else settled(answered);
   }
 
   /** A handler settled while calls wait: its slot goes to the next, and reading resumes once none waits. */

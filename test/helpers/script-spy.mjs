@@ -1,6 +1,6 @@
 // Preloaded (`node --import`) into a code runner by test/host/code/runner-cache.test.ts: records each vm.Script made
 // for the runner proper (code-runner.cjs), whether it was given a code cache and whether V8 refused it, and
-// writes that list as JSON to EARS_SCRIPT_SPY_OUT when the process exits. It changes nothing the runner does.
+// writes that list as JSON to EARS_SCRIPT_SPY_OUT as it grows. It changes nothing the runner does.
 import { writeFileSync } from "node:fs";
 import vm from "node:vm";
 
@@ -13,9 +13,8 @@ vm.Script = class SpiedScript extends Script {
     const filename = String(options?.filename ?? "");
     if (filename.endsWith("/code-runner.cjs")) {
       seen.push({ filename, hadCache: options?.cachedData !== undefined, rejected: this.cachedDataRejected });
+      // Written now, not at exit: a host may kill its runner once the result is in.
+      if (out) writeFileSync(out, JSON.stringify(seen));
     }
   }
 };
-process.on("exit", () => {
-  if (out) writeFileSync(out, JSON.stringify(seen));
-});

@@ -170,6 +170,26 @@ describe("the runner with its cache", () => {
 });
 
 describe.runIf(bwrapPath !== undefined && process.getuid?.() === 0)("a body and the cache", () => {
+  it("a sandboxed runner takes the cache too: the sandbox shows it beside the runner", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ears-runner-cache-spy-"));
+    scratch.push(dir);
+    const spy = join(dir, "script-spy.mjs");
+    cpSync(SPY, spy);
+    const seenFile = join(dir, "seen.json");
+    const report = await runCode({
+      code: ADDS,
+      capabilities: { add: (args) => ({ sum: (args as { a: number; b: number }).a + (args as { a: number; b: number }).b }) },
+      // --import is Node's option, not V8's: the cache's flag check is not affected by it.
+      env: { NODE_OPTIONS: `--import ${spy}`, EARS_SCRIPT_SPY_OUT: seenFile },
+      sandbox: { readable: [dir], writable: [dir], env: ["NODE_OPTIONS", "EARS_SCRIPT_SPY_OUT"] },
+    });
+    expect(report).toMatchObject({ ok: true, outcome: { structured: 6 } });
+    expect(report.sandbox?.mechanism).toBe("bubblewrap");
+    expect(JSON.parse(readFileSync(seenFile, "utf8"))).toEqual([
+      { filename: join(dirname(codeRunner()), RUNNER_MAIN_FILE), hadCache: true, rejected: false },
+    ]);
+  });
+
   it("cannot overwrite the cache every later runner loads: dist/ is read-only in the sandbox", async () => {
     const cache = join(dirname(codeRunner()), RUNNER_CACHE_FILE);
     const before = readFileSync(cache);

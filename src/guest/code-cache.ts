@@ -15,15 +15,8 @@
  * have saved. The file: {@link MAGIC}, the source's length (uint32, little-endian), the source, V8's data.
  */
 
-/**
- * The runner proper (code-runner.ts bundled with the guest runtime: one script, which Deno and Bun hosts start as
- * it is), beside the small script a Node host starts instead (code-runner-start.ts, built as {@link RUNNER_START_FILE}).
- */
-export const RUNNER_MAIN_FILE = "code-runner.cjs";
-/** The start script that loads {@link RUNNER_MAIN_FILE} with its code cache. */
-export const RUNNER_START_FILE = "code-runner-cached.cjs";
-/** The runner's code cache, beside it. */
-export const RUNNER_CACHE_FILE = "code-runner.cache";
+// The runner's file names are what the host and the runner agree on: protocol/code-body.ts holds them.
+export { RUNNER_CACHE_FILE, RUNNER_MAIN_FILE, RUNNER_START_FILE } from "../protocol/code-body.js";
 
 const MAGIC = Buffer.from("ears-v8-code-cache 1\n", "latin1");
 const HEADER = MAGIC.length + 4;

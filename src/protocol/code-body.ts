@@ -6,6 +6,17 @@
  * the body frame (wire/PROTOCOL.md, "The code runner").
  */
 
+/**
+ * The runner's files in the package's dist/guest/: the runner itself (code-runner.ts bundled with the guest
+ * runtime: one script, which Deno and Bun hosts start as it is), the start script a Node host starts instead
+ * (code-runner-start.ts, which loads the runner with its code cache), and that cache (src/guest/code-cache.ts).
+ */
+export const RUNNER_MAIN_FILE = "code-runner.cjs";
+/** See {@link RUNNER_MAIN_FILE}. */
+export const RUNNER_START_FILE = "code-runner-cached.cjs";
+/** See {@link RUNNER_MAIN_FILE}. */
+export const RUNNER_CACHE_FILE = "code-runner.cache";
+
 /** Text before the body: an async arrow, so `await` and `return` work at the body's top level. */
 export const CODE_PREFIX = "(async (ears, input, Outcome) => {";
 /** Text after the body, on a line of its own so a trailing `//` comment cannot swallow it. */

@@ -9,6 +9,7 @@ import type { GuestCommand, HostFailure } from "../types.js";
 import { builtScript } from "./built-script.js";
 import { filesFor, makeBoundedDir } from "../workspace/bounded-dir.js";
 import { sandboxMissing } from "../sandbox/index.js";
+import { RUNNER_MAIN_FILE, RUNNER_START_FILE } from "../../protocol/code-body.js";
 
 let runnerPath: string | undefined;
 
@@ -18,7 +19,7 @@ let runnerPath: string | undefined;
  * and Bun, the runner itself (Deno's runner may read no other file, and a V8 cache is no use to Bun).
  */
 export function codeRunner(): string {
-  const name = underNode() ? "code-runner-cached.cjs" : "code-runner.cjs";
+  const name = underNode() ? RUNNER_START_FILE : RUNNER_MAIN_FILE;
   // dist/host/index.js, dist/chunks/*.js, or the sources run by vitest (src/host/code/): the built runner.
   return (runnerPath ??= builtScript(
     [`../guest/${name}`, `../../../dist/guest/${name}`],

@@ -3,11 +3,13 @@
  * each call that needs approval is asked of the MCP client by elicitation when the client declared it.
  * Without elicitation the run pauses: run_code answers with the signed token and the pending calls, and
  * the `resume_code` tool goes on from it (resumeCode). The token key is random per `ears mcp` process and
- * never shown, so a token from another process, or changed, is refused by resumeCode's own checks.
+ * never shown, so a token from another process, or changed, is refused by resumeCode's own checks; a token
+ * resumed once is refused the second time (the process's ledger).
  */
 import { randomBytes } from "node:crypto";
 import {
   DEFAULT_APPROVAL_TIMEOUT_MS,
+  memoryLedger,
   type ApprovalCall,
   type ApprovalDecision,
   type ApprovalOptions,
@@ -73,6 +75,9 @@ export function mcpApprovals(
 ): McpApprovals {
   // Per process, never shown: only this server's tokens pass resumeCode's signature check.
   const tokenKey = randomBytes(32);
+  // A token resumes once: a second resume_code of it is refused (AlreadyResumed) and nothing runs. The key is this
+  // process's, so no other process could resume its tokens anyway: a ledger in memory is all it takes.
+  const ledger = memoryLedger();
   const possible =
     required.length > 0 ||
     allowed.some(
@@ -84,6 +89,7 @@ export function mcpApprovals(
     approval: (requestId) => ({
       required,
       tokenKey,
+      ledger,
       timeoutMs,
       decide: (call, { signal }) =>
         server.getClientCapabilities()?.elicitation?.form === undefined
@@ -137,7 +143,7 @@ const RESUME_TOOL: McpApprovals["tools"][number] = {
     "first: this call is the approval. Give the token exactly as run_code returned it, and a decision for each " +
     'pending call by its id: {"approved": true} or {"approved": false, "reason": "..."}. The body runs again from ' +
     "the start: the calls it made before the pause are answered as before (not repeated), the approved calls run, " +
-    "the denied ones resolve to an ApprovalDenied failure. The result is run_code's (it may pause again).",
+    "the denied ones resolve to an ApprovalDenied failure. A token resumes once. The result is run_code's (it may pause again).",
   inputSchema: {
     type: "object",
     properties: {

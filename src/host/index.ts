@@ -36,6 +36,15 @@ export { runCode, type CodeOptions } from "./code/run-code.js";
 export { resumeCode, type ResumeOptions } from "./code/resume-code.js";
 export { ApprovalTokenError, TOKEN_VERSION, type ApprovalTokenProblem } from "./code/approval-token.js";
 export {
+  DEFAULT_REDIS_LEDGER_TTL_MS,
+  fileLedger,
+  memoryLedger,
+  redisLedger,
+  type ApprovalLedger,
+  type RedisLedgerClient,
+  type RedisLedgerOptions,
+} from "./approvals/ledger.js";
+export {
   requireApproval,
   DEFAULT_APPROVAL_TIMEOUT_MS,
   type ApprovalCall,

@@ -197,6 +197,14 @@ describe.runIf(process.platform === "linux")("ears mcp --approve", () => {
         ["peek", { n: 1 }],
         ["send", { to: "cy" }],
       ]);
+      // The same token a second time: refused before anything runs, so the message is not sent twice.
+      const again = await client.callTool({ name: "resume_code", arguments: { token, decisions: { [id]: { approved: true } } } });
+      expect(again.isError).toBe(true);
+      expect(textOf(again)).toMatch(/^resume_code: resumeCode: this token was already resumed .*nothing was run$/);
+      expect(runs()).toEqual([
+        ["peek", { n: 1 }],
+        ["send", { to: "cy" }],
+      ]);
     });
 
     it("deny on resume (the token as text): ApprovalDenied with the reason given, and the handler never runs", async () => {

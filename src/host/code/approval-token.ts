@@ -5,7 +5,7 @@
  * Reading one checks, in order: that it is a token at all, its version, its signature (in constant
  * time), then the payload's shape; anything else is refused with an {@link ApprovalTokenError}.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { jsonProblem, type Json } from "../../protocol/json.js";
 import { Outcome, outcomeProblem } from "../../protocol/outcome.js";
 import type { ApprovalCall, ApprovalToken, JournalCall, PausedState } from "../engine/approval.js";
@@ -16,7 +16,7 @@ export const TOKEN_FORMAT = "ears-approval-token";
 export const TOKEN_VERSION = 1;
 
 /** Why a token was refused. */
-export type ApprovalTokenProblem = "NotAToken" | "UnsupportedVersion" | "BadSignature" | "Malformed";
+export type ApprovalTokenProblem = "NotAToken" | "UnsupportedVersion" | "BadSignature" | "Malformed" | "AlreadyResumed";
 
 /** A pause token that cannot be resumed: `problem` says which check refused it; nothing was run. */
 export class ApprovalTokenError extends Error {
@@ -41,7 +41,9 @@ function signature(payload: string, key: Uint8Array): string {
 
 /** @internal Signs a paused run's content into a token. */
 export function sealToken(content: TokenContent, key: Uint8Array): ApprovalToken {
+  // The nonce makes every pause's token its own, so that two runs pausing alike are claimed apart in a ledger.
   const payload = JSON.stringify({
+    nonce: randomBytes(16).toString("base64url"),
     code: content.code,
     input: content.input,
     calls: content.calls.map(({ id, name, arguments: args, outcome }) => ({ id, name, arguments: args, outcome })),
@@ -105,11 +107,22 @@ export function openToken(token: unknown, key: Uint8Array): TokenContent {
   }
 }
 
+/**
+ * @internal The id a token is claimed under in a ledger: a digest of its signature, which covers the
+ * payload and its nonce (so it names this one pause), and of nothing the token's holder could vary
+ * without failing the signature check.
+ */
+export function tokenClaimId(token: unknown): string {
+  const value = typeof token === "string" ? (JSON.parse(token) as { signature: string }) : (token as { signature: string });
+  return `token:${createHash("sha256").update(value.signature).digest("base64url")}`;
+}
+
 /** Why a signed payload is not a token's content (a key shared with another program could sign anything). */
 function contentProblem(value: unknown): string | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return "not an object";
   const c = value as Record<string, unknown>;
   if (typeof c.code !== "string") return "code must be a string";
+  if (c.nonce !== undefined && typeof c.nonce !== "string") return "nonce must be a string";
   const inputProblem = jsonProblem(c.input);
   if (inputProblem !== undefined) return `input: ${inputProblem}`;
   if (!Array.isArray(c.calls) || !Array.isArray(c.pending)) return "calls and pending must be arrays";

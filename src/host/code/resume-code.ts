@@ -6,7 +6,9 @@
  */
 import { decisionProblem, tokenKeyBytes, type ApprovalCall, type Replay, type ResumeDecision } from "../engine/approval.js";
 import type { RunReport } from "../types.js";
-import { openToken } from "./approval-token.js";
+import { ApprovalTokenError, openToken, tokenClaimId } from "./approval-token.js";
+import { checkLedger, type ApprovalLedger } from "../approvals/ledger.js";
+import { describeError } from "../../protocol/errors.js";
 import { runCodeWith, type CodeOptions } from "./run-code.js";
 
 /** Options for {@link resumeCode}: runCode's, without `code` and `input` (the token has them), plus the decisions. */
@@ -29,7 +31,10 @@ export interface ResumeOptions extends Omit<CodeOptions, "code" | "input"> {
  *
  * Throws an {@link ApprovalTokenError} for a token that is not one, has another version, or fails its
  * signature check (changed, or signed with another key), and a TypeError for bad options or decisions;
- * nothing runs then. Otherwise resolves with a report, as runCode does, and never rejects.
+ * nothing runs then. With `approval.ledger`, the token is then claimed there before anything runs: a
+ * token claimed before (resumed already, here or by another process sharing the ledger) rejects with an
+ * {@link ApprovalTokenError} whose problem is `AlreadyResumed`, and a ledger that cannot answer rejects
+ * with its error; nothing runs then either. Otherwise resolves with a report, as runCode does.
  *
  * @example
  * const first = await runCode({ code, capabilities, approval: { decide: () => ({ pause: true }), tokenKey } });
@@ -54,7 +59,29 @@ export function resumeCode(token: unknown, options: ResumeOptions): Promise<RunR
     calls: new Map(content.calls.map((call) => [call.id, call])),
     pending: pendingDecisions(content.pending, decisions, options.approval?.decide !== undefined),
   };
-  return runCodeWith({ ...rest, code: content.code, input: content.input }, replay);
+  const ledger = checkLedger(options.approval?.ledger, "resumeCode");
+  const claim = ledger === undefined ? undefined : () => claimResume(ledger, tokenClaimId(token), "this token");
+  return runCodeWith({ ...rest, code: content.code, input: content.input }, replay, claim);
+}
+
+/**
+ * @internal Claims `id` in `ledger`: resolves when this is its first claim; rejects with an
+ * {@link ApprovalTokenError} (`AlreadyResumed`) when it was claimed before, or with an Error saying the
+ * ledger failed. `what` names the thing resumed in the message.
+ */
+export async function claimResume(ledger: ApprovalLedger, id: string, what: string): Promise<void> {
+  let first: unknown;
+  try {
+    first = await ledger.claim(id);
+  } catch (error) {
+    throw new Error(`resumeCode: approval.ledger could not claim ${what}: ${describeError(error)}; nothing was run`, { cause: error });
+  }
+  if (first === true) return;
+  if (first !== false) throw new TypeError(`resumeCode: approval.ledger's claim must resolve true or false, got ${String(first)}`);
+  throw new ApprovalTokenError(
+    "AlreadyResumed",
+    `resumeCode: ${what} was already resumed (claimed in approval.ledger): a paused run is resumed once; nothing was run`,
+  );
 }
 
 function pendingDecisions(

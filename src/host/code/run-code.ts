@@ -93,8 +93,12 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
   return runCodeWith(options, undefined);
 }
 
-/** @internal runCode, or resumeCode's run with the paused run's steps to replay. */
-export function runCodeWith(options: CodeOptions, replay: Replay | undefined): Promise<RunReport> {
+/**
+ * @internal runCode, or resumeCode's run with the paused run's steps to replay. `claim`, when given, is
+ * awaited after every option is checked and before anything else (resumeCode's claim in its ledger): its
+ * rejection is the call's, and nothing runs.
+ */
+export function runCodeWith(options: CodeOptions, replay: Replay | undefined, claim?: () => Promise<void>): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError("runCode: options must be an object with code");
   const { code, typecheck = false, contract, inputSchema, pool, maxCodeBytes = DEFAULT_MAX_CODE_BYTES, ...rest } = options;
   if (typeof code !== "string") throw new TypeError("runCode: options.code must be a string (the body of an async function)");
@@ -144,7 +148,8 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
         }).then(ran);
       });
     });
-  return launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode");
+  const start = () => (launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode"));
+  return claim === undefined ? start() : claim().then(start);
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Json } from "../../protocol/json.js";
 import type { Outcome } from "../../protocol/outcome.js";
 import { MAX_TIMER_MS } from "../../protocol/timers.js";
 import type { Capability, CapabilityContext } from "../types.js";
+import { checkLedger, type ApprovalLedger } from "../approvals/ledger.js";
 
 /** A call waiting for a decision, as `approval.decide` sees it. */
 export interface ApprovalCall {
@@ -61,6 +62,14 @@ export interface ApprovalOptions {
    * UTF-8 bytes count). Without it a `{ pause: true }` decision denies the call instead.
    */
   tokenKey?: string | Uint8Array;
+  /**
+   * resumeCode: where a resume is claimed before anything of it runs (docs/approvals.md, "Resume once"):
+   * a token already claimed there is refused with an `ApprovalTokenError` (`AlreadyResumed`).
+   * `memoryLedger()` for one process, `fileLedger(dir)` for one machine, `redisLedger(client)` for many
+   * hosts. runCode takes it too (so one `approval` object serves both) and does not use it. Without it,
+   * a token can be resumed more than once.
+   */
+  ledger?: ApprovalLedger;
 }
 
 /** What became of one approval asked in a run (`report.approvals`). */
@@ -133,6 +142,7 @@ export interface ApprovalSettings {
   required: ApprovalOptions["required"];
   timeoutMs: number;
   tokenKey: Uint8Array | undefined;
+  ledger: ApprovalLedger | undefined;
   /** runCode: turns a paused state into the report's token; absent where a run cannot be resumed. */
   seal?: (state: PausedState) => ApprovalToken;
   /** resumeCode: the steps answered from the token. */
@@ -143,7 +153,7 @@ export interface ApprovalSettings {
 export function approvalSettings(approval: ApprovalOptions | undefined, caller: string): ApprovalSettings | undefined {
   if (approval === undefined) return undefined;
   if (typeof approval !== "object" || approval === null) throw new TypeError(`${caller}: options.approval must be an object`);
-  const { decide, required, timeoutMs = DEFAULT_APPROVAL_TIMEOUT_MS, tokenKey } = approval;
+  const { decide, required, timeoutMs = DEFAULT_APPROVAL_TIMEOUT_MS, tokenKey, ledger } = approval;
   if (decide !== undefined && typeof decide !== "function") {
     throw new TypeError(`${caller}: options.approval.decide must be a function (call, { signal }) => decision`);
   }
@@ -162,6 +172,7 @@ export function approvalSettings(approval: ApprovalOptions | undefined, caller: 
     required,
     timeoutMs: timeoutMs > MAX_TIMER_MS ? Infinity : timeoutMs,
     tokenKey: tokenKey === undefined ? undefined : tokenKeyBytes(tokenKey, caller),
+    ledger: checkLedger(ledger, caller),
   };
 }
 

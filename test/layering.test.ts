@@ -1,5 +1,5 @@
 // The layers of src/ (CONTRIBUTING.md, "Layout"): protocol ← wires ← guest ← transcripts, testing, openseek ← cli, and
-// protocol ← wires ← host (which starts guest programs by path, never imports them) ← frameworks.
+// protocol ← wires ← host (which starts guest programs by path, never imports them) ← code-tool ← cli, frameworks.
 // Every import of every src file is parsed and checked against the layers its folder may use, in the spirit
 // of the MCP SDK's layering test: a lower layer importing a higher one fails here, naming the file and line.
 import { readdirSync, readFileSync } from "node:fs";
@@ -19,9 +19,11 @@ const allowed: Record<string, readonly string[]> = {
   transcripts: ["protocol", "wires", "contract", "guest", "host"],
   openseek: ["protocol"],
   testing: ["protocol", "wires", "contract", "guest", "host", "transcripts", "openseek"],
-  cli: ["protocol", "wires", "contract", "guest", "host", "transcripts"],
-  // The framework adapters (@posoco/ears/ai, /openai-agents): code tools over the host's runCode; nothing imports them.
-  frameworks: ["protocol", "wires", "contract", "host"],
+  // The code tool's core: one description, one set of defaults, one result shape, for every adapter of it.
+  "code-tool": ["protocol", "wires", "contract", "host"],
+  cli: ["protocol", "wires", "contract", "guest", "host", "transcripts", "code-tool"],
+  // The framework adapters (@posoco/ears/ai, /openai-agents): code tools over the code-tool core; nothing imports them.
+  frameworks: ["protocol", "wires", "contract", "host", "code-tool"],
   "index.ts": ["protocol", "wires", "contract", "guest"],
   "schemas.ts": ["protocol"],
 };

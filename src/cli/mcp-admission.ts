@@ -6,13 +6,13 @@
 import { createRunAdmission, type RunAdmission } from "../host/index.js";
 import { DEFAULT_POOL_SIZE } from "../host/code/run-pool.js";
 import { UsageError } from "./usage.js";
+import { CODE_TOOL_RUN_TIMEOUT_MS } from "../code-tool/text.js";
 
 /**
- * Each body's run time in `ears mcp` unless `--timeout` says otherwise: a body that never ends (a busy loop)
- * would hold one of the --max-runs slots for good. Under the MCP SDK client's own request timeout (60 s),
- * so that a stopped body reaches the model as a RunTimeout it can act on, not as the client giving up.
+ * Each body's run time in `ears mcp` unless `--timeout` says otherwise: every code tool's
+ * ({@link CODE_TOOL_RUN_TIMEOUT_MS}); a body that never ends would hold one of the --max-runs slots for good.
  */
-export const MCP_RUN_TIMEOUT_MS = 50_000;
+export const MCP_RUN_TIMEOUT_MS = CODE_TOOL_RUN_TIMEOUT_MS;
 
 /** The most `--max-runs` takes: far above what one machine runs, low enough to catch a typo. */
 const MAX_RUNS = 1024;

@@ -84,19 +84,56 @@ export function mcpApprovals(
       (name) => Object.hasOwn(capabilities, name) && (capabilities[name] as { requiresApproval?: unknown }).requiresApproval !== undefined,
     );
   const timeoutMs = DEFAULT_APPROVAL_TIMEOUT_MS;
+  // One question open at a time in the session (a body cannot open a dialog per call at once), and at most
+  // MAX_PENDING_APPROVALS calls waiting for one: a call past it is denied at once, saying why.
+  let questions: Promise<unknown> = Promise.resolve();
+  let waiting = 0;
+  const ask = (call: ApprovalCall, signal: AbortSignal, requestId: string | number): ApprovalDecision | Promise<ApprovalDecision> => {
+    if (waiting >= MAX_PENDING_APPROVALS) return tooMany(MCP_CLIENT_BY);
+    waiting++;
+    const turn = questions.then(() =>
+      signal.aborted
+        ? { approved: false as const, reason: "the question was withdrawn before it was asked", by: MCP_CLIENT_BY }
+        : elicit(server, call, signal, timeoutMs, requestId),
+    );
+    questions = turn.catch(() => undefined);
+    return turn.finally(() => waiting--);
+  };
   return {
     tools: possible ? [RESUME_TOOL] : [],
-    approval: (requestId) => ({
-      required,
-      tokenKey,
-      ledger,
-      timeoutMs,
-      decide: (call, { signal }) =>
-        server.getClientCapabilities()?.elicitation?.form === undefined
-          ? { pause: true }
-          : elicit(server, call, signal, timeoutMs, requestId),
-    }),
+    approval: (requestId) => {
+      // Without elicitation the run pauses: its token lists the pending calls, at most MAX_PENDING_APPROVALS of them.
+      let paused = 0;
+      return {
+        required,
+        tokenKey,
+        ledger,
+        timeoutMs,
+        decide: (call, { signal }) => {
+          if (server.getClientCapabilities()?.elicitation?.form !== undefined) return ask(call, signal, requestId);
+          if (paused >= MAX_PENDING_APPROVALS) return tooMany(RESUME_CODE_BY);
+          paused++;
+          return { pause: true };
+        },
+      };
+    },
     resumeArguments,
+  };
+}
+
+/**
+ * The most calls of one `ears mcp` session that wait for approval at once (asked, or queued to be asked,
+ * one question at a time); in a paused run, the most pending calls. A call past it is denied.
+ */
+export const MAX_PENDING_APPROVALS = 32;
+
+function tooMany(by: string): ApprovalDecision {
+  return {
+    approved: false,
+    reason:
+      `${MAX_PENDING_APPROVALS} calls already wait for approval in this session (the most ears mcp lets wait; the user is asked ` +
+      "one question at a time): this call was not asked about and did not run. Make calls that need approval a few at a time",
+    by,
   };
 }
 

@@ -5,7 +5,8 @@
  * description carries the TypeScript declarations of what a body may call.
  */
 import { createRunPool, resumeCode, runCode, type HostLimits, type RunPool, type RunReport, type SandboxSetting } from "../host/index.js";
-import { boundedToolLogs, codeToolFilesText, codeToolLimitsText } from "../host/code/code-tool-text.js";
+import { boundedToolLogs, CODE_TOOL_MAX_RESULT_BYTES, codeToolDescription } from "../code-tool/text.js";
+import { escapeControls } from "../code-tool/output.js";
 import { createSession, type Session } from "../host/workspace/index.js";
 import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE, poolLimitsOf } from "../host/code/run-pool.js";
 import { DEFAULT_MAX_QUEUED_RUNS } from "../host/engine/admission.js";
@@ -35,11 +36,8 @@ const MCP_OPTIONS = {
   "no-session": { type: "boolean" },
 } as const;
 
-/**
- * The largest result of a body `ears mcp` passes on, by default: well under what MCP clients read in one
- * message (the MCP SDK's client: 10 MiB), and already a lot of a model's context.
- */
-export const MCP_MAX_RESULT_BYTES = 1024 * 1024;
+/** The largest result of a body `ears mcp` passes on, by default: every code tool's ({@link CODE_TOOL_MAX_RESULT_BYTES}). */
+export const MCP_MAX_RESULT_BYTES = CODE_TOOL_MAX_RESULT_BYTES;
 
 /** The limits only `ears mcp` sets from its command line, as a failure message names them. */
 const MCP_LIMIT_FLAGS = [["(limits.maxResultBytes)", "(--max-result)"]] as const;
@@ -48,8 +46,8 @@ const MCP_LIMIT_FLAGS = [["(limits.maxResultBytes)", "(--max-result)"]] as const
 export const RUN_CODE_TOOL = "run_code";
 
 /**
- * The run_code tool's description: what it does, the run's limits and the fetch origins (one text with
- * the framework adapters', {@link codeToolLimitsText}), then the declarations a body is checked against.
+ * The run_code tool's description: every code tool's ({@link codeToolDescription}), with `input`, the
+ * fetch origins and the connection's session (or that each call starts empty).
  */
 export function runCodeDescription(
   declarations: string,
@@ -58,20 +56,7 @@ export function runCodeDescription(
   fetchOrigins?: readonly string[],
   session?: { workspaceBytes: number },
 ): string {
-  return (
-    "Runs the body of an async function, in TypeScript or JavaScript, in a sandbox, and returns its result. " +
-    "In scope: `ears.call(name, args)` to call the capabilities below (await it; a failure resolves to " +
-    '{ status: "failure", code, content }, it does not throw), `ears.log`, `input` (this tool\'s input argument) ' +
-    "and `Outcome`. `return` gives the result (any JSON value, or an Outcome). There is no import/require. " +
-    (typecheck ? "Types are checked before the body runs. " : "Types are stripped, not checked. ") +
-    "A compile error names code.ts:LINE:COLUMN in the body. " +
-    codeToolLimitsText(limits, fetchOrigins) +
-    " " +
-    codeToolFilesText(session) +
-    " Declarations:\n```ts\n" +
-    declarations +
-    "```"
-  );
+  return codeToolDescription({ declarations, typecheck, limits, fetchOrigins: fetchOrigins ?? [], input: true, session: session ?? false });
 }
 
 /** Runs `ears mcp` with `argv` (the words after "mcp"); serves until stdin ends or a signal. Throws {@link UsageError}. */
@@ -356,6 +341,12 @@ export function maxResultOf(text: string | undefined): number {
  * `structured` is pretty-printed when that keeps it small, else sent compact.
  */
 export function toolResult(report: RunReport, notice?: string): { content: { type: "text"; text: string }[]; isError: boolean } {
+  // Control characters reach the client as \uXXXX (in the JSON parts, the token's too, that is JSON's own escape).
+  const result = rawToolResult(report, notice);
+  return { ...result, content: result.content.map((part) => ({ ...part, text: escapeControls(part.text) })) };
+}
+
+function rawToolResult(report: RunReport, notice?: string): { content: { type: "text"; text: string }[]; isError: boolean } {
   const logs = logText(report) + (notice === undefined ? "" : `\n\n${notice}`);
   if (report.failure !== undefined) {
     const { code, message } = report.failure;

@@ -16,9 +16,9 @@ import {
   type CodeToolOutput,
   type FrameworkTool,
   type LeftOutTool,
-} from "./code-tool.js";
+} from "../code-tool/core.js";
 
-export type { CodeToolOptions, CodeToolOutput } from "./code-tool.js";
+export type { CodeToolOptions, CodeToolOutput } from "../code-tool/core.js";
 
 /** Options for {@link createCodeTool}. */
 export interface AiCodeToolOptions extends CodeToolOptions {

@@ -8,9 +8,17 @@ import { RunContext, tool, type FunctionTool, type Tool } from "@openai/agents";
 import { jsonSchema } from "../contract/json-schema.js";
 import type { CapabilitySpec } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";
-import { answerOf, codeToolCore, type CodeToolOptions, type CodeToolOutput, type FrameworkTool, type LeftOutTool } from "./code-tool.js";
+import { Outcome } from "../protocol/outcome.js";
+import {
+  answerOf,
+  codeToolCore,
+  type CodeToolOptions,
+  type CodeToolOutput,
+  type FrameworkTool,
+  type LeftOutTool,
+} from "../code-tool/core.js";
 
-export type { CodeToolOptions, CodeToolOutput } from "./code-tool.js";
+export type { CodeToolOptions, CodeToolOutput } from "../code-tool/core.js";
 
 /** Options for {@link codeTool}. */
 export interface AgentsCodeToolOptions extends CodeToolOptions {
@@ -31,6 +39,12 @@ interface CallOptions {
 }
 
 const ENTRY = "codeTool";
+
+/**
+ * What the Agents SDK's default `errorFunction` answers for a tool that threw (its `defaultToolErrorFunction`,
+ * not exported): test/frameworks/openai-agents.test.ts pins it against the SDK.
+ */
+const SDK_TOOL_ERROR_TEXT = "An error occurred while running the tool. Please try again.";
 
 /**
  * One function tool for an `Agent` that runs a code body calling `tools` (and the MCP servers of `mcp`).
@@ -100,7 +114,10 @@ function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<Call
         }),
     async call(args, ctx, { runContext, details }) {
       const signal = details?.signal === undefined ? ctx.signal : AbortSignal.any([ctx.signal, details.signal]);
-      return answerOf(await each.invoke(runContext, JSON.stringify(args), { ...details, signal }));
+      const output = await each.invoke(runContext, JSON.stringify(args), { ...details, signal });
+      // The SDK's default errorFunction turns a throw into these words for a model: to a body, that is a failure.
+      if (output === SDK_TOOL_ERROR_TEXT) return Outcome.failure("CapabilityFailed", `${each.name} failed: ${output}`);
+      return answerOf(output);
     },
   };
 }

@@ -57,7 +57,14 @@ describe.runIf(process.platform === "linux")("ears mcp --approve", () => {
           .map((line) => JSON.parse(line) as [string, unknown])
       : [];
 
-  async function connect(options: { elicit?: (message: string) => ElicitResult; approve?: boolean; pool?: string; extra?: string[] } = {}) {
+  async function connect(
+    options: {
+      elicit?: (message: string) => ElicitResult | Promise<ElicitResult>;
+      approve?: boolean;
+      pool?: string;
+      extra?: string[];
+    } = {},
+  ) {
     const args = [
       EARS,
       "mcp",
@@ -116,6 +123,52 @@ describe.runIf(process.platform === "linux")("ears mcp --approve", () => {
       ]);
       expect(runs().filter(([name]) => name === "send")).toEqual([]);
     });
+  });
+
+  it("a body that opens 500 questions at once: one is open at a time, 32 wait at most, the rest are denied unasked", async () => {
+    let open = 0;
+    let mostOpen = 0;
+    // The barrier: the first question is answered only once the body's "peek" ran, i.e. after the host read (and
+    // admitted, in order) all 500 calls before it; so exactly the first 32 can be waiting then.
+    const peeked = async () => {
+      while (!runs().some(([name]) => name === "peek")) await new Promise((resolve) => setTimeout(resolve, 20));
+    };
+    const { client, asked } = await connect({
+      elicit: async () => {
+        open++;
+        mostOpen = Math.max(mostOpen, open);
+        await peeked();
+        open--;
+        return { action: "accept", content: { approve: true } };
+      },
+    });
+    const body =
+      'const sends = Array.from({ length: 500 }, (_, i) => ears.call("send", { to: "r" + i }));\n' +
+      'await ears.call("peek", { n: 500 });\n' +
+      "const results = await Promise.all(sends);\n" +
+      'const denied = results.filter((r) => r.status === "failure");\n' +
+      "return { sent: results.length - denied.length, denied: denied.length, codes: [...new Set(denied.map((r) => r.code))], " +
+      "reason: denied[0] && denied[0].content };";
+    const result = await client.callTool({ name: "run_code", arguments: { code: body } });
+    const answer = JSON.parse(textOf(result)) as { sent: number; denied: number; codes: string[]; reason: string };
+    expect(mostOpen).toBe(1);
+    expect(asked).toHaveLength(32);
+    expect(answer).toMatchObject({ sent: 32, denied: 468, codes: ["ApprovalDenied"] });
+    expect(answer.reason).toMatch(/32 calls already wait for approval in this session .* did not run/);
+    expect(runs().filter(([name]) => name === "send")).toHaveLength(32);
+  });
+
+  it("without elicitation, a run pauses with at most 32 pending calls; the rest are denied unasked", async () => {
+    const { client } = await connect({});
+    const body =
+      'const sends = await Promise.all(Array.from({ length: 100 }, (_, i) => ears.call("send", { to: "r" + i })));\n' +
+      "return sends.length;";
+    const text = textOf(await client.callTool({ name: "run_code", arguments: { code: body } }));
+    // The run pauses at the first call held; the calls not yet admitted then are dropped (made again on resume).
+    const pending = Number(/^The run paused: (\d+) calls? waits? for approval/.exec(text)?.[1]);
+    expect(pending).toBeGreaterThanOrEqual(1);
+    expect(pending).toBeLessThanOrEqual(32);
+    expect(runs()).toEqual([]);
   });
 
   it("a run_code call cancelled while its question is open: the question is withdrawn, the handler never runs", async () => {

@@ -163,7 +163,8 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
   });
 
   const throws =
-    "a tool that throws: with errorFunction: null the body reads a CapabilityFailed value; " + "by default, the SDK's words for a model";
+    "a tool that throws is a CapabilityFailed failure to the body: with errorFunction: null its message, " +
+    "with the SDK's default errorFunction the SDK's words";
   it(throws, async () => {
     const throwing = (name: string, errorFunction?: null) =>
       tool({
@@ -195,7 +196,11 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
         content: "",
         structured: [
           "CapabilityFailed: the service is down",
-          { status: "success", content: "", structured: "An error occurred while running the tool. Please try again." },
+          {
+            status: "failure",
+            code: "CapabilityFailed",
+            content: "worded failed: An error occurred while running the tool. Please try again.",
+          },
         ],
       },
     ]);

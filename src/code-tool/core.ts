@@ -10,7 +10,8 @@ import type { CapabilityContext, CapabilitySpec, Contract } from "../contract/co
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
 import { clip } from "../protocol/text.js";
-import { boundedToolLogs as boundedLogs, codeToolLimitsText } from "../host/code/code-tool-text.js";
+import { boundedToolLogs as boundedLogs, codeToolDescription, codeToolLimits } from "./text.js";
+import { escapeControls, escapeJson } from "./output.js";
 import { poolLimitsOf } from "../host/code/run-pool.js";
 import { requireTypeScript } from "../host/code/typecheck.js";
 import { approvalSettings } from "../host/engine/approval.js";
@@ -42,7 +43,10 @@ export interface CodeToolOptions {
    * `limits`) on its first run; its runners never keep the process alive and end with it.
    */
   pool?: RunPool | false;
-  /** runCode's limits for each body (`runTimeoutMs`, `memoryBytes`, ...); the run's deadline is named in the description. */
+  /**
+   * runCode's limits for each body (`runTimeoutMs`, `memoryBytes`, ...), over the code tool's defaults:
+   * 50 s of run time and a result of at most 1 MiB (as `ears mcp`); the limits are named in the description.
+   */
   limits?: HostLimits;
   /**
    * Check each body's types against the tools' declarations before it runs (default false, as runCode):
@@ -142,7 +146,11 @@ export function codeToolCore<CallOptions>(
   leftOut: readonly LeftOutTool[],
   options: CodeToolOptions,
 ): CodeToolCore<CallOptions> {
-  const { pool, limits, typecheck = false, sandbox, onReport } = options;
+  const { pool, typecheck = false, sandbox, onReport } = options;
+  if (options.limits !== undefined && (typeof options.limits !== "object" || options.limits === null)) {
+    throw new TypeError(`${entry}: options.limits must be an object of runCode's limits`);
+  }
+  const limits = codeToolLimits(options.limits);
   const approval = approvalOf(entry, options.approval);
   if (pool !== undefined && pool !== false && (typeof pool !== "object" || pool === null)) {
     throw new TypeError(`${entry}: options.pool must be a run pool (createRunPool) or false`);
@@ -159,7 +167,7 @@ export function codeToolCore<CallOptions>(
   } catch (error) {
     throw new TypeError(`${entry}: ${(error as Error).message.replace(/^composeContracts: /, "")} (a tool and an MCP server's tool?)`);
   }
-  const description = codeToolDescription(contract.declarations(), typecheck, limits, leftOut);
+  const description = codeToolDescription({ declarations: contract.declarations(), typecheck, limits, leftOut });
   let kept: RunPool | undefined;
   const poolOfRun = (): RunPool | undefined => {
     if (pool === false) return undefined;
@@ -174,7 +182,7 @@ export function codeToolCore<CallOptions>(
     }
     const logs: string[] = [];
     let calls = 0;
-    const progress = () => onProgress?.({ status: "running", content: "", logs: boundedLogs(logs), calls });
+    const progress = () => onProgress?.({ status: "running", content: "", logs: boundedLogs(logs).map(escapeControls), calls });
     const capabilities: Capabilities = Object.create(null);
     for (const [name, tool] of tools) {
       const capability = (args: Json, ctx: CapabilityContext) => {
@@ -201,7 +209,7 @@ export function codeToolCore<CallOptions>(
       allowed: contract.names,
       contract,
       typecheck,
-      ...(limits === undefined ? {} : { limits }),
+      limits,
       ...(sandbox === undefined || runPool !== undefined ? {} : { sandbox }),
       ...(signal === undefined ? {} : { signal }),
       ...(runPool === undefined ? {} : { pool: runPool }),
@@ -278,46 +286,20 @@ async function decision<CallOptions>(
 
 /** The model's view of a finished run (see {@link CodeToolOutput}). */
 export function outputOf(report: RunReport, logs: readonly string[]): CodeToolOutput {
-  const shown = logs.length === 0 ? {} : { logs: boundedLogs(logs) };
-  if (report.failure !== undefined) return { status: "failure", code: report.failure.code, content: report.failure.message, ...shown };
+  const shown = logs.length === 0 ? {} : { logs: boundedLogs(logs).map(escapeControls) };
+  if (report.failure !== undefined) {
+    return { status: "failure", code: escapeControls(report.failure.code), content: escapeControls(report.failure.message), ...shown };
+  }
   // A run pauses only for an `approval` in pause mode (issue 31), which a code tool never passes.
   if (report.paused !== undefined) throw new Error("a code tool's run paused for approval, which the code tool never asks for");
   const outcome = report.outcome;
   return {
     status: outcome.status,
-    ...(outcome.status === "failure" ? { code: outcome.code } : {}),
-    content: outcome.content,
-    ...(outcome.structured === undefined ? {} : { structured: outcome.structured }),
+    ...(outcome.status === "failure" ? { code: escapeControls(outcome.code) } : {}),
+    content: escapeControls(outcome.content),
+    ...(outcome.structured === undefined ? {} : { structured: escapeJson(outcome.structured) }),
     ...shown,
   };
-}
-
-/** The code tool's description: how to write a body, the run's limits (as ears mcp says them), what is left out, then the declarations. */
-export function codeToolDescription(
-  declarations: string,
-  typecheck: boolean,
-  limits: HostLimits | undefined,
-  leftOut: readonly LeftOutTool[],
-): string {
-  const deadline = `${codeToolLimitsText(limits)} `;
-  const left =
-    leftOut.length === 0
-      ? ""
-      : `Not callable from code (call them as tools of their own): ${leftOut.map(({ name, why }) => `${name} (${why})`).join(", ")}. `;
-  return (
-    "Runs TypeScript in a sandbox: `code` is the body of an async function that calls the tools declared below with " +
-    "`await ears.call(name, args)` and returns the answer. Make independent calls together with Promise.all. A call " +
-    'resolves to { status: "success", content, structured } (a tool\'s output is its `structured`) or to ' +
-    '{ status: "failure", code, content }: it does not throw, check `status` first. `return` gives this tool\'s result ' +
-    "(any JSON value); console.log lines come back with it. There is no import or require. " +
-    (typecheck ? "Types are checked before the body runs. " : "") +
-    "A compile error names code.ts:LINE:COLUMN in the body. " +
-    deadline +
-    left +
-    "Declarations:\n```ts\n" +
-    declarations +
-    "```"
-  );
 }
 
 function mcpConnectionsOf(entry: string, mcp: CodeToolOptions["mcp"]): readonly McpConnection[] {

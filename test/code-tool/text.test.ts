@@ -1,6 +1,6 @@
 /** The code tools' shared text (issue 29 item 6): the run's limits and fetch origins, and logs bounded for a model. */
 import { describe, expect, it } from "vitest";
-import { boundedToolLogs, codeToolLimitsText, MAX_TOOL_LOG_CHARS } from "../../../src/host/code/code-tool-text.js";
+import { boundedToolLogs, codeToolLimitsText, MAX_TOOL_LOG_CHARS } from "../../src/code-tool/text.js";
 
 describe("codeToolLimitsText", () => {
   it("names the run time, CPU time, memory and result size, the host's defaults where none is set", () => {

@@ -16,21 +16,17 @@
  *   are bounded: {@link MAX_RESOURCE_BYTES} for `resources/read`.
  */
 import { byteSize } from "../protocol/text.js";
-import { readSessionFile, relativePath, type Session } from "../host/workspace/index.js";
+import { readSessionFile, type Session } from "../host/workspace/index.js";
+import { imageType, MAX_CANDIDATES, MAX_WALK_VALUES, namedPaths } from "../code-tool/files.js";
 
-/** Values of a result the walk for names looks at, at most (every array, object, string, number...). */
-export const MAX_WALK_VALUES = 10_000;
-/** Strings that could be paths the walk checks against the workspace, at most. */
-export const MAX_CANDIDATES = 100;
+// Which strings of a result name files, and what an image is, are every code tool's: src/code-tool/files.ts.
+export { imageType, MAX_CANDIDATES, MAX_WALK_VALUES, namedPaths };
 /** Files attached to one result, at most (images and links together). */
 export const MAX_ATTACHED = 20;
 /** The largest file `resources/read` sends (as base64 it stays well within one MCP message, 8 MiB). */
 export const MAX_RESOURCE_BYTES = 4 * 1024 * 1024;
 /** Files `resources/list` gives in one page. */
 export const LIST_PAGE = 500;
-/** The longest string taken for a path (Linux's PATH_MAX). */
-const MAX_PATH_CHARS = 4096;
-
 /** The scheme of a session file's URI: `ears-workspace:///out/chart.png`. */
 export const WORKSPACE_URI_PREFIX = "ears-workspace:///";
 
@@ -49,16 +45,6 @@ export function pathOfUri(uri: string): string | undefined {
   }
 }
 
-/** The image type of bytes by their signature (PNG, JPEG, GIF, WebP), or undefined. */
-export function imageType(bytes: Uint8Array): string | undefined {
-  const starts = (signature: number[], at = 0) => signature.every((byte, i) => bytes[at + i] === byte);
-  if (starts([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png";
-  if (starts([0xff, 0xd8, 0xff])) return "image/jpeg";
-  if (starts([0x47, 0x49, 0x46, 0x38]) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) return "image/gif";
-  if (starts([0x52, 0x49, 0x46, 0x46]) && starts([0x57, 0x45, 0x42, 0x50], 8)) return "image/webp";
-  return undefined;
-}
-
 /** The MIME type a resource is sent with: an image's by its bytes, else text/plain for UTF-8 text, else octet-stream. */
 function mimeTypeOf(bytes: Buffer): string {
   return imageType(bytes) ?? (isUtf8Text(bytes) ? "text/plain" : "application/octet-stream");
@@ -66,40 +52,6 @@ function mimeTypeOf(bytes: Buffer): string {
 
 function isUtf8Text(bytes: Buffer): boolean {
   return !bytes.includes(0) && Buffer.from(bytes.toString("utf8"), "utf8").equals(bytes);
-}
-
-/**
- * The strings of a result that could name a workspace file, in order and without repeats: the content,
- * then the strings of `structured` depth first. Bounded: {@link MAX_WALK_VALUES} values looked at and
- * {@link MAX_CANDIDATES} strings kept; each kept one is its normal relative form.
- */
-export function namedPaths(content: string, structured: unknown): string[] {
-  const found = new Set<string>();
-  let visited = 0;
-  const consider = (text: string) => {
-    if (text === "" || text.length > MAX_PATH_CHARS) return;
-    let path: string;
-    try {
-      path = relativePath(text, "name");
-    } catch {
-      return; // absolute, climbing out with .., or holding NUL: never a name
-    }
-    if (path !== "") found.add(path);
-  };
-  consider(content);
-  // An explicit stack: a deeply nested result must not overflow the call stack.
-  const stack: unknown[] = [structured];
-  while (stack.length > 0 && visited < MAX_WALK_VALUES && found.size < MAX_CANDIDATES) {
-    const value = stack.pop();
-    visited++;
-    if (typeof value === "string") consider(value);
-    else if (Array.isArray(value)) for (let i = value.length - 1; i >= 0; i--) stack.push(value[i]);
-    else if (typeof value === "object" && value !== null) {
-      const values = Object.values(value);
-      for (let i = values.length - 1; i >= 0; i--) stack.push(values[i]);
-    }
-  }
-  return [...found].slice(0, MAX_CANDIDATES);
 }
 
 /** An MCP content item `ears mcp` adds to a tool result. */

@@ -12,6 +12,10 @@ import { Outcome } from "../protocol/outcome.js";
 import { clip } from "../protocol/text.js";
 import { boundedToolLogs as boundedLogs, codeToolDescription, codeToolLimits } from "./text.js";
 import { escapeControls, escapeJson } from "./output.js";
+import { namedImages } from "./files.js";
+import { CODE_TOOL_MAX_RESULT_BYTES } from "./text.js";
+import { describeError } from "../protocol/errors.js";
+import { isSession, type Session } from "../host/workspace/index.js";
 import { poolLimitsOf } from "../host/code/run-pool.js";
 import { requireTypeScript } from "../host/code/typecheck.js";
 import { approvalSettings } from "../host/engine/approval.js";
@@ -100,7 +104,26 @@ export interface CodeToolOutput {
   logs?: string[];
   /** While running: how many tool calls the body has made so far. */
   calls?: number;
+  /**
+   * With a session, the images the result names (a string of it that is the workspace-relative path of an
+   * image file), base64, for the adapter to hand back as its framework's image parts (the AI SDK's
+   * `image-data`); within the result bound, at most 20.
+   */
+  files?: CodeToolFile[];
 }
+
+/** An image a body's result named, read from the session's workspace. */
+export interface CodeToolFile {
+  /** Its workspace-relative path, as the result named it. */
+  path: string;
+  /** image/png, image/jpeg, image/gif or image/webp, by its first bytes. */
+  mediaType: string;
+  /** Its bytes, base64. */
+  data: string;
+}
+
+/** How an adapter's code tool finds the session of a call: one session for every call, or one per conversation. */
+export type SessionOf<CallOptions> = (callOptions: CallOptions) => Session | PromiseLike<Session>;
 
 /** One of the user's tools as a capability: its spec, and how to call it with the framework's options of the code tool's call. */
 export interface FrameworkTool<CallOptions> {
@@ -145,6 +168,7 @@ export function codeToolCore<CallOptions>(
   tools: ReadonlyMap<string, FrameworkTool<CallOptions>>,
   leftOut: readonly LeftOutTool[],
   options: CodeToolOptions,
+  sessionOf?: SessionOf<CallOptions>,
 ): CodeToolCore<CallOptions> {
   const { pool, typecheck = false, sandbox, onReport } = options;
   if (options.limits !== undefined && (typeof options.limits !== "object" || options.limits === null)) {
@@ -202,6 +226,21 @@ export function codeToolCore<CallOptions>(
         };
       }
     }
+    let session: Session | undefined;
+    if (sessionOf !== undefined) {
+      try {
+        session = await sessionOf(callOptions);
+      } catch (error) {
+        return {
+          status: "failure",
+          code: "SessionUnavailable",
+          content: escapeControls(`the code tool's session: ${describeError(error)}`),
+        };
+      }
+      if (!isSession(session)) {
+        throw new TypeError(`${entry}: options.session must be a session (createSession, openSession) or a function returning one`);
+      }
+    }
     const runPool = poolOfRun();
     const report = await runCode({
       code,
@@ -213,6 +252,7 @@ export function codeToolCore<CallOptions>(
       ...(sandbox === undefined || runPool !== undefined ? {} : { sandbox }),
       ...(signal === undefined ? {} : { signal }),
       ...(runPool === undefined ? {} : { pool: runPool }),
+      ...(session === undefined ? {} : { session }),
       approval: {
         decide: (call, context) => decision(entry, tools.get(call.name), call, callOptions, approval, context),
         ...(approval?.timeoutMs === undefined ? {} : { timeoutMs: approval.timeoutMs }),
@@ -227,7 +267,11 @@ export function codeToolCore<CallOptions>(
     } catch {
       // The caller's observer; the model's result does not depend on it.
     }
-    return outputOf(report, logs);
+    const output = outputOf(report, logs);
+    if (session === undefined || report.outcome === undefined) return output;
+    const budget = (limits.maxResultBytes ?? CODE_TOOL_MAX_RESULT_BYTES) - Buffer.byteLength(JSON.stringify(output));
+    const files = await namedImages(session, report.outcome.content, report.outcome.structured, budget);
+    return files.length === 0 ? output : { ...output, files };
   };
   return { description, contract, run };
 }

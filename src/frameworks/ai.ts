@@ -5,6 +5,7 @@
  * that tool's own `execute` in the host. See docs/frameworks.md.
  */
 import { asSchema, jsonSchema as aiJsonSchema, type Tool, type ToolExecutionOptions, type ToolSet } from "ai";
+import { isSession, type Session } from "../host/workspace/index.js";
 import { jsonSchema } from "../contract/json-schema.js";
 import type { CapabilitySpec } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";
@@ -16,9 +17,10 @@ import {
   type CodeToolOutput,
   type FrameworkTool,
   type LeftOutTool,
+  type SessionOf,
 } from "../code-tool/core.js";
 
-export type { CodeToolOptions, CodeToolOutput } from "../code-tool/core.js";
+export type { CodeToolFile, CodeToolOptions, CodeToolOutput } from "../code-tool/core.js";
 
 /** Options for {@link createCodeTool}. */
 export interface AiCodeToolOptions extends CodeToolOptions {
@@ -32,6 +34,14 @@ export interface AiCodeToolOptions extends CodeToolOptions {
    * description, so the model calls them as tools of their own.
    */
   tools: ToolSet;
+  /**
+   * The session bodies run in (docs/frameworks.md, "Sessions"): a `createSession`/`openSession` session for
+   * every call, or a function of the code tool call's options (`experimental_context`, `messages`,
+   * `toolCallId`) returning the conversation's, so one code tool serves many conversations. Files persist
+   * between the calls of a session; an image the result names comes back to the model as an image part.
+   * The caller closes its sessions.
+   */
+  session?: Session | ((options: ToolExecutionOptions) => Session | PromiseLike<Session>);
 }
 
 /** The code tool's input: the body. */
@@ -70,7 +80,7 @@ export function createCodeTool(options: AiCodeToolOptions): Tool<CodeToolInput, 
     if (why !== undefined) leftOut.push({ name, why });
     else own.set(name, callable(name, tool));
   }
-  const core = codeToolCore(ENTRY, own, leftOut, options);
+  const core = codeToolCore(ENTRY, own, leftOut, options, sessionOf(ENTRY, options.session));
   return {
     description: core.description,
     inputSchema: aiJsonSchema<CodeToolInput>({
@@ -80,7 +90,34 @@ export function createCodeTool(options: AiCodeToolOptions): Tool<CodeToolInput, 
       additionalProperties: false,
     }),
     execute: (input: CodeToolInput, callOptions: ToolExecutionOptions) => streamRun(core.run, input, callOptions),
+    toModelOutput: modelOutput,
   };
+}
+
+/**
+ * What the model reads: the output as JSON, or, when the result named images of the session, the output
+ * without them as text and each image as an `image-data` part.
+ */
+type ModelOutput = Awaited<ReturnType<NonNullable<Tool<CodeToolInput, CodeToolOutput>["toModelOutput"]>>>;
+
+function modelOutput({ output }: { output: CodeToolOutput }): ModelOutput {
+  if (output?.files === undefined || output.files.length === 0) return { type: "json", value: output as never };
+  const { files, ...rest } = output;
+  return {
+    type: "content",
+    value: [
+      { type: "text", text: JSON.stringify(rest) },
+      ...files.map((file) => ({ type: "image-data" as const, data: file.data, mediaType: file.mediaType })),
+    ],
+  };
+}
+
+function sessionOf(entry: string, session: AiCodeToolOptions["session"]): SessionOf<ToolExecutionOptions> | undefined {
+  if (session === undefined) return undefined;
+  if (typeof session === "function") return session;
+  if (!isSession(session))
+    throw new TypeError(`${entry}: options.session must be a session (createSession, openSession) or a function returning one`);
+  return () => session;
 }
 
 /**

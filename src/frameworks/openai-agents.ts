@@ -6,6 +6,7 @@
  */
 import { RunContext, tool, type FunctionTool, type Tool } from "@openai/agents";
 import { jsonSchema } from "../contract/json-schema.js";
+import { isSession, type Session } from "../host/workspace/index.js";
 import type { CapabilitySpec } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
@@ -18,7 +19,7 @@ import {
   type LeftOutTool,
 } from "../code-tool/core.js";
 
-export type { CodeToolOptions, CodeToolOutput } from "../code-tool/core.js";
+export type { CodeToolFile, CodeToolOptions, CodeToolOutput } from "../code-tool/core.js";
 
 /** Options for {@link codeTool}. */
 export interface AgentsCodeToolOptions extends CodeToolOptions {
@@ -30,6 +31,13 @@ export interface AgentsCodeToolOptions extends CodeToolOptions {
   tools: readonly Tool<any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any -- any Agent context, as Agent's own `tools`
   /** The code tool's name, default "run_code". */
   name?: string;
+  /**
+   * The session bodies run in (docs/frameworks.md, "Sessions"): a `createSession`/`openSession` session for
+   * every call, or a function of the run context (`runContext.context` is yours) returning the
+   * conversation's, so one code tool serves many conversations. Files persist between the calls of a
+   * session; an image the result names comes back to the model as an image item. The caller closes its sessions.
+   */
+  session?: Session | ((runContext: RunContext<unknown>) => Session | PromiseLike<Session>);
 }
 
 /** What the framework passes a function tool's `execute` besides its input. */
@@ -39,6 +47,9 @@ interface CallOptions {
 }
 
 const ENTRY = "codeTool";
+
+/** The code tool's output when the result named images of its session: the SDK's structured tool output items. */
+export type CodeToolContent = { type: "text"; text: string } | { type: "image"; image: { data: string; mediaType: string } };
 
 /**
  * What the Agents SDK's default `errorFunction` answers for a tool that threw (its `defaultToolErrorFunction`,
@@ -61,7 +72,7 @@ const SDK_TOOL_ERROR_TEXT = "An error occurred while running the tool. Please tr
  * const agent = new Agent({ name: "Assistant", model, tools: [codeTool({ tools: [getWeather, getTime] })] });
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- FunctionTool's own parameters type, as tool() returns it
-export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, any, CodeToolOutput> {
+export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, any, CodeToolOutput | CodeToolContent[]> {
   if (typeof options !== "object" || options === null) throw new TypeError(`${ENTRY}: options must be an object with tools`);
   const { tools, name = "run_code" } = options;
   if (!Array.isArray(tools)) throw new TypeError(`${ENTRY}: options.tools must be an array of function tools`);
@@ -78,7 +89,17 @@ export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, 
     if (own.has(each.name)) throw new TypeError(`${ENTRY}: two tools are named ${JSON.stringify(each.name)}`);
     own.set(each.name, callable(each));
   }
-  const core = codeToolCore(ENTRY, own, leftOut, options);
+  const { session } = options;
+  if (session !== undefined && typeof session !== "function" && !isSession(session)) {
+    throw new TypeError(`${ENTRY}: options.session must be a session (createSession, openSession) or a function returning one`);
+  }
+  const core = codeToolCore(
+    ENTRY,
+    own,
+    leftOut,
+    options,
+    session === undefined ? undefined : typeof session === "function" ? ({ runContext }) => session(runContext) : () => session,
+  );
   return tool({
     name,
     description: core.description,
@@ -89,9 +110,28 @@ export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, 
       additionalProperties: false,
     },
     strict: true,
-    execute: (input, runContext, details) =>
-      core.run((input as { code?: unknown } | null)?.code, { runContext: runContext ?? new RunContext(), details }, details?.signal),
+    execute: async (input, runContext, details) =>
+      modelOutput(
+        await core.run(
+          (input as { code?: unknown } | null)?.code,
+          { runContext: runContext ?? new RunContext(), details },
+          details?.signal,
+        ),
+      ),
   });
+}
+
+/**
+ * What the model reads: the output (as JSON), or, when the result named images of the session, the output
+ * without them as a text item and each image as an image item (the SDK's structured tool output).
+ */
+function modelOutput(output: CodeToolOutput): CodeToolOutput | CodeToolContent[] {
+  if (output.files === undefined || output.files.length === 0) return output;
+  const { files, ...rest } = output;
+  return [
+    { type: "text", text: JSON.stringify(rest) },
+    ...files.map((file) => ({ type: "image" as const, image: { data: file.data, mediaType: file.mediaType } })),
+  ];
 }
 
 /** A function tool as a capability: its own `invoke` (parsing, validation, errorFunction) with the code tool call's context. */

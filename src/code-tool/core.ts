@@ -16,14 +16,20 @@ import { namedImages } from "./files.js";
 import { CODE_TOOL_MAX_RESULT_BYTES } from "./text.js";
 import { describeError } from "../protocol/errors.js";
 import { isSession, type Session } from "../host/workspace/index.js";
+import { randomUUID } from "node:crypto";
+import { isStore, memoryStore, type ApprovalStore } from "./store.js";
 import { poolLimitsOf } from "../host/code/run-pool.js";
 import { requireTypeScript } from "../host/code/typecheck.js";
 import { approvalSettings } from "../host/engine/approval.js";
 import type { McpConnection } from "../host/connectors/mcp.js";
 import {
   createRunPool,
+  ApprovalTokenError,
+  memoryLedger,
   requireApproval,
+  resumeCode,
   runCode,
+  type ApprovalLedger,
   type ApprovalCall,
   type ApprovalDecision,
   type Capabilities,
@@ -72,18 +78,43 @@ export interface CodeToolOptions {
 }
 
 /**
- * How a code tool gets a decision on a call that needs approval: runCode's live approval. A code tool
- * cannot pause a run (a body's run is one tool call of the framework), so `decide` approves or denies.
+ * How a code tool gets a decision on a call that needs approval (docs/frameworks.md, "Approvals"): live
+ * (`decide` approves or denies while the body waits), or durable (`decide` answers `{ pause: true }`, or
+ * there is no `decide` but a `tokenKey`): the run stops, its signed token stays in `store` on the host, the
+ * model reads `{ status: "paused", resumeId, pending }`, and `code.resume(resumeId, { decisions })` goes on
+ * later, in this or another process, once.
  */
 export interface CodeToolApproval {
   /**
    * Asked once for each call the tool's `needsApproval` holds (`call`: its `id` in the run, the tool's
    * `name`, the `arguments` the body sent). `signal` aborts when the answer is no longer wanted (the
    * decision deadline passed, the run ended). A throw, a rejection or a malformed decision denies the call.
+   * `{ pause: true }` pauses the run (needs `tokenKey`). Default with `tokenKey`: pause on every held call.
    */
-  decide: (call: ApprovalCall, context: { signal: AbortSignal }) => ResumeDecision | PromiseLike<ResumeDecision>;
+  decide?: (call: ApprovalCall, context: { signal: AbortSignal }) => ApprovalDecision | PromiseLike<ApprovalDecision>;
   /** How long one decision may take (runCode's, default 10 minutes; Infinity for none): past it the call is `ApprovalTimedOut`. */
   timeoutMs?: number;
+  /**
+   * The key paused runs' tokens are signed with (at least 32 bytes): the same in the process that resumes.
+   * Without it a run cannot pause, and `{ pause: true }` denies the call.
+   */
+  tokenKey?: string | Uint8Array;
+  /** Where a paused run's token waits, by its `resumeId` (default `memoryStore()`; `fileStore(dir)` for another process). */
+  store?: ApprovalStore;
+  /** Where a resume is claimed, so each paused run resumes once (default `memoryLedger()`; see docs/approvals.md). */
+  ledger?: ApprovalLedger;
+}
+
+/** What a paused code tool call answers (the model reads it): the run waits for a person's decisions on `pending`. */
+export interface CodeToolPaused {
+  status: "paused";
+  /** The id the app resumes the run by: `code.resume(resumeId, { decisions })`. */
+  resumeId: string;
+  /** The calls waiting for a decision; `decisions` are keyed by their `id`. */
+  pending: { id: number; name: string; arguments: Json }[];
+  /** What the model is told. */
+  content: string;
+  logs?: string[];
 }
 
 /**
@@ -93,7 +124,7 @@ export interface CodeToolApproval {
  * that streams tool results gets the same shape with `status: "running"` and the log lines so far.
  */
 export interface CodeToolOutput {
-  status: "success" | "failure" | "running";
+  status: "success" | "failure" | "running" | "paused";
   /** A failure's code: the body's own, a tool's, or the run's (CompileError, RunTimeout, ...). */
   code?: string;
   /** The outcome's text; for a run that failed, the message saying why. */
@@ -110,6 +141,10 @@ export interface CodeToolOutput {
    * `image-data`); within the result bound, at most 20.
    */
   files?: CodeToolFile[];
+  /** Paused: the id `code.resume` takes. */
+  resumeId?: string;
+  /** Paused: the calls waiting for a decision. */
+  pending?: CodeToolPaused["pending"];
 }
 
 /** An image a body's result named, read from the session's workspace. */
@@ -156,6 +191,12 @@ export interface CodeToolCore<CallOptions> {
     signal: AbortSignal | undefined,
     onProgress?: (progress: CodeToolOutput) => void,
   ): Promise<CodeToolOutput>;
+  /**
+   * Resumes a paused run by its `resumeId` with `decisions` keyed by the pending calls' ids: resolves with
+   * what the code tool call would have returned (it may pause again). Claimed in the ledger first: a second
+   * resume of an id, an unknown id or decisions that do not fit resolve to a failure and nothing runs.
+   */
+  resume(resumeId: unknown, decisions: unknown, callOptions: CallOptions, signal?: AbortSignal): Promise<CodeToolOutput>;
 }
 
 /**
@@ -200,10 +241,16 @@ export function codeToolCore<CallOptions>(
     return kept;
   };
 
-  const run: CodeToolCore<CallOptions>["run"] = async (code, callOptions, signal, onProgress) => {
-    if (typeof code !== "string") {
-      return { status: "failure", code: "InvalidArguments", content: 'the code tool takes { "code": "<the body of an async function>" }' };
-    }
+  const store = approval?.store ?? memoryStore();
+  const ledger = approval?.ledger ?? memoryLedger();
+
+  /** One run of a body, or the resume of a paused one, shaped for the model. */
+  const execute = async (
+    start: { code: string } | { token: unknown; decisions: Record<string, ResumeDecision> },
+    callOptions: CallOptions,
+    signal: AbortSignal | undefined,
+    onProgress?: (progress: CodeToolOutput) => void,
+  ): Promise<CodeToolOutput> => {
     const logs: string[] = [];
     let calls = 0;
     const progress = () => onProgress?.({ status: "running", content: "", logs: boundedLogs(logs).map(escapeControls), calls });
@@ -242,8 +289,7 @@ export function codeToolCore<CallOptions>(
       }
     }
     const runPool = poolOfRun();
-    const report = await runCode({
-      code,
+    const options = {
       capabilities,
       allowed: contract.names,
       contract,
@@ -254,18 +300,43 @@ export function codeToolCore<CallOptions>(
       ...(runPool === undefined ? {} : { pool: runPool }),
       ...(session === undefined ? {} : { session }),
       approval: {
-        decide: (call, context) => decision(entry, tools.get(call.name), call, callOptions, approval, context),
+        decide: (call: ApprovalCall, context: { signal: AbortSignal }) =>
+          decision(entry, tools.get(call.name), call, callOptions, approval, context),
         ...(approval?.timeoutMs === undefined ? {} : { timeoutMs: approval.timeoutMs }),
+        ...(approval?.tokenKey === undefined ? {} : { tokenKey: approval.tokenKey }),
+        ledger,
       },
-      onLog: (entry) => {
+      onLog: (entry: { level: string; content: string }) => {
         logs.push(`[${entry.level}] ${entry.content}`);
         progress();
       },
-    });
+    };
+    let report: RunReport;
+    if ("code" in start) report = await runCode({ ...options, code: start.code });
+    else {
+      try {
+        report = await resumeCode(start.token, { ...options, decisions: start.decisions });
+      } catch (error) {
+        // Claimed before (AlreadyResumed), or a token this key did not sign: nothing ran.
+        if (error instanceof ApprovalTokenError || error instanceof TypeError) {
+          return {
+            status: "failure",
+            code: error instanceof ApprovalTokenError ? error.problem : "InvalidArguments",
+            content: escapeControls(error.message),
+          };
+        }
+        throw error;
+      }
+    }
     try {
       onReport?.(report);
     } catch {
       // The caller's observer; the model's result does not depend on it.
+    }
+    if (report.paused !== undefined) {
+      const resumeId = randomUUID();
+      await store.set(resumeId, JSON.stringify(report.paused.token));
+      return pausedOutput(resumeId, report.paused.pending, logs);
     }
     const output = outputOf(report, logs);
     if (session === undefined || report.outcome === undefined) return output;
@@ -273,27 +344,95 @@ export function codeToolCore<CallOptions>(
     const files = await namedImages(session, report.outcome.content, report.outcome.structured, budget);
     return files.length === 0 ? output : { ...output, files };
   };
-  return { description, contract, run };
+
+  const run: CodeToolCore<CallOptions>["run"] = async (code, callOptions, signal, onProgress) => {
+    if (typeof code !== "string") {
+      return { status: "failure", code: "InvalidArguments", content: 'the code tool takes { "code": "<the body of an async function>" }' };
+    }
+    return execute({ code }, callOptions, signal, onProgress);
+  };
+
+  const resume: CodeToolCore<CallOptions>["resume"] = async (resumeId, decisions, callOptions, signal) => {
+    const refused = (code: string, content: string): CodeToolOutput => ({
+      status: "failure",
+      code,
+      content: `${content}; nothing was run`,
+    });
+    if (typeof resumeId !== "string" || resumeId === "")
+      return refused("InvalidArguments", "resume: resumeId must be the paused output's resumeId");
+    if (typeof decisions !== "object" || decisions === null || Array.isArray(decisions)) {
+      return refused("InvalidArguments", "resume: decisions must be an object keyed by the pending calls' ids");
+    }
+    const token = await store.get(resumeId);
+    if (token === undefined) {
+      return refused(
+        "UnknownResumeId",
+        `resume: no paused run ${JSON.stringify(resumeId)} in this code tool's store (resumed already, or another store)`,
+      );
+    }
+    const output = await execute({ token, decisions: decisions as Record<string, ResumeDecision> }, callOptions, signal);
+    // Claimed in the ledger: the token cannot run again, so it is not kept. Refused before the claim (decisions that do
+    // not fit, a token this key did not sign), it is kept for a right resume.
+    if (!(output.status === "failure" && output.code !== undefined && KEPT_ON.has(output.code))) await store.delete(resumeId);
+    return output;
+  };
+  return { description, contract, run, resume };
 }
 
-/** Checks the `approval` option: runCode's `decide` and `timeoutMs`, nothing else (a code tool cannot pause). */
+/** The failures of a resume refused before its claim: the token stays in the store. */
+const KEPT_ON = new Set(["InvalidArguments", "NotAToken", "UnsupportedVersion", "BadSignature", "Malformed"]);
+
+/** The paused output: what waits, for the model (which cannot resume it: the app does, after a person's answer). */
+function pausedOutput(resumeId: string, pending: readonly ApprovalCall[], logs: readonly string[]): CodeToolOutput {
+  const count = pending.length;
+  return {
+    status: "paused",
+    resumeId,
+    pending: pending.map(({ id, name, arguments: args }) => ({ id, name: escapeControls(name), arguments: escapeJson(args) })),
+    content:
+      `The run is paused: ${count} call${count === 1 ? " waits" : "s wait"} for a person's approval. The app resumes it after ` +
+      "their answer and you get its result then; do not run the body again.",
+    ...(logs.length === 0 ? {} : { logs: boundedLogs(logs).map(escapeControls) }),
+  };
+}
+
+/** Checks the `approval` option: decide, timeoutMs, tokenKey, store, ledger. */
 function approvalOf(entry: string, approval: unknown): CodeToolApproval | undefined {
   if (approval === undefined) return undefined;
   if (typeof approval !== "object" || approval === null)
-    throw new TypeError(`${entry}: options.approval must be an object { decide, timeoutMs? }`);
-  const { decide, timeoutMs, ...rest } = approval as Partial<CodeToolApproval> & Record<string, unknown>;
-  if (typeof decide !== "function")
-    throw new TypeError(`${entry}: options.approval.decide must be a function (call, { signal }) => decision`);
+    throw new TypeError(`${entry}: options.approval must be an object { decide?, timeoutMs?, tokenKey?, store?, ledger? }`);
+  const { decide, timeoutMs, tokenKey, store, ledger, ...rest } = approval as CodeToolApproval & Record<string, unknown>;
   const extra = Object.keys(rest);
   if (extra.length > 0) {
     throw new TypeError(
-      `${entry}: options.approval takes decide and timeoutMs only, not ${extra.join(", ")} ` +
-        "(a code tool's run cannot pause, and which calls need approval is each tool's needsApproval)",
+      `${entry}: options.approval takes decide, timeoutMs, tokenKey, store and ledger, not ${extra.join(", ")} ` +
+        "(which calls need approval is each tool's needsApproval)",
     );
   }
-  // runCode checks timeoutMs (and says what is wrong) on each run; a code tool's mistake belongs to its maker.
-  if (timeoutMs !== undefined) approvalSettings({ timeoutMs }, entry);
-  return { decide, ...(timeoutMs === undefined ? {} : { timeoutMs }) };
+  if (decide === undefined && tokenKey === undefined) {
+    throw new TypeError(`${entry}: options.approval needs decide (a live decision) or tokenKey (to pause), or both`);
+  }
+  if (decide !== undefined && typeof decide !== "function")
+    throw new TypeError(`${entry}: options.approval.decide must be a function (call, { signal }) => decision`);
+  if (store !== undefined && !isStore(store)) {
+    throw new TypeError(`${entry}: options.approval.store must have get, set and delete (memoryStore(), fileStore(dir))`);
+  }
+  // runCode checks these (and says what is wrong) on each run; a code tool's mistake belongs to its maker.
+  approvalSettings(
+    {
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(tokenKey === undefined ? {} : { tokenKey }),
+      ...(ledger === undefined ? {} : { ledger }),
+    },
+    entry,
+  );
+  return {
+    decide: decide ?? (() => ({ pause: true })),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    ...(tokenKey === undefined ? {} : { tokenKey }),
+    ...(store === undefined ? {} : { store }),
+    ...(ledger === undefined ? {} : { ledger }),
+  };
 }
 
 /**
@@ -325,7 +464,7 @@ async function decision<CallOptions>(
       by: entry,
     };
   }
-  return approval.decide(call, context);
+  return approval.decide!(call, context);
 }
 
 /** The model's view of a finished run (see {@link CodeToolOutput}). */
@@ -334,8 +473,8 @@ export function outputOf(report: RunReport, logs: readonly string[]): CodeToolOu
   if (report.failure !== undefined) {
     return { status: "failure", code: escapeControls(report.failure.code), content: escapeControls(report.failure.message), ...shown };
   }
-  // A run pauses only for an `approval` in pause mode (issue 31), which a code tool never passes.
-  if (report.paused !== undefined) throw new Error("a code tool's run paused for approval, which the code tool never asks for");
+  // The run function shapes a paused run itself (its token goes to the store first).
+  if (report.paused !== undefined) throw new Error("outputOf: a paused run's output is made by the code tool");
   const outcome = report.outcome;
   return {
     status: outcome.status,

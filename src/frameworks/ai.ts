@@ -6,6 +6,7 @@
  */
 import { asSchema, jsonSchema as aiJsonSchema, type Tool, type ToolExecutionOptions, type ToolSet } from "ai";
 import { isSession, type Session } from "../host/workspace/index.js";
+import type { ResumeDecision } from "../host/index.js";
 import { jsonSchema } from "../contract/json-schema.js";
 import type { CapabilitySpec } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";
@@ -20,7 +21,9 @@ import {
   type SessionOf,
 } from "../code-tool/core.js";
 
-export type { CodeToolFile, CodeToolOptions, CodeToolOutput } from "../code-tool/core.js";
+export type { CodeToolApproval, CodeToolFile, CodeToolOptions, CodeToolOutput, CodeToolPaused } from "../code-tool/core.js";
+export { fileStore, memoryStore, type ApprovalStore } from "../code-tool/store.js";
+export { fileLedger, memoryLedger, redisLedger, type ApprovalLedger } from "../host/approvals/ledger.js";
 
 /** Options for {@link createCodeTool}. */
 export interface AiCodeToolOptions extends CodeToolOptions {
@@ -44,6 +47,20 @@ export interface AiCodeToolOptions extends CodeToolOptions {
   session?: Session | ((options: ToolExecutionOptions) => Session | PromiseLike<Session>);
 }
 
+/**
+ * The AI SDK tool {@link createCodeTool} returns, with `resume`: goes on with a run that paused for
+ * approval (its output `{ status: "paused", resumeId, pending }`), with `decisions` keyed by the pending
+ * calls' ids; resolves with what the tool call would have returned. `callOptions` are the tools' call
+ * options on the resume (default: no messages, a toolCallId naming the resume). A second resume of an id
+ * resolves to a failure (`AlreadyResumed`, or `UnknownResumeId` once the store forgot it) and nothing runs.
+ */
+export type AiCodeTool = Tool<CodeToolInput, CodeToolOutput> & {
+  resume(
+    resumeId: string,
+    options: { decisions: Record<string, ResumeDecision>; callOptions?: ToolExecutionOptions },
+  ): Promise<CodeToolOutput>;
+};
+
 /** The code tool's input: the body. */
 export interface CodeToolInput {
   code: string;
@@ -66,7 +83,7 @@ const ENTRY = "createCodeTool";
  * const codeTool = createCodeTool({ tools: { getWeather, getTime }, limits: { runTimeoutMs: 30_000 } });
  * const { text } = await generateText({ model, tools: { code: codeTool }, stopWhen: stepCountIs(5), prompt });
  */
-export function createCodeTool(options: AiCodeToolOptions): Tool<CodeToolInput, CodeToolOutput> {
+export function createCodeTool(options: AiCodeToolOptions): AiCodeTool {
   if (typeof options !== "object" || options === null) throw new TypeError(`${ENTRY}: options must be an object with tools`);
   const { tools } = options;
   if (typeof tools !== "object" || tools === null || Array.isArray(tools)) {
@@ -82,6 +99,8 @@ export function createCodeTool(options: AiCodeToolOptions): Tool<CodeToolInput, 
   }
   const core = codeToolCore(ENTRY, own, leftOut, options, sessionOf(ENTRY, options.session));
   return {
+    resume: (resumeId, { decisions, callOptions = { toolCallId: `resume-${String(resumeId)}`, messages: [] } } = { decisions: {} }) =>
+      core.resume(resumeId, decisions, callOptions, callOptions.abortSignal),
     description: core.description,
     inputSchema: aiJsonSchema<CodeToolInput>({
       type: "object",

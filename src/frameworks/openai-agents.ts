@@ -7,6 +7,7 @@
 import { RunContext, tool, type FunctionTool, type Tool } from "@openai/agents";
 import { jsonSchema } from "../contract/json-schema.js";
 import { isSession, type Session } from "../host/workspace/index.js";
+import type { ResumeDecision } from "../host/index.js";
 import type { CapabilitySpec } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
@@ -19,7 +20,24 @@ import {
   type LeftOutTool,
 } from "../code-tool/core.js";
 
-export type { CodeToolFile, CodeToolOptions, CodeToolOutput } from "../code-tool/core.js";
+export type { CodeToolApproval, CodeToolFile, CodeToolOptions, CodeToolOutput, CodeToolPaused } from "../code-tool/core.js";
+export { fileStore, memoryStore, type ApprovalStore } from "../code-tool/store.js";
+export { fileLedger, memoryLedger, redisLedger, type ApprovalLedger } from "../host/approvals/ledger.js";
+
+/**
+ * The function tool {@link codeTool} returns, with `resume`: goes on with a run that paused for approval
+ * (its output `{ status: "paused", resumeId, pending }`), with `decisions` keyed by the pending calls' ids;
+ * resolves with what the tool call would have returned. `runContext` is the tools' run context on the
+ * resume (default a new one). A second resume of an id resolves to a failure (`AlreadyResumed`, or
+ * `UnknownResumeId` once the store forgot it) and nothing runs.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- FunctionTool's own parameters type, as tool() returns it
+export type AgentsCodeTool = FunctionTool<unknown, any, CodeToolOutput | CodeToolContent[]> & {
+  resume(
+    resumeId: string,
+    options: { decisions: Record<string, ResumeDecision>; runContext?: RunContext<unknown> },
+  ): Promise<CodeToolOutput | CodeToolContent[]>;
+};
 
 /** Options for {@link codeTool}. */
 export interface AgentsCodeToolOptions extends CodeToolOptions {
@@ -71,8 +89,7 @@ const SDK_TOOL_ERROR_TEXT = "An error occurred while running the tool. Please tr
  * @example
  * const agent = new Agent({ name: "Assistant", model, tools: [codeTool({ tools: [getWeather, getTime] })] });
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- FunctionTool's own parameters type, as tool() returns it
-export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, any, CodeToolOutput | CodeToolContent[]> {
+export function codeTool(options: AgentsCodeToolOptions): AgentsCodeTool {
   if (typeof options !== "object" || options === null) throw new TypeError(`${ENTRY}: options must be an object with tools`);
   const { tools, name = "run_code" } = options;
   if (!Array.isArray(tools)) throw new TypeError(`${ENTRY}: options.tools must be an array of function tools`);
@@ -100,7 +117,7 @@ export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, 
     options,
     session === undefined ? undefined : typeof session === "function" ? ({ runContext }) => session(runContext) : () => session,
   );
-  return tool({
+  const made = tool({
     name,
     description: core.description,
     parameters: {
@@ -119,6 +136,9 @@ export function codeTool(options: AgentsCodeToolOptions): FunctionTool<unknown, 
         ),
       ),
   });
+  const resume: AgentsCodeTool["resume"] = async (resumeId, { decisions, runContext = new RunContext() } = { decisions: {} }) =>
+    modelOutput(await core.resume(resumeId, decisions, { runContext, details: undefined }));
+  return Object.assign(made as unknown as AgentsCodeTool, { resume });
 }
 
 /**

@@ -495,25 +495,33 @@ describe("createCodeTool and needsApproval (runCode's approvals)", () => {
     expect(paid).toEqual([]);
   });
 
-  it("refuses a bad approval option, and one asking for what a code tool cannot do (pause, other rules)", () => {
+  it("refuses a bad approval option, naming the field", () => {
     const { tools } = paymentTools();
     expect(() => createCodeTool({ tools, approval: 1 as never })).toThrow(
-      "createCodeTool: options.approval must be an object { decide, timeoutMs? }",
+      "createCodeTool: options.approval must be an object { decide?, timeoutMs?, tokenKey?, store?, ledger? }",
     );
     expect(() => createCodeTool({ tools, approval: {} as never })).toThrow(
+      "createCodeTool: options.approval needs decide (a live decision) or tokenKey (to pause), or both",
+    );
+    expect(() => createCodeTool({ tools, approval: { decide: 3 } as never })).toThrow(
       "createCodeTool: options.approval.decide must be a function (call, { signal }) => decision",
     );
-    expect(() => createCodeTool({ tools, approval: { decide: () => ({ approved: true }), tokenKey: "k".repeat(32) } as never })).toThrow(
-      "createCodeTool: options.approval takes decide and timeoutMs only, not tokenKey (a code tool's run cannot pause",
+    expect(() => createCodeTool({ tools, approval: { decide: () => ({ approved: true }), required: ["pay"] } as never })).toThrow(
+      "createCodeTool: options.approval takes decide, timeoutMs, tokenKey, store and ledger, not required",
     );
     expect(() => createCodeTool({ tools, approval: { decide: () => ({ approved: true }), timeoutMs: -1 } })).toThrow(
       "createCodeTool: options.approval.timeoutMs must be a positive number of milliseconds (or Infinity)",
     );
+    expect(() => createCodeTool({ tools, approval: { tokenKey: "short" } })).toThrow(/tokenKey must be at least 32 bytes/);
+    expect(() => createCodeTool({ tools, approval: { tokenKey: "k".repeat(32), store: {} as never } })).toThrow(
+      /options.approval.store must have get, set and delete/,
+    );
+    expect(() => createCodeTool({ tools, approval: { tokenKey: "k".repeat(32), ledger: {} as never } })).toThrow(/options.approval.ledger/);
   });
 
-  it("a pause decision (from JavaScript, which the types refuse) denies the call, saying the run cannot pause", async () => {
+  it("a pause decision without a tokenKey denies the call, saying the run cannot pause", async () => {
     const { tools, paid } = paymentTools();
-    const code = createCodeTool({ tools, pool: false, approval: { decide: () => ({ pause: true }) as never } });
+    const code = createCodeTool({ tools, pool: false, approval: { decide: () => ({ pause: true }) } });
     const { model } = scripted([() => ({ code: callsInTurn([["pay", { amount: 500 }]]) }), () => ({ text: "done" })]);
     const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "x" });
     expect(results(result.steps)[0]!.structured).toEqual([expect.stringMatching(/^ApprovalDenied: .*cannot pause/)]);

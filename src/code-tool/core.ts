@@ -20,7 +20,7 @@ import { randomUUID } from "node:crypto";
 import { isStore, memoryStore, type ApprovalStore } from "./store.js";
 import { poolLimitsOf } from "../host/code/run-pool.js";
 import { requireTypeScript } from "../host/code/typecheck.js";
-import { approvalSettings } from "../host/engine/approval.js";
+import { approvalSettings } from "../host/approvals/approval.js";
 import type { McpConnection } from "../host/connectors/mcp.js";
 import {
   createRunPool,

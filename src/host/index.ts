@@ -33,8 +33,8 @@ export type {
 export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
-export { resumeCode, type ResumeOptions } from "./code/resume-code.js";
-export { ApprovalTokenError, TOKEN_VERSION, type ApprovalTokenProblem } from "./code/approval-token.js";
+export { resumeCode, type ResumeOptions } from "./approvals/resume.js";
+export { ApprovalTokenError, TOKEN_VERSION, type ApprovalTokenProblem } from "./approvals/token.js";
 export {
   DEFAULT_REDIS_LEDGER_TTL_MS,
   fileLedger,
@@ -55,7 +55,7 @@ export {
   type ApprovalToken,
   type PausedRun,
   type ResumeDecision,
-} from "./engine/approval.js";
+} from "./approvals/approval.js";
 export { createRunPool, DEFAULT_POOL_SIZE, type RunPool, type RunPoolOptions } from "./code/run-pool.js";
 export { createRunAdmission, defaultRunAdmission, type RunAdmission, type RunAdmissionOptions } from "./engine/admission.js";
 export { closeTypeChecker } from "./code/warm-checker.js";

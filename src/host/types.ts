@@ -8,7 +8,7 @@ import type { Json } from "../protocol/json.js";
 import type { Failure, Outcome, Success } from "../protocol/outcome.js";
 import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
 import type { Session } from "./workspace/index.js";
-import type { ApprovalOptions, ApprovalRecord, PausedRun } from "./engine/approval.js";
+import type { ApprovalOptions, ApprovalRecord, PausedRun } from "./approvals/approval.js";
 import type { RunAdmission } from "./engine/admission.js";
 
 // The handler types belong to the capability contract, which the guest side shares; the host API exports them too.

@@ -20,8 +20,8 @@ import { poolRun, runPooled, type RunPool } from "./run-pool.js";
 import { workspaceIdentity } from "./pool-session.js";
 import { sessionRun } from "../workspace/index.js";
 import type { CheckedLaunch } from "../run-guest.js";
-import type { PausedState, Replay } from "../engine/approval.js";
-import { sealToken } from "./approval-token.js";
+import type { PausedState, Replay } from "../approvals/approval.js";
+import { sealToken } from "../approvals/token.js";
 
 /** Options for {@link runCode}: the body, plus everything {@link runGuest} takes but the command. */
 export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {

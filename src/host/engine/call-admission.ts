@@ -14,7 +14,7 @@ import {
   type JournalCall,
   type PausedState,
   type ResumeDecision,
-} from "./approval.js";
+} from "../approvals/approval.js";
 import { FrameQueue } from "../../wires/frame-queue.js";
 import { answer } from "./answer.js";
 import { Call, CallContext, replyLine } from "./calls.js";

@@ -16,7 +16,7 @@ import { Outbox } from "./outbox.js";
 import type { RunObserver } from "../observe/observer.js";
 import { runReport } from "../report/report.js";
 import type { HostSettings } from "../settings.js";
-import type { PausedRun, PausedState } from "./approval.js";
+import type { PausedRun, PausedState } from "../approvals/approval.js";
 import type { HostFailure, RunReport } from "../types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 

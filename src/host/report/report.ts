@@ -1,6 +1,6 @@
 // Building a RunReport: the one shape of every run's report, whichever engine ends the run.
 import type { Outcome } from "../../protocol/outcome.js";
-import type { PausedRun } from "../engine/approval.js";
+import type { PausedRun } from "../approvals/approval.js";
 import type { HostFailure, RunBroken, RunDetails, RunReport, RunReportFields } from "../types.js";
 
 /**

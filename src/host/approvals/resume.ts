@@ -4,12 +4,12 @@
  * then the body runs again in a fresh runner: the calls it made before the pause are answered from the
  * token (their handlers do not run again), the pending calls get their decisions, and the run goes on live.
  */
-import { decisionProblem, tokenKeyBytes, type ApprovalCall, type Replay, type ResumeDecision } from "../engine/approval.js";
+import { decisionProblem, tokenKeyBytes, type ApprovalCall, type Replay, type ResumeDecision } from "./approval.js";
 import type { RunReport } from "../types.js";
-import { ApprovalTokenError, openToken, tokenClaimId } from "./approval-token.js";
-import { checkLedger, type ApprovalLedger } from "../approvals/ledger.js";
+import { ApprovalTokenError, openToken, tokenClaimId } from "./token.js";
+import { checkLedger, type ApprovalLedger } from "./ledger.js";
 import { describeError } from "../../protocol/errors.js";
-import { runCodeWith, type CodeOptions } from "./run-code.js";
+import { runCodeWith, type CodeOptions } from "../code/run-code.js";
 
 /** Options for {@link resumeCode}: runCode's, without `code` and `input` (the token has them), plus the decisions. */
 export interface ResumeOptions extends Omit<CodeOptions, "code" | "input"> {

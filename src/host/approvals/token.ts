@@ -8,7 +8,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { jsonProblem, type Json } from "../../protocol/json.js";
 import { Outcome, outcomeProblem } from "../../protocol/outcome.js";
-import type { ApprovalCall, ApprovalToken, JournalCall, PausedState } from "../engine/approval.js";
+import type { ApprovalCall, ApprovalToken, JournalCall, PausedState } from "./approval.js";
 
 /** The `format` field of every token. */
 export const TOKEN_FORMAT = "ears-approval-token";

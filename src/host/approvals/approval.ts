@@ -8,7 +8,7 @@ import type { Json } from "../../protocol/json.js";
 import type { Outcome } from "../../protocol/outcome.js";
 import { MAX_TIMER_MS } from "../../protocol/timers.js";
 import type { Capability, CapabilityContext } from "../types.js";
-import { checkLedger, type ApprovalLedger } from "../approvals/ledger.js";
+import { checkLedger, type ApprovalLedger } from "./ledger.js";
 
 /** A call waiting for a decision, as `approval.decide` sees it. */
 export interface ApprovalCall {

@@ -4,7 +4,7 @@
  * (property tests against a set), a real redis-server, and two processes released together by a barrier.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ApprovalTokenError,
+  DEFAULT_REDIS_LEDGER_TTL_MS,
   fileLedger,
   memoryLedger,
   redisLedger,
@@ -110,9 +111,17 @@ describe("ledgers: claim semantics", () => {
     const ledger = fileLedger(where);
     expect(await ledger.claim("../../etc/passwd")).toBe(true);
     expect(existsSync(join(where, "../../etc/passwd"))).toBe(false);
-    const { statSync, readdirSync } = await import("node:fs");
     expect(statSync(where).mode & 0o777).toBe(0o700);
     expect(readdirSync(where)).toEqual([expect.stringMatching(/^[0-9a-f]{64}\.claim$/)]);
+    // The claim file says what was claimed, when and by which process.
+    expect(JSON.parse(readFileSync(join(where, readdirSync(where)[0]!), "utf8"))).toEqual({
+      id: "../../etc/passwd",
+      claimedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      pid: process.pid,
+    });
+    // The directory gone after the first claim: the next claim rejects (it cannot say), it does not answer false.
+    rmSync(where, { recursive: true, force: true });
+    await expect(ledger.claim("b")).rejects.toThrow(/fileLedger: cannot claim in .*ENOENT/);
     // A file where the directory should be: the claim rejects naming the directory, it does not answer false.
     const blocked = join(freshDir());
     writeFileSync(blocked, "not a directory");
@@ -120,9 +129,26 @@ describe("ledgers: claim semantics", () => {
   });
 
   it("bad ids and options are refused, naming them", async () => {
-    await expect(memoryLedger().claim("")).rejects.toThrow(/non-empty string/);
-    await expect(fileLedger(freshDir()).claim(3 as never)).rejects.toThrow(/non-empty string/);
+    await expect(memoryLedger().claim("")).rejects.toThrow("memoryLedger: a claim's id must be a non-empty string");
+    await expect(fileLedger(freshDir()).claim(3 as never)).rejects.toThrow("fileLedger: a claim's id must be a non-empty string");
+    await expect(redisLedger({ call: async () => "OK" }).claim("")).rejects.toThrow("redisLedger: a claim's id must be a non-empty string");
     expect(() => fileLedger("")).toThrow(/fileLedger: dir/);
+    expect(() => fileLedger(3 as never)).toThrow(/fileLedger: dir/);
+    for (const client of [null, "redis://x", 5])
+      expect(() => redisLedger(client as never)).toThrow(/client must be a connected Redis client/);
+    for (const options of [null, 5, "x"]) {
+      expect(() => redisLedger({ call: async () => "OK" }, options as never)).toThrow(
+        "redisLedger: options must be an object { prefix?, ttlMs? }",
+      );
+    }
+    // A client that answers nothing for a key already set (undefined, as some clients give nil) is a refused claim.
+    expect(await redisLedger({ call: async () => undefined }).claim("a")).toBe(false);
+    expect(DEFAULT_REDIS_LEDGER_TTL_MS).toBe(30 * 24 * 60 * 60 * 1000);
+    for (const ledger of [null, "ledger", { claim: 1 }]) {
+      expect(() => runCode({ code: "return 1", approval: { ledger: ledger as never } })).toThrow(
+        "runCode: options.approval.ledger must be a ledger (memoryLedger(), fileLedger(dir), redisLedger(client))",
+      );
+    }
     expect(() => redisLedger({} as never)).toThrow(/node-redis \(sendCommand\) or ioredis \(call\)/);
     expect(() => redisLedger({ call: async () => "OK" }, { ttlMs: 0 })).toThrow(/ttlMs/);
     expect(() => redisLedger({ call: async () => "OK" }, { prefix: 1 as never })).toThrow(/prefix/);
@@ -292,6 +318,13 @@ describe("two host processes racing one token", () => {
       const ttl = Number(await client.sendCommand(["PTTL", "ttl:t"]));
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(60_000);
+      // The defaults: the key under "ears:resumed:", kept 30 days, its value saying when and which process claimed.
+      expect(await redisLedger(client).claim("default-key")).toBe(true);
+      expect(Number(await client.sendCommand(["PTTL", "ears:resumed:default-key"]))).toBeGreaterThan(29 * 24 * 60 * 60 * 1000);
+      expect(JSON.parse(String(await client.sendCommand(["GET", "ears:resumed:default-key"])))).toEqual({
+        claimedAt: expect.stringMatching(/^\d{4}-/),
+        pid: process.pid,
+      });
     });
 
     it("redisLedger through an ioredis-shaped client (call): the same claims", async () => {

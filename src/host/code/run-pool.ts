@@ -283,6 +283,10 @@ class WarmPool implements RunPool {
     void tornDown.finally(() => this.teardowns.delete(tornDown));
     taken.release(tornDown);
     const report = await served;
+    // A session's workspace is cleaned and written back after the run (workspace/index.ts), which must not
+    // begin while anything the body started may still write to it: its run ends when the runner's whole
+    // tree is gone, not at its result.
+    if (launch.session !== undefined) await tornDown;
     // Its replacement starts once the caller has the report: a start blocks the event loop for milliseconds
     // (planning the sandbox, the spawn: Node forks the host), which belongs neither in the run (measured:
     // starting one at the result made the run's own end slower) nor between its end and its report.

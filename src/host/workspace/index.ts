@@ -120,7 +120,7 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
     if (dir !== undefined) {
       durable = resolve(dir);
       mkdirSync(durable, { recursive: true });
-      if (readdirSync(durable).length > 0)
+      if (readdirSync(durable).some((name) => name !== LOCK_NAME))
         throw new Error(`createSession: ${durable} is not empty; continue its session with openSession(dir)`);
       lock = await lockDir(durable, "createSession");
     }
@@ -220,7 +220,7 @@ class WorkspaceSession implements Session {
     if (dir !== undefined) {
       try {
         await surveyTree(dir, { bytes, files }, LOCK_NAME);
-        if (!(await mirrorTree(dir, bounded.work))) throw new Error(`could not copy all of ${dir} into the workspace`);
+        if (!(await mirrorTree(dir, bounded.work, LOCK_NAME))) throw new Error(`could not copy all of ${dir} into the workspace`);
       } catch (error) {
         await session.close();
         if (error instanceof TreeRefused && error.code === "ENOSPC")

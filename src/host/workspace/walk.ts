@@ -84,6 +84,23 @@ async function names(dir: FileHandle): Promise<Buffer[]> {
   return (await readdir(at(dir), { encoding: "buffer" })).sort(Buffer.compare);
 }
 
+/** How many of a directory's steps (lstat, copy, removal) are under way at once: enough to keep libuv's thread pool busy. */
+const PARALLEL = 16;
+
+/** `work` for every item, at most {@link PARALLEL} at once; resolves with the results in order, or rejects with the first error. */
+async function inParallel<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, items.length) }, worker));
+  return results;
+}
+
 /** The names of directories being removed (at a tree's top); a workspace never keeps one. */
 const TRASH = ".ears-removing-";
 
@@ -168,49 +185,56 @@ export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned
       if (overBound) state.overBound++;
     } else state.complete = false;
   };
-  // Depth first with a stack of its own; at most MAX_DEPTH directories are open at once.
+  // Depth first, in name order within a directory: its files are decided first (so which file passes the
+  // bound is the same every time), then its directories one at a time, so at most MAX_DEPTH are open at once.
   const walk = async (dir: FileHandle, depth: number): Promise<void> => {
-    let entries: Buffer[];
+    let entries: { name: Buffer; stat: Stats | undefined }[];
     try {
-      entries = await names(dir);
+      entries = await inParallel(await names(dir), async (name) => ({ name, stat: await lstat(at(dir, name)).catch(() => undefined) }));
     } catch {
       state.complete = false;
       return;
     }
-    for (const name of entries) {
-      try {
-        // A removal the host did not finish (it was killed) is finished now.
-        if (dir === top && name.toString("latin1").startsWith(TRASH)) {
-          await drop(dir, name, false);
-          continue;
-        }
-        const stat = await lstat(at(dir, name));
-        const kind = kindOf(stat);
-        if (kind === "other" || !isTextName(name) || (kind === "directory" && depth >= MAX_DEPTH)) {
-          await drop(dir, name, false);
-          continue;
-        }
-        const size = kind === "file" ? stat.size : 0;
-        if (state.files + 1 > bound.files || state.bytes + size > bound.bytes) {
-          await drop(dir, name, true);
-          continue;
-        }
-        state.files++;
-        state.bytes += size;
-        const mode = maskedMode(kind, stat.mode);
-        if (kind === "file") {
-          if ((stat.mode & 0o7777) !== mode) {
-            const handle = await open(at(dir, name), READ);
-            try {
-              await handle.chmod(mode);
-            } finally {
-              await handle.close();
-            }
+    const directories: { name: Buffer; stat: Stats }[] = [];
+    const actions: (() => Promise<void>)[] = [];
+    for (const { name, stat } of entries) {
+      if (stat === undefined) {
+        // Gone since the listing, or not to be looked at: removed if it is still there.
+        actions.push(() => drop(dir, name, false));
+        continue;
+      }
+      const kind = kindOf(stat);
+      // A removal the host did not finish (it was killed) is finished now.
+      const unfinished = dir === top && name.toString("latin1").startsWith(TRASH);
+      if (kind === "other" || unfinished || !isTextName(name) || (kind === "directory" && depth >= MAX_DEPTH)) {
+        actions.push(() => drop(dir, name, false));
+        continue;
+      }
+      const size = kind === "file" ? stat.size : 0;
+      if (state.files + 1 > bound.files || state.bytes + size > bound.bytes) {
+        actions.push(() => drop(dir, name, true));
+        continue;
+      }
+      state.files++;
+      state.bytes += size;
+      if (kind === "directory") directories.push({ name, stat });
+      else if ((stat.mode & 0o7777) !== maskedMode("file", stat.mode)) {
+        actions.push(async () => {
+          const handle = await open(at(dir, name), READ);
+          try {
+            await handle.chmod(maskedMode("file", stat.mode));
+          } finally {
+            await handle.close();
           }
-          continue;
-        }
+        });
+      }
+    }
+    await inParallel(actions, (action) => action().catch(() => (state.complete = false)));
+    for (const { name, stat } of directories) {
+      try {
         const inner = await openDirectory(at(dir, name), stat);
         try {
+          const mode = maskedMode("directory", stat.mode);
           if ((stat.mode & 0o7777) !== mode) await inner.chmod(mode);
           await walk(inner, depth + 1);
         } finally {
@@ -254,52 +278,61 @@ export async function mirrorTree(from: string, to: string, reserved?: string): P
   }
   const walk = async (src: FileHandle, dst: FileHandle, depth: number): Promise<void> => {
     const wanted = new Map<string, { name: Buffer; stat: Stats }>();
+    const had = new Map<string, { name: Buffer; stat: Stats }>();
     try {
-      for (const name of await names(src)) {
-        const stat = await lstat(at(src, name));
-        if (kindOf(stat) !== "other" && !(src === source && name.toString("latin1") === reserved)) wanted.set(name.toString("latin1"), { name, stat });
-      }
+      const [inSource, inTarget] = await Promise.all([names(src), names(dst)]);
+      await Promise.all([
+        inParallel(inSource, async (name) => {
+          const key = name.toString("latin1");
+          if (src === source && key === reserved) return;
+          const stat = await lstat(at(src, name));
+          if (kindOf(stat) !== "other") wanted.set(key, { name, stat });
+        }),
+        inParallel(inTarget, async (name) => {
+          const key = name.toString("latin1");
+          if (dst === target && key === reserved) return;
+          had.set(key, { name, stat: await lstat(at(dst, name)) });
+        }),
+      ]);
     } catch {
       complete = false;
       return;
     }
-    const had = new Map<string, Stats>();
-    try {
-      for (const name of await names(dst)) {
-        const key = name.toString("latin1");
-        if (dst === target && key === reserved) continue;
-        const stat = await lstat(at(dst, name));
-        const want = wanted.get(key);
-        if (want === undefined || kindOf(stat) === "other" || kindOf(stat) !== kindOf(want.stat)) {
-          if (!(await removeEntry(dst, name, target))) complete = false;
-        } else had.set(key, stat);
+    // Removals first: the directory never holds more than the bound.
+    await inParallel([...had], async ([key, { name, stat }]) => {
+      const want = wanted.get(key);
+      if (want !== undefined && kindOf(stat) !== "other" && kindOf(stat) === kindOf(want.stat)) return;
+      had.delete(key);
+      if (!(await removeEntry(dst, name, target))) complete = false;
+    });
+    const directories: { name: Buffer; stat: Stats; old: Stats | undefined }[] = [];
+    await inParallel([...wanted], async ([key, { name, stat }]) => {
+      const old = had.get(key)?.stat;
+      if (kindOf(stat) === "directory") {
+        directories.push({ name, stat, old });
+        return;
       }
-    } catch {
-      complete = false;
-      return;
-    }
-    for (const [key, { name, stat }] of wanted) {
-      const kind = kindOf(stat) as "file" | "directory";
-      const mode = maskedMode(kind, stat.mode);
-      const old = had.get(key);
+      const mode = maskedMode("file", stat.mode);
+      if (old !== undefined && old.size === stat.size && Math.abs(old.mtimeMs - stat.mtimeMs) < 1 && (old.mode & 0o7777) === mode) return;
+      await copyFile(at(src, name), at(dst, name), stat, mode).catch(() => (complete = false));
+    });
+    directories.sort((a, b) => Buffer.compare(a.name, b.name));
+    for (const { name, stat, old } of directories) {
+      if (depth >= MAX_DEPTH) continue;
       try {
-        if (kind === "directory") {
-          if (depth >= MAX_DEPTH) continue;
-          if (old === undefined) await mkdir(at(dst, name), { mode: 0o700 });
-          const inner = await openDirectory(at(src, name), stat);
+        if (old === undefined) await mkdir(at(dst, name), { mode: 0o700 });
+        const inner = await openDirectory(at(src, name), stat);
+        try {
+          const out = await openDirectory(at(dst, name));
           try {
-            const out = await openDirectory(at(dst, name));
-            try {
-              if (((await out.stat()).mode & 0o7777) !== mode) await out.chmod(mode);
-              await walk(inner, out, depth + 1);
-            } finally {
-              await out.close();
-            }
+            const mode = maskedMode("directory", stat.mode);
+            if (((await out.stat()).mode & 0o7777) !== mode) await out.chmod(mode);
+            await walk(inner, out, depth + 1);
           } finally {
-            await inner.close();
+            await out.close();
           }
-        } else if (old === undefined || old.size !== stat.size || old.mtimeMs !== stat.mtimeMs || (old.mode & 0o7777) !== mode) {
-          await copyFile(at(src, name), at(dst, name), stat, mode);
+        } finally {
+          await inner.close();
         }
       } catch {
         complete = false;
@@ -332,7 +365,8 @@ async function copyFile(from: Buffer, to: Buffer, stat: Stats, mode: number): Pr
         copied += bytesRead;
       }
       await output.chmod(mode);
-      await output.utimes(stat.atime, stat.mtime);
+      // In seconds with their fraction (a Date would round to the millisecond).
+      await output.utimes(stat.atimeMs / 1000, stat.mtimeMs / 1000);
     } finally {
       await output.close();
     }

@@ -157,7 +157,7 @@ return "planted";`;
 
   it("a child the body leaves writing is gone before the workspace is cleaned and written back (cold and pooled)", async () => {
     const code = `${FS}const { spawn } = process.getBuiltinModule("node:child_process");
-spawn("sh", ["-c", "while :; do echo written-late >> log; done"], { detached: true, stdio: "ignore" }).unref();
+spawn("sh", ["-c", "trap '' TERM HUP INT; while :; do echo written-late >> log; done"], { detached: true, stdio: "ignore" }).unref();
 while (!fs.existsSync("log") || fs.statSync("log").size < 4096) {}
 return "left";`;
     for (const pooled of [false, true]) {

@@ -96,6 +96,30 @@ describe.runIf(root)("a session directory from the command line", () => {
     }
   });
 
+  it("ears mcp: a byte name and 2,100 nested directories do not break the session; no host path reaches the model", async () => {
+    const dir = join(base, "names");
+    const mcp = await connect(["--session-dir", dir]);
+    try {
+      const planted = await mcp.text(`${FS}fs.writeFileSync(Buffer.from("bad\\xff", "latin1"), "x");
+const top = process.cwd(); fs.mkdirSync("deep"); process.chdir("deep");
+for (let i = 0; i < 2100; i++) { fs.mkdirSync("d"); process.chdir("d"); }
+process.chdir(top); fs.writeFileSync("ok.txt", "ok"); return "planted";`);
+      expect(planted).toBe('"planted"');
+      const next = (await mcp.client.callTool({ name: "run_code", arguments: { code: `${FS}return fs.readdirSync(".").sort();` } })) as {
+        content: Content[];
+        isError?: boolean;
+      };
+      expect(next.isError).not.toBe(true);
+      expect(next.content[0]?.text).toBe('[\n  "deep",\n  "ok.txt"\n]');
+      expect(JSON.stringify(next.content)).not.toContain("/tmp/");
+      expect((await mcp.client.listResources()).resources.map((resource) => resource.name)).toContain("ok.txt");
+    } finally {
+      await mcp.close();
+    }
+    // Closed: the lock is gone, and DIR holds what the workspace kept.
+    expect(readdirSync(dir).sort()).toEqual(["deep", "ok.txt"]);
+  });
+
   it("ears exec --workspace DIR --workspace-size 16M: a 1 GiB sparse file never fills DIR, and the next exec works", async () => {
     const dir = join(base, "sparse");
     const run = await ears([

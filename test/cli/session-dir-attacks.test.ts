@@ -77,7 +77,9 @@ describe.runIf(root)("a session directory from the command line", () => {
       expect(await first.text(`${FS}fs.writeFileSync("a.txt", "A's"); return "written";`)).toBe('"written"');
       const second = await refused(["--session-dir", dir]);
       expect(second.code).toBe(64);
-      expect(second.stderr).toContain(`--session-dir ${JSON.stringify(dir)}: ${dir} is in use by another open session, held by process ${first.pid()}`);
+      expect(second.stderr).toContain(
+        `--session-dir ${JSON.stringify(dir)}: ${dir} is in use by another open session, held by process ${first.pid()}`,
+      );
       const exec = await ears(["exec", "--workspace", dir, "--code", `${FS}fs.writeFileSync("b.txt", "exec's"); return 1;`]);
       expect(exec.code).toBe(64);
       expect(exec.stderr).toContain("is in use by another open session");
@@ -137,7 +139,15 @@ try { for (;;) fs.writeSync(grow, Buffer.alloc(MiB, 1)); } catch (e) { return e.
     expect(run.code).toBe(0);
     expect(diskBytes(dir)).toBeLessThan(16 * MiB + 64 * 1024);
     expect(readdirSync(dir)).not.toContain("sparse.bin");
-    const next = await ears(["exec", "--workspace", dir, "--workspace-size", "16M", "--code", `${FS}return fs.readFileSync("keep.txt", "utf8");`]);
+    const next = await ears([
+      "exec",
+      "--workspace",
+      dir,
+      "--workspace-size",
+      "16M",
+      "--code",
+      `${FS}return fs.readFileSync("keep.txt", "utf8");`,
+    ]);
     expect(next.stdout.trim()).toBe('"kept"');
     expect(next.code).toBe(0);
   });

@@ -3,7 +3,8 @@
  * (bounded-dir.ts: a tmpfs the host mounts, `workspaceBytes` and one file per 4 KiB of them), which
  * `runCode({ session })` and `runGuest({ session })` get as their writable working directory. Runs and
  * the host's own file operations on one session are serialised; after each run the workspace is
- * cleaned once the run's whole process tree is gone (walk.ts: no link, special file, setuid bit, byte name, or anything past the bounds is kept). A session made with `dir` is durable:
+ * cleaned once the run's whole process tree is gone (walk.ts: no link, special file, setuid bit, byte
+ * name, or anything past the bounds is kept). A session made with `dir` is durable:
  * its files are loaded from `dir` when it opens and written back to it after every run and every host
  * write, so `openSession(dir)` continues it in another process. See docs/host.md, "Sessions".
  */
@@ -101,7 +102,9 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
   const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, workspaceFiles = DEFAULT_WORKSPACE_FILES, files = {}, dir, ...rest } = options;
   const unknown = Object.keys(rest);
   if (unknown.length > 0)
-    throw new TypeError(`createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, workspaceFiles, files and dir`);
+    throw new TypeError(
+      `createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, workspaceFiles, files and dir`,
+    );
   checkBytes(workspaceBytes, "createSession");
   checkFiles(workspaceFiles, "createSession");
   if (typeof files !== "object" || files === null || Array.isArray(files)) {
@@ -207,7 +210,13 @@ class WorkspaceSession implements Session {
    * Mounts the workspace (makeBoundedDir has the watchdog cover it), and loads a durable one's files. Rejects
    * why not (the lock released).
    */
-  static async make(bytes: number, files: number, dir: string | undefined, lock: DirLock | undefined, caller: string): Promise<WorkspaceSession> {
+  static async make(
+    bytes: number,
+    files: number,
+    dir: string | undefined,
+    lock: DirLock | undefined,
+    caller: string,
+  ): Promise<WorkspaceSession> {
     let bounded: BoundedDir;
     try {
       // Two inodes more than the files: the mount's top and the workspace directory in it.
@@ -265,6 +274,11 @@ class WorkspaceSession implements Session {
     }
   }
 
+  /** @internal See {@link sessionSettled}. */
+  idle(): Promise<void> {
+    return this.tail.then(() => {});
+  }
+
   private queue<T>(task: () => Promise<T>): Promise<T> {
     const run = this.tail.then(task, task);
     this.tail = run.catch(() => {});
@@ -298,11 +312,12 @@ class WorkspaceSession implements Session {
       const parent = join(target, "..");
       if (parent !== this.path) await mkdir(parent, { recursive: true, mode: 0o700 });
       const existing = await lstat(target).catch(() => undefined);
-      if (existing !== undefined && !existing.isFile())
-        throw new Error(`session.writeFile: ${path} is a ${kindOf(existing)}, not a file`);
-      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600).catch((error: unknown) => {
-        throw bounds(error, this);
-      });
+      if (existing !== undefined && !existing.isFile()) throw new Error(`session.writeFile: ${path} is a ${kindOf(existing)}, not a file`);
+      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600).catch(
+        (error: unknown) => {
+          throw bounds(error, this);
+        },
+      );
       try {
         await handle.writeFile(data).catch((error: unknown) => {
           throw bounds(error, this);
@@ -423,9 +438,17 @@ class WorkspaceSession implements Session {
 function bounds(error: unknown, session: Session): unknown {
   if ((error as NodeJS.ErrnoException).code !== "ENOSPC") return error;
   return Object.assign(
-    new Error(`the workspace is full: it holds at most ${session.workspaceBytes} bytes and ${session.workspaceFiles} files and directories (ENOSPC)`),
+    new Error(
+      `the workspace is full: it holds at most ${session.workspaceBytes} bytes and ${session.workspaceFiles} files and directories` +
+        " (ENOSPC)",
+    ),
     { code: "ENOSPC", cause: error },
   );
+}
+
+/** @internal Settles when the runs and operations of `session` queued so far are over (never rejects). */
+export function sessionSettled(session: Session): Promise<void> {
+  return (session as WorkspaceSession).idle();
 }
 
 /** @internal Runs `task` as a run of `session` (runCode's and runGuest's `session` option). */

@@ -100,7 +100,8 @@ export async function lockDir(dir: string, caller: string): Promise<DirLock> {
       throw new Error(`${caller}: ${dir} is locked by another session (${LOCK_NAME} is there); if no host uses it, remove that file`);
     }
     if (alive(holder)) {
-      const who = holder.pid === process.pid && holder.host === hostname() ? "this process (a session not closed)" : `process ${holder.pid}`;
+      const who =
+        holder.pid === process.pid && holder.host === hostname() ? "this process (a session not closed)" : `process ${holder.pid}`;
       throw new Error(`${caller}: ${dir} is in use by another open session, held by ${who} on ${holder.host}; close it first`);
     }
     // Its holder is gone: taken over, and the read back above tells a second taker it lost.

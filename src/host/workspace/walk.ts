@@ -352,7 +352,8 @@ async function copyFile(from: Buffer, to: Buffer, stat: Stats, mode: number): Pr
   const input = await open(from, READ);
   try {
     const opened = await input.stat();
-    if (!opened.isFile() || opened.ino !== stat.ino) throw Object.assign(new Error("the file changed while it was copied"), { code: "ESTALE" });
+    if (!opened.isFile() || opened.ino !== stat.ino)
+      throw Object.assign(new Error("the file changed while it was copied"), { code: "ESTALE" });
     const output = await open(to, WRITE, 0o600);
     try {
       const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(1, stat.size)));

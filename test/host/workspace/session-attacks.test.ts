@@ -5,7 +5,7 @@
  * that can mount the bounded tmpfs (root), cold and through a run pool.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -120,7 +120,7 @@ describe.runIf(canRun)("a session against a hostile body", () => {
     expect([...seen].some((size) => size > 0 && size < 12 * MiB)).toBe(true);
   });
 
-  it("byte names, 2,100 nested directories, links, FIFOs and sockets: the run resolves, nothing is kept that should not be, the session goes on", async () => {
+  it("byte names, 2,100 nested directories, links, FIFOs and sockets: the run resolves, nothing is kept, the session goes on", async () => {
     const target = scratchDir();
     writeFileSync(join(target, "host-file"), "the host's");
     for (const pooled of [false, true]) {
@@ -149,7 +149,9 @@ return "planted";`;
       expect(readdirSync(dir).sort()).toEqual([LOCK_NAME, "deep", "ok.txt"]);
       expect(depthOf(join(dir, "deep"))).toBe(MAX_DEPTH - 1);
       expect(readdirSync(target)).toEqual(["host-file"]);
-      expect((await runCode({ code: `${FS}return fs.readFileSync("ok.txt", "utf8");`, session: one, ...on })).outcome?.structured).toBe("ok");
+      expect((await runCode({ code: `${FS}return fs.readFileSync("ok.txt", "utf8");`, session: one, ...on })).outcome?.structured).toBe(
+        "ok",
+      );
       await one.remove("deep");
       expect(readdirSync(dir).sort()).toEqual([LOCK_NAME, "ok.txt"]);
     }
@@ -221,7 +223,7 @@ return swaps;`;
     }
   }, 120_000);
 
-  it("files are bounded (10,000 by default) with ENOSPC in the body; the walk after each run leaves the host's event loop free", async () => {
+  it("files are bounded (10,000 by default), ENOSPC in the body; the walk after each run leaves the host's event loop free", async () => {
     const dir = scratchDir();
     const one = await session({ dir });
     const flood = `${FS}let n = 0; try { for (;;) { fs.writeFileSync("f" + n, ""); n++; } } catch (e) { return [n, e.code]; }`;
@@ -273,7 +275,10 @@ return "ok";`;
     // A holder that died (SIGKILL leaves its lock file): its lock is taken over.
     const dead = spawn("true");
     await new Promise((resolve) => dead.on("exit", resolve));
-    writeFileSync(join(dir, LOCK_NAME), JSON.stringify({ pid: dead.pid, start: "1", host: (await import("node:os")).hostname(), token: "x" }));
+    writeFileSync(
+      join(dir, LOCK_NAME),
+      JSON.stringify({ pid: dead.pid, start: "1", host: (await import("node:os")).hostname(), token: "x" }),
+    );
     const third = await openSession(dir);
     sessions.push(third);
     expect((await third.readFile("a.txt")).toString()).toBe("first's");

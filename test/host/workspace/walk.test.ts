@@ -46,11 +46,18 @@ const scratch = () => {
 };
 const BIG = { bytes: 1 << 30, files: 100_000 };
 const sorted = (dir: string) => readdirSync(dir).sort();
-/** `levels` nested directories `d` under `dir`, and a file at the bottom (made from a changing working directory: past PATH_MAX no path names the bottom). */
+/**
+ * `levels` nested directories `d` under `dir`, and a file at the bottom (made from a changing working directory:
+ * past PATH_MAX no path names the bottom).
+ */
 const nest = (dir: string, levels: number) =>
   execFileSync(
     process.execPath,
-    ["-e", `const fs = require("node:fs"); for (let i = 0; i < ${levels}; i++) { fs.mkdirSync("d"); process.chdir("d"); } fs.writeFileSync("bottom", "x");`],
+    [
+      "-e",
+      `const fs = require("node:fs"); for (let i = 0; i < ${levels}; i++) { fs.mkdirSync("d"); process.chdir("d"); }` +
+        ' fs.writeFileSync("bottom", "x");',
+    ],
     { cwd: dir },
   );
 const depthOf = (dir: string): number => {

@@ -234,7 +234,7 @@ class WorkspaceSession implements Session {
         await session.close();
         if (error instanceof TreeRefused && error.code === "ENOSPC")
           throw new Error(`${caller}: ${dir} holds more than workspaceBytes (${bytes}) or workspaceFiles (${files})`, { cause: error });
-        if (error instanceof TreeRefused) throw new Error(`${caller}: ${dir}: ${error.message}`, { cause: error });
+        if (error instanceof TreeRefused) throw new Error(`${caller}: ${error.message}`, { cause: error });
         throw new Error(`${caller}: ${(error as Error).message}`, { cause: error });
       }
     }

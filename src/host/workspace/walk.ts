@@ -389,7 +389,7 @@ export class TreeRefused extends Error {
 /**
  * Checks that the host's directory `root` can be loaded into a workspace bounded by `bound`: only files and
  * directories, UTF-8 names, at most {@link MAX_DEPTH} levels, within the bound (apparent sizes). Throws
- * {@link TreeRefused} naming the first problem (its path relative to `root`), or what the file system throws.
+ * {@link TreeRefused} naming the first problem (its path), or what the file system throws.
  * `reserved`: a name at the top that is not looked at (the directory's lock).
  */
 export async function surveyTree(root: string, bound: TreeBound, reserved?: string): Promise<void> {
@@ -398,8 +398,9 @@ export async function surveyTree(root: string, bound: TreeBound, reserved?: stri
   const walk = async (dir: FileHandle, path: string, depth: number): Promise<void> => {
     for (const name of await names(dir)) {
       if (path === "" && name.toString("latin1") === reserved) continue;
-      const shown = path === "" ? JSON.stringify(name.toString("utf8")) : JSON.stringify(`${path}/${name.toString("utf8")}`);
-      if (!isTextName(name)) throw new TreeRefused(`${shown} is not named in UTF-8; a workspace's names are text`, "EINVAL");
+      const relative = path === "" ? name.toString("utf8") : `${path}/${name.toString("utf8")}`;
+      const shown = `${root}/${relative}`;
+      if (!isTextName(name)) throw new TreeRefused(`${JSON.stringify(shown)} is not named in UTF-8; a workspace's names are text`, "EINVAL");
       const stat = await lstat(at(dir, name));
       const kind = kindOf(stat);
       if (kind === "other") {
@@ -416,7 +417,7 @@ export async function surveyTree(root: string, bound: TreeBound, reserved?: stri
         if (depth + 1 > MAX_DEPTH) throw new TreeRefused(`${shown} is more than ${MAX_DEPTH} directories deep`, "EINVAL");
         const inner = await openDirectory(at(dir, name), stat);
         try {
-          await walk(inner, JSON.parse(shown) as string, depth + 1);
+          await walk(inner, relative, depth + 1);
         } finally {
           await inner.close();
         }

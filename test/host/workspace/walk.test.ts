@@ -263,7 +263,7 @@ describe("surveyTree", () => {
     const linked = scratch();
     mkdirSync(join(linked, "sub"));
     symlinkSync("/", join(linked, "sub", "root"));
-    await expect(surveyTree(linked, BIG)).rejects.toThrow('"sub/root" is a symbolic link');
+    await expect(surveyTree(linked, BIG)).rejects.toThrow(`${linked}/sub/root is a symbolic link`);
     const bytes = scratch();
     writeFileSync(Buffer.concat([Buffer.from(`${bytes}/`), Buffer.from([0x62, 0xff])]), "");
     await expect(surveyTree(bytes, BIG)).rejects.toThrow(/is not named in UTF-8/);

@@ -288,12 +288,25 @@ export function within(root: string, path: string): boolean {
 export function isSecretName(given: string, patterns: readonly string[], parents: readonly string[] = []): boolean {
   // Case does not matter: key files exported from Windows or macOS tools come as SERVER.PEM or .ENV.
   const name = given.toLowerCase();
-  return patterns.some((pattern) => {
-    const parts = pattern.split("/");
-    const last = parts.pop()!;
+  return compiled(patterns).some(({ last, parts }) => {
+    if (!matchesName(name, last)) return false;
     const above = parents.slice(parents.length - parts.length).map((part) => part.toLowerCase());
-    return matchesName(name, last) && above.length === parts.length && parts.every((part, i) => above[i] === part);
+    return above.length === parts.length && parts.every((part, i) => above[i] === part);
   });
+}
+
+/** Each pattern split once per list (a walk checks every name of a tree against the same list). */
+const compiledPatterns = new WeakMap<readonly string[], { last: string; parts: string[] }[]>();
+function compiled(patterns: readonly string[]): { last: string; parts: string[] }[] {
+  let found = compiledPatterns.get(patterns);
+  if (found === undefined) {
+    found = patterns.map((pattern) => {
+      const parts = pattern.split("/");
+      return { last: parts.pop()!, parts };
+    });
+    compiledPatterns.set(patterns, found);
+  }
+  return found;
 }
 
 /** Whether `name` matches `pattern`, each `*` of which stands for a run of at least one character. */

@@ -14,6 +14,8 @@ const wanted = [
   { command: "chromium", pkg: "chromium", why: "the timeline test opens its page in headless Chromium" },
   { command: "sshd", pkg: "openssh-server", why: "the remote runner tests run bodies through a real sshd on 127.0.0.1" },
   { command: "redis-server", pkg: "redis-server", why: "the approval ledger tests claim resumes on a real redis-server" },
+  { command: "gcc", pkg: "gcc", why: "the session walk tests compile a renameat2 swap helper" },
+  { command: "mkfifo", pkg: "coreutils", why: "the session walk tests plant FIFOs" },
 ].filter(({ command }) => !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd"))));
 if (wanted.length === 0) process.exit(0);
 

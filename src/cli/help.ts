@@ -33,8 +33,8 @@ const FILES_DIR_HELP = `  --files-dir <dir>         Where images and other files
                             still exists after ears exits.`;
 
 /** --workspace-size, for ears exec --workspace and ears mcp's sessions. */
-const WORKSPACE_SIZE_HELP = `  --workspace-size <size>   The workspace's bound (default 256M, at least 1M; and one file per 4K
-                            of it): past it a write fails with ENOSPC inside the body.`;
+const WORKSPACE_SIZE_HELP = `  --workspace-size <size>   The workspace's bound (default 256M, at least 1M; and 10,000 files
+                            and directories): past it a write fails with ENOSPC inside the body.`;
 
 /** `ears --help`. */
 export const MAIN_HELP = `ears - run, record and replay @posoco/ears guest programs (protocol 1 over stdio)

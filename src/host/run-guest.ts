@@ -356,6 +356,12 @@ export class StartedGuest {
    * rejects): at once for a run reported at its end, later for one reported at its result ({@link ServeOptions.reportAtResult}).
    */
   teardown: Promise<void> = Promise.resolve();
+  /**
+   * @internal Settles once the guest's processes are gone (its group, and with it its sandbox's whole tree:
+   * the sandbox's pid namespace ends with it), before its cgroup and directory are removed. A session's
+   * workspace is cleaned after it (code/run-pool.ts).
+   */
+  processesGone: Promise<void> = Promise.resolve();
   private scratchRemoval: Promise<boolean> | undefined;
 
   constructor(
@@ -466,6 +472,7 @@ export class StartedGuest {
       // Reported at the result: the verdict and usage are read now; the cgroup and the directory go once the
       // processes are gone, and the watchdog keeps covering the run until then.
       const { facts, removed } = this.limits.finishAfter(report, gone);
+      this.processesGone = gone.catch(() => {});
       this.teardown = Promise.all([removed, gone.then(() => this.removeScratch(true))])
         .then(() => this.group.release())
         .catch(() => {}); // not reached by design (each step is guarded); a bug must not become an unhandled rejection

@@ -22,6 +22,7 @@ import { DEFAULT_HOST_LIMITS, RESOURCE_LIMITS } from "../settings.js";
 import type { GuestCommand, HostFailure, HostLimits, RemoteRunner, RemoteWorkerState, RunReport } from "../types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
 import { bindSession, poolSessionProblem } from "./pool-session.js";
+import { sessionSettled } from "../workspace/index.js";
 
 /** The limits a pool's runners are started with: a pooled run may leave them out or repeat them, not change them. */
 export const POOL_LIMITS = [...RESOURCE_LIMITS, "maxFrameBytes", "maxStderrBytes"] as const satisfies readonly (keyof HostLimits)[];
@@ -283,10 +284,17 @@ class WarmPool implements RunPool {
     void tornDown.finally(() => this.teardowns.delete(tornDown));
     taken.release(tornDown);
     const report = await served;
+    // A session's workspace is cleaned and written back after the run (workspace/index.ts), which must not
+    // begin while anything the body started may still write to it: its run ends when the runner's processes
+    // are gone (its sandbox's whole tree with them), not at its result. Its cgroup and directory go after.
+    if (launch.session !== undefined) await guest.processesGone;
     // Its replacement starts once the caller has the report: a start blocks the event loop for milliseconds
     // (planning the sandbox, the spawn: Node forks the host), which belongs neither in the run (measured:
     // starting one at the result made the run's own end slower) nor between its end and its report.
-    setImmediate(() => this.fill());
+    // A session's run: once its workspace is cleaned (the session's queue moves on), so the start's spawn and file
+    // system work do not compete with the clean-up the caller waits for.
+    if (launch.session === undefined) setImmediate(() => this.fill());
+    else void sessionSettled(launch.session).then(() => setImmediate(() => this.fill()));
     return runReport({ ...report, pooled: true });
   }
 

@@ -25,9 +25,9 @@ export const SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin";
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Names masked inside every shown directory (a file appears empty, a directory empty), down to
- * {@link MASK_DEPTH} levels. `*` stands for any run of characters (one per pattern); a pattern with `/` also
- * names the directories just above (`.config/gh`: a `gh` directory inside a `.config` one). The list is
+ * Names masked inside every shown directory (a file appears empty, a directory empty), at every depth the
+ * walk covers (outside node_modules). `*` stands for any run of characters; a pattern with `/` also names
+ * the directories just above (`.config/gh`: a `gh` directory inside a `.config` one). The list is
  * docs/host.md's: the file-name signatures secret scanners keep (gitrob's, which shhgit and its successors
  * extend), the credential files of the common cloud, package and developer tools, and shell histories.
  * Masking by name is a safety net, not a boundary: a secret under another name is shown.
@@ -49,6 +49,11 @@ export function secretNames(): readonly string[] {
     "credentials.json",
     "credentials.xml",
     "local.settings.json",
+    "appsettings.*.json",
+    "wp-config.php",
+    "token.json",
+    "client_secret_*.json",
+    "*-firebase-adminsdk-*.json",
     // Infrastructure as code.
     "*.tfstate",
     "*.tfstate.backup",
@@ -76,6 +81,7 @@ export function secretNames(): readonly string[] {
     ".netrc",
     "_netrc",
     ".pgpass",
+    ".my.cnf",
     ".git-credentials",
     ".htpasswd",
     ".s3cfg",
@@ -103,6 +109,12 @@ export function secretNames(): readonly string[] {
     "service_account*.json",
     ".config/gh",
     ".config/hub",
+    ".config/doctl/config.yaml",
+    ".vercel/auth.json",
+    // AI coding tools' logins.
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".config/github-copilot/hosts.json",
     // Version control, keys and key stores.
     ".git",
     ".ssh",
@@ -128,6 +140,7 @@ export function secretNames(): readonly string[] {
     "*_dsa",
     "*_ecdsa",
     "*_ed25519",
+    "id_*_sk",
     // Shell and client histories (commands typed with a token in them).
     ".bash_history",
     ".zsh_history",
@@ -142,10 +155,14 @@ export function secretNames(): readonly string[] {
     ".irb_history",
   ];
 }
-/** How many directory levels below a shown directory the mask walk looks (1: its own entries). */
-export const MASK_DEPTH = 3;
+/**
+ * How many directory levels below a shown directory the mask walk checks names (1: its own entries): every
+ * level the walk reads (it reads them all, outside node_modules, up to {@link WALK_BUDGET} entries), so a
+ * secret moved deeper is masked as well.
+ */
+export const MASK_DEPTH = Infinity;
 /** The walk checks at most this many entries by name per root; a larger tree is refused rather than shown unmasked. */
-export const MASK_BUDGET = 5000;
+export const MASK_BUDGET = 20_000;
 /**
  * The walk reads at most this many entries per root in all (sockets and FIFOs are looked for at every depth, in
  * node_modules too); a larger tree is refused rather than shown with a socket in it.
@@ -271,20 +288,42 @@ export function within(root: string, path: string): boolean {
 export function isSecretName(given: string, patterns: readonly string[], parents: readonly string[] = []): boolean {
   // Case does not matter: key files exported from Windows or macOS tools come as SERVER.PEM or .ENV.
   const name = given.toLowerCase();
-  return patterns.some((pattern) => {
-    const parts = pattern.split("/");
-    const last = parts.pop()!;
+  return compiled(patterns).some(({ last, parts }) => {
+    if (!matchesName(name, last)) return false;
     const above = parents.slice(parents.length - parts.length).map((part) => part.toLowerCase());
-    return matchesName(name, last) && above.length === parts.length && parts.every((part, i) => above[i] === part);
+    return above.length === parts.length && parts.every((part, i) => above[i] === part);
   });
 }
 
+/** Each pattern split once per list (a walk checks every name of a tree against the same list). */
+const compiledPatterns = new WeakMap<readonly string[], { last: string; parts: string[] }[]>();
+function compiled(patterns: readonly string[]): { last: string; parts: string[] }[] {
+  let found = compiledPatterns.get(patterns);
+  if (found === undefined) {
+    found = patterns.map((pattern) => {
+      const parts = pattern.split("/");
+      return { last: parts.pop()!, parts };
+    });
+    compiledPatterns.set(patterns, found);
+  }
+  return found;
+}
+
+/** Whether `name` matches `pattern`, each `*` of which stands for a run of at least one character. */
 function matchesName(name: string, pattern: string): boolean {
-  const star = pattern.indexOf("*");
-  if (star < 0) return name === pattern;
-  const head = pattern.slice(0, star);
-  const tail = pattern.slice(star + 1);
-  return name.length > head.length + tail.length && name.startsWith(head) && name.endsWith(tail);
+  const parts = pattern.split("*");
+  if (parts.length === 1) return name === pattern;
+  const head = parts[0]!;
+  const tail = parts[parts.length - 1]!;
+  if (!name.startsWith(head) || name.length < head.length + tail.length + parts.length - 1) return false;
+  // The middle parts in order, each after at least one character, leaving at least one before the tail.
+  let at = head.length;
+  for (const part of parts.slice(1, -1)) {
+    const found = name.indexOf(part, at + 1);
+    if (found < 0) return false;
+    at = found + part.length;
+  }
+  return name.endsWith(tail) && name.length - tail.length >= at + 1;
 }
 
 /**
@@ -484,7 +523,7 @@ function broadPaths(places: HostPlaces, fs: FileSystemView): Set<string> {
 
 /**
  * What to mask inside `roots`: sockets, FIFOs and devices at any depth (node_modules too), and, for a root with
- * `patterns`, files and directories with a secret's name down to {@link MASK_DEPTH} levels, outside node_modules.
+ * `patterns`, files and directories with a secret's name at every depth ({@link MASK_DEPTH}), outside node_modules.
  * The walk follows no link and does not enter a masked directory. Past {@link MASK_BUDGET} entries checked by
  * name, or {@link WALK_BUDGET} entries in all, in one root it throws: a tree too large to check is refused, never
  * shown unmasked. A path the host named is not masked. With a {@link MaskCache}, a root whose directories did
@@ -546,7 +585,7 @@ function walkForMasks(
       }
       if (level > 0 && ++byName > MASK_BUDGET) {
         throw new SandboxPathError(
-          `${JSON.stringify(root)} has more than ${MASK_BUDGET} entries within ${MASK_DEPTH} levels, too many to check for secrets; ` +
+          `${JSON.stringify(root)} has more than ${MASK_BUDGET} entries outside node_modules, too many to check for secrets; ` +
             "name a smaller directory, or pass sandbox.showSecrets: true",
         );
       }

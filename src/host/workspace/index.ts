@@ -3,28 +3,42 @@
  * (bounded-dir.ts: a tmpfs the host mounts, `workspaceBytes` and one file per 4 KiB of them), which
  * `runCode({ session })` and `runGuest({ session })` get as their writable working directory. Runs and
  * the host's own file operations on one session are serialised; after each run the workspace is
- * sanitized (tree.ts: no link, special file or setuid bit is kept). A session made with `dir` is durable:
+ * cleaned once the run's whole process tree is gone (walk.ts: no link, special file, setuid bit, byte
+ * name, or anything past the bounds is kept). A session made with `dir` is durable:
  * its files are loaded from `dir` when it opens and written back to it after every run and every host
  * write, so `openSession(dir)` continues it in another process. See docs/host.md, "Sessions".
  */
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readdir, rm } from "node:fs/promises";
+import { lstat, mkdir, open, readdir } from "node:fs/promises";
 import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFile, readSync } from "node:fs";
 import { promisify } from "node:util";
 import { isAbsolute, join, normalize, resolve, sep } from "node:path";
-import { filesFor, makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
-import { entryKind, load, mirror, sanitize } from "./tree.js";
+import { makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
+import { LOCK_NAME, lockDir, type DirLock } from "./lock.js";
+import { cleanTree, kindOf, mirrorTree, removePath, surveyTree, TreeRefused } from "./walk.js";
 
-/** The default size of a session's workspace: 256 MiB (as `limits.tmpBytes`), and one file per 4 KiB of it. */
+/** The default size of a session's workspace: 256 MiB (as `limits.tmpBytes`). */
 export const DEFAULT_WORKSPACE_BYTES = 256 * 1024 * 1024;
+/**
+ * The default number of files and directories a session's workspace holds: 10,000. Each one costs the host a
+ * step of the walks after every run (cleaning, writing back), so the count is bounded besides the bytes.
+ */
+export const DEFAULT_WORKSPACE_FILES = 10_000;
 
 /** Options for {@link createSession}. */
 export interface SessionOptions {
   /**
-   * The workspace's size in bytes (default 256 MiB); files are bounded too, one per 4 KiB of it (at least
-   * 1024). Past either, a write fails with `ENOSPC`: inside a body, or from {@link Session.writeFile}.
+   * The workspace's size in bytes (default 256 MiB), counted as the files' apparent sizes (a sparse file
+   * counts its whole length). Past it a write fails with `ENOSPC`, inside a body or from
+   * {@link Session.writeFile}; a file a body made larger than the rest of the bound without writing it (a
+   * sparse file) is removed after the run, never written back.
    */
   workspaceBytes?: number;
+  /**
+   * The most files and directories the workspace holds (default 10,000, at least 16). Past it, creating one
+   * fails with `ENOSPC` inside a body or from {@link Session.writeFile}.
+   */
+  workspaceFiles?: number;
   /** Files placed in the workspace before the first run: relative path to text (UTF-8) or bytes. */
   files?: Readonly<Record<string, string | Uint8Array>>;
   /**
@@ -85,11 +99,14 @@ export interface Session {
  */
 export function createSession(options: SessionOptions = {}): Promise<Session> {
   if (typeof options !== "object" || options === null) throw new TypeError("createSession: options must be an object");
-  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, files = {}, dir, ...rest } = options;
+  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, workspaceFiles = DEFAULT_WORKSPACE_FILES, files = {}, dir, ...rest } = options;
   const unknown = Object.keys(rest);
   if (unknown.length > 0)
-    throw new TypeError(`createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, files and dir`);
+    throw new TypeError(
+      `createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, workspaceFiles, files and dir`,
+    );
   checkBytes(workspaceBytes, "createSession");
+  checkFiles(workspaceFiles, "createSession");
   if (typeof files !== "object" || files === null || Array.isArray(files)) {
     throw new TypeError("createSession: options.files must be an object of relative path to string or Uint8Array");
   }
@@ -102,13 +119,15 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
     throw new TypeError("createSession: options.dir must be a non-empty string");
   return (async () => {
     let durable: string | undefined;
+    let lock: DirLock | undefined;
     if (dir !== undefined) {
       durable = resolve(dir);
       mkdirSync(durable, { recursive: true });
-      if (readdirSync(durable).length > 0)
+      if (readdirSync(durable).some((name) => name !== LOCK_NAME))
         throw new Error(`createSession: ${durable} is not empty; continue its session with openSession(dir)`);
+      lock = await lockDir(durable, "createSession");
     }
-    const session = WorkspaceSession.make(workspaceBytes, durable, "createSession");
+    const session = await WorkspaceSession.make(workspaceBytes, workspaceFiles, durable, lock, "createSession");
     try {
       for (const [path, data] of Object.entries(files)) await session.writeFile(path, data);
     } catch (error) {
@@ -122,23 +141,33 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
 /**
  * Continues a durable session in this process: a workspace loaded from `dir` (which another process's
  * `createSession({ dir })` made). Rejects when `dir` is not a directory, holds a link or special file, or
- * does not fit `workspaceBytes` (default 256 MiB).
+ * does not fit `workspaceBytes` (default 256 MiB) and `workspaceFiles` (default 10,000), and when another
+ * open session holds `dir` (in this process or another: a durable directory is locked while its session
+ * is open, see docs/host.md).
  */
-export async function openSession(dir: string, options: { workspaceBytes?: number } = {}): Promise<Session> {
+export async function openSession(dir: string, options: { workspaceBytes?: number; workspaceFiles?: number } = {}): Promise<Session> {
   if (typeof dir !== "string" || dir === "") throw new TypeError("openSession: dir must be a non-empty string");
-  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES } = options;
+  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, workspaceFiles = DEFAULT_WORKSPACE_FILES } = options;
   checkBytes(workspaceBytes, "openSession");
+  checkFiles(workspaceFiles, "openSession");
   const durable = resolve(dir);
   return (async () => {
     const stat = lstatSync(durable, { throwIfNoEntry: false });
     if (stat === undefined || !stat.isDirectory()) throw new Error(`openSession: ${durable} is not a directory`);
-    return WorkspaceSession.make(workspaceBytes, durable, "openSession");
+    const lock = await lockDir(durable, "openSession");
+    return WorkspaceSession.make(workspaceBytes, workspaceFiles, durable, lock, "openSession");
   })();
 }
 
 function checkBytes(bytes: unknown, caller: string): asserts bytes is number {
   if (typeof bytes !== "number" || !Number.isSafeInteger(bytes) || bytes < 1024 * 1024) {
     throw new RangeError(`${caller}: options.workspaceBytes must be an integer of at least 1 MiB (1048576), got ${String(bytes)}`);
+  }
+}
+
+function checkFiles(files: unknown, caller: string): asserts files is number {
+  if (typeof files !== "number" || !Number.isSafeInteger(files) || files < 16 || files > 1 << 20) {
+    throw new RangeError(`${caller}: options.workspaceFiles must be an integer from 16 to 1048576, got ${String(files)}`);
   }
 }
 
@@ -172,28 +201,40 @@ class WorkspaceSession implements Session {
   private constructor(
     private readonly bounded: BoundedDir,
     readonly dir: string | undefined,
+    private readonly lock: DirLock | undefined,
     readonly workspaceBytes: number,
     readonly workspaceFiles: number,
   ) {}
 
-  /** Mounts the workspace (makeBoundedDir has the watchdog cover it), and loads a durable one's files. Throws why not. */
-  static make(bytes: number, dir: string | undefined, caller: string): WorkspaceSession {
-    const files = filesFor(bytes);
+  /**
+   * Mounts the workspace (makeBoundedDir has the watchdog cover it), and loads a durable one's files. Rejects
+   * why not (the lock released).
+   */
+  static async make(
+    bytes: number,
+    files: number,
+    dir: string | undefined,
+    lock: DirLock | undefined,
+    caller: string,
+  ): Promise<WorkspaceSession> {
     let bounded: BoundedDir;
     try {
-      bounded = makeBoundedDir("ears-session-", { bytes, files }, false);
+      // Two inodes more than the files: the mount's top and the workspace directory in it.
+      bounded = makeBoundedDir("ears-session-", { bytes, files: files + 2 }, false);
     } catch (error) {
+      await lock?.release();
       throw new Error(`${caller}: the workspace cannot be bounded here: ${(error as Error).message}`, { cause: error });
     }
-    const session = new WorkspaceSession(bounded, dir, bytes, files);
+    const session = new WorkspaceSession(bounded, dir, lock, bytes, files);
     if (dir !== undefined) {
       try {
-        load(dir, bounded.work);
+        await surveyTree(dir, { bytes, files }, LOCK_NAME);
+        if (!(await mirrorTree(dir, bounded.work, LOCK_NAME))) throw new Error(`could not copy all of ${dir} into the workspace`);
       } catch (error) {
-        void session.close();
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === "ENOSPC")
-          throw new Error(`${caller}: ${dir} holds more than workspaceBytes (${bytes}) or ${files} files`, { cause: error });
+        await session.close();
+        if (error instanceof TreeRefused && error.code === "ENOSPC")
+          throw new Error(`${caller}: ${dir} holds more than workspaceBytes (${bytes}) or workspaceFiles (${files})`, { cause: error });
+        if (error instanceof TreeRefused) throw new Error(`${caller}: ${error.message}`, { cause: error });
         throw new Error(`${caller}: ${(error as Error).message}`, { cause: error });
       }
     }
@@ -214,15 +255,28 @@ class WorkspaceSession implements Session {
       try {
         return await task();
       } finally {
-        this.settle();
+        await this.settle();
       }
     });
   }
 
-  /** After a run or a write: nothing planted is kept, and a durable session's directory holds the same. */
-  private settle(): void {
-    sanitize(this.path);
-    if (this.dir !== undefined && existsSync(this.dir)) mirror(this.path, this.dir);
+  /**
+   * After a run or a write: nothing planted is kept, nothing past the bounds, and a durable session's
+   * directory holds the same. Never rejects (a run's report must not become a rejection, nor a later run's):
+   * what cannot be handled is removed, and a workspace that could not be cleaned whole is not written back.
+   */
+  private async settle(): Promise<void> {
+    try {
+      const cleaned = await cleanTree(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles });
+      if (cleaned.complete && this.dir !== undefined && existsSync(this.dir)) await mirrorTree(this.path, this.dir, LOCK_NAME);
+    } catch {
+      // Not reached by design (the walks never throw); a bug must not make every later run reject.
+    }
+  }
+
+  /** @internal See {@link sessionSettled}. */
+  idle(): Promise<void> {
+    return this.tail.then(() => {});
   }
 
   private queue<T>(task: () => Promise<T>): Promise<T> {
@@ -258,15 +312,20 @@ class WorkspaceSession implements Session {
       const parent = join(target, "..");
       if (parent !== this.path) await mkdir(parent, { recursive: true, mode: 0o700 });
       const existing = await lstat(target).catch(() => undefined);
-      if (existing !== undefined && !existing.isFile())
-        throw new Error(`session.writeFile: ${path} is a ${entryKind(existing)}, not a file`);
-      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600);
+      if (existing !== undefined && !existing.isFile()) throw new Error(`session.writeFile: ${path} is a ${kindOf(existing)}, not a file`);
+      const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600).catch(
+        (error: unknown) => {
+          throw bounds(error, this);
+        },
+      );
       try {
-        await handle.writeFile(data);
+        await handle.writeFile(data).catch((error: unknown) => {
+          throw bounds(error, this);
+        });
       } finally {
         await handle.close();
+        await this.settle();
       }
-      this.settle();
     });
   }
 
@@ -343,9 +402,10 @@ class WorkspaceSession implements Session {
       if (!stat.isDirectory()) throw new Error(`session.list: ${path} is not a directory`);
       const entries: WorkspaceEntry[] = [];
       for (const name of (await readdir(target)).sort()) {
-        const entry = await lstat(join(target, name));
-        const type = entryKind(entry);
-        if (type !== "other") entries.push({ name, type, size: type === "file" ? entry.size : 0 });
+        // An entry gone, or not nameable as text (the clean-up after a run removes those), is not listed.
+        const entry = await lstat(join(target, name)).catch(() => undefined);
+        const type = entry === undefined ? "other" : kindOf(entry);
+        if (type !== "other") entries.push({ name, type, size: type === "file" ? entry!.size : 0 });
       }
       return entries;
     });
@@ -355,8 +415,11 @@ class WorkspaceSession implements Session {
     return this.operation("remove", async () => {
       const target = this.located(path, "remove");
       if (target === this.path) throw new TypeError("session.remove: a path must name a file or directory in the workspace");
-      await rm(target, { recursive: true, force: true });
-      this.settle();
+      try {
+        await removePath(this.path, relativePath(path, "session.remove"));
+      } finally {
+        await this.settle();
+      }
     });
   }
 
@@ -365,9 +428,27 @@ class WorkspaceSession implements Session {
       this.closed = true;
       await this.tail;
       await this.bounded.remove();
+      await this.lock?.release();
     })();
     return this.closing;
   }
+}
+
+/** A write past the workspace's bounds: ENOSPC, saying which bounds (not the host's path). */
+function bounds(error: unknown, session: Session): unknown {
+  if ((error as NodeJS.ErrnoException).code !== "ENOSPC") return error;
+  return Object.assign(
+    new Error(
+      `the workspace is full: it holds at most ${session.workspaceBytes} bytes and ${session.workspaceFiles} files and directories` +
+        " (ENOSPC)",
+    ),
+    { code: "ENOSPC", cause: error },
+  );
+}
+
+/** @internal Settles when the runs and operations of `session` queued so far are over (never rejects). */
+export function sessionSettled(session: Session): Promise<void> {
+  return (session as WorkspaceSession).idle();
 }
 
 /** @internal Runs `task` as a run of `session` (runCode's and runGuest's `session` option). */

@@ -56,6 +56,36 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
   const body = (code: string, options: Omit<Parameters<typeof runCode>[0], "code"> = {}) => runCode({ code, sandbox: true, ...options });
 
   describe("secrets masked by name", () => {
+    // Issue 41: more credential names, and a name at any depth (a/b/c/d/.env), read by a real sandboxed body.
+    it("the credential files of AI tools, clouds and frameworks read empty at any depth", async () => {
+      const proj = dir("names");
+      const names = [
+        ".my.cnf",
+        "client_secret_123.apps.googleusercontent.com.json",
+        "token.json",
+        "app-firebase-adminsdk-x1y2z-0123456789.json",
+        ".claude/.credentials.json",
+        ".codex/auth.json",
+        ".config/github-copilot/hosts.json",
+        "appsettings.Production.json",
+        "wp-config.php",
+        ".config/doctl/config.yaml",
+        ".ssh-keys/id_ed25519_sk",
+        ".vercel/auth.json",
+        "a/b/c/d/.env",
+        "a/b/c/d/e/f/g/.npmrc",
+      ];
+      for (const name of names) {
+        mkdirSync(join(proj, name, ".."), { recursive: true });
+        writeFileSync(join(proj, name), "SECRET");
+      }
+      writeFileSync(join(proj, "a/b/c/d/notes.txt"), "shown");
+      const report = await body(readAll([...names, "a/b/c/d/notes.txt"]), { cwd: proj });
+      const seen = report.outcome?.structured as string[];
+      expect(seen.slice(0, -1).every((read) => read !== "ok: SECRET")).toBe(true);
+      expect(seen.at(-1)).toBe("ok: shown");
+    });
+
     // Was a hole (fixed): the mask is mounted at the real path only (policy.ts secretsIn walks real paths; bubblewrap.ts
     // binds the directory a second time where it was given, at `bind(cwd, resolve(launch.cwd))`,
     // policy.ts:258). The second bind is a separate mount that never gets the /dev/null over .env, and
@@ -146,11 +176,10 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
       expect(report.outcome?.structured).toEqual(["blocked: EACCES"]);
     });
 
-    // BUG (a documented limit, docs/host.md "What the sandbox does not do"): masking stops at MASK_DEPTH (policy.ts:60) and a guest with
-    // write access may rename the (non-mount-point) parent of a masked secret. Run 1 moves config/ (with
-    // the host's config/.env, masked in run 1) three levels down; run 2, read-only, reads it. Not a race:
-    // docs/host.md only names a concurrent swap; here one earlier writable run suffices.
-    it.fails("a writable run moves a masked nested secret below the mask depth; the next run reads it", async () => {
+    // Run 1 (writable) moves config/ (with the host's config/.env, masked in run 1) three levels down; run 2,
+    // read-only, must not read it.
+    // Was a hole (fixed: names are checked at every depth the walk reads): moving a masked secret deeper un-masked it.
+    it("a writable run moves a masked nested secret deeper; the next run still cannot read it", async () => {
       const proj = dir("deeper");
       mkdirSync(join(proj, "config"));
       writeFileSync(join(proj, "config", ".env"), "TOKEN=moved-deep");

@@ -201,12 +201,20 @@ describe("secrets inside shown directories", () => {
     expect(masks.has("/work/proj/.git/config")).toBe(false); // the directory is masked whole
   });
 
-  it("masks inside subdirectories down to the walk's depth, not inside node_modules", () => {
+  it("masks inside subdirectories at every depth, not inside node_modules", () => {
     const fs = base().add("/work/proj/config/.env", "x").add("/work/proj/a/b/.env", "x").add("/work/proj/a/b/c/.env", "x");
+    fs.add("/work/proj/a/b/c/d/.env", "x").add("/work/proj/a/b/c/d/e/f/.claude/.credentials.json", "x");
     fs.add("/work/proj/node_modules/pkg/.env", "x");
     const masked = policy(fs, launch("/work/proj")).masks.map((m) => m.path);
-    expect(masked).toEqual(expect.arrayContaining(["/work/proj/config/.env", "/work/proj/a/b/.env"]));
-    expect(masked).not.toContain("/work/proj/a/b/c/.env");
+    expect(masked).toEqual(
+      expect.arrayContaining([
+        "/work/proj/config/.env",
+        "/work/proj/a/b/.env",
+        "/work/proj/a/b/c/.env",
+        "/work/proj/a/b/c/d/.env",
+        "/work/proj/a/b/c/d/e/f/.claude/.credentials.json",
+      ]),
+    );
     expect(masked).not.toContain("/work/proj/node_modules/pkg/.env");
   });
 
@@ -274,7 +282,27 @@ describe("secrets inside shown directories", () => {
     expect(sandboxPolicy(launch("/work/proj"), { readable: ["b/.npmrc"] }, counting, places, cache).masks).toEqual([]);
   });
 
-  it("matches names exactly or by their one wildcard (fast-check)", () => {
+  it("matches names exactly or by their wildcards (fast-check)", () => {
+    // Issue 41's credential files, each by its name (and the directories named above it).
+    const more: [string, string[]][] = [
+      [".my.cnf", []],
+      ["client_secret_1234.apps.googleusercontent.com.json", []],
+      ["token.json", []],
+      ["my-app-firebase-adminsdk-ab12c-0123456789.json", []],
+      [".credentials.json", [".claude"]],
+      ["auth.json", [".codex"]],
+      ["hosts.json", [".config", "github-copilot"]],
+      ["appsettings.Production.json", []],
+      ["wp-config.php", []],
+      ["config.yaml", [".config", "doctl"]],
+      ["id_ed25519_sk", []],
+      ["id_ecdsa_sk", []],
+      ["auth.json", [".vercel"]],
+    ];
+    for (const [name, parents] of more) expect(isSecretName(name, secretNames(), parents), name).toBe(true);
+    expect(isSecretName("hosts.json", secretNames(), ["github-copilot"])).toBe(false);
+    expect(isSecretName("-firebase-adminsdk-.json", secretNames())).toBe(false);
+    expect(isSecretName("appsettings.json", secretNames())).toBe(false);
     expect(isSecretName(".env", secretNames())).toBe(true);
     expect(isSecretName(".env.production", secretNames())).toBe(true);
     expect(isSecretName(".env.", secretNames())).toBe(false);

@@ -1,0 +1,78 @@
+/**
+ * A durable session directory's lock (lock.ts) on real directories, in process: taken, refused while held
+ * (naming the holder), released, and taken over from a holder that is gone.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { LOCK_NAME, lockDir, startTimeOf } from "../../../src/host/workspace/lock.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+const scratch = () => {
+  const dir = mkdtempSync(join(tmpdir(), "ears-lock-"));
+  dirs.push(dir);
+  return dir;
+};
+/** The pid of a process that has exited. */
+const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid!;
+const plant = (dir: string, holder: object) => writeFileSync(join(dir, LOCK_NAME), JSON.stringify(holder));
+
+describe.runIf(process.platform === "linux")("a session directory's lock", () => {
+  it("is taken, refused while held (naming the directory and this process), and released once", async () => {
+    const dir = scratch();
+    const lock = await lockDir(dir, "openSession");
+    const held = JSON.parse(readFileSync(join(dir, LOCK_NAME), "utf8")) as { pid: number; start: string; host: string };
+    expect(held).toMatchObject({ pid: process.pid, start: startTimeOf(process.pid), host: hostname() });
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(
+      `openSession: ${dir} is in use by another open session, held by this process (a session not closed) on ${hostname()}; close it first`,
+    );
+    await lock.release();
+    expect(existsSync(join(dir, LOCK_NAME))).toBe(false);
+    const again = await lockDir(dir, "createSession");
+    // A second release of the first lock leaves the new holder's lock alone.
+    await lock.release();
+    expect(existsSync(join(dir, LOCK_NAME))).toBe(true);
+    await again.release();
+    await again.release();
+    expect(existsSync(join(dir, LOCK_NAME))).toBe(false);
+  });
+
+  it("names another live process, or another host, as the holder", async () => {
+    const dir = scratch();
+    plant(dir, { pid: 1, start: startTimeOf(1), host: hostname(), token: "t" });
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(`${dir} is in use by another open session, held by process 1 on ${hostname()}`);
+    plant(dir, { pid: deadPid(), start: "1", host: "elsewhere.example", token: "t" });
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(/held by process \d+ on elsewhere\.example/);
+  });
+
+  it("takes over a lock whose holder is gone: no such process, or a pid started at another time", async () => {
+    const dir = scratch();
+    plant(dir, { pid: deadPid(), start: "1", host: hostname(), token: "old" });
+    const first = await lockDir(dir, "openSession");
+    await first.release();
+    plant(dir, { pid: process.pid, start: "not-my-start", host: hostname(), token: "reused" });
+    const second = await lockDir(dir, "openSession");
+    expect(JSON.parse(readFileSync(join(dir, LOCK_NAME), "utf8"))).toMatchObject({ pid: process.pid, start: startTimeOf(process.pid) });
+    await second.release();
+  });
+
+  it("refuses, never overwrites, a lock file it cannot read as one; says why it cannot lock a missing directory", async () => {
+    const dir = scratch();
+    writeFileSync(join(dir, LOCK_NAME), "");
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(`openSession: ${dir} is locked by another session (${LOCK_NAME} is there)`);
+    writeFileSync(join(dir, LOCK_NAME), '{"pid":"x"}');
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(/is locked by another session/);
+    expect(readFileSync(join(dir, LOCK_NAME), "utf8")).toBe('{"pid":"x"}');
+    await expect(lockDir(join(dir, "missing"), "openSession")).rejects.toThrow(`openSession: cannot lock ${join(dir, "missing")}: ENOENT`);
+  });
+
+  it("reads a process's start time, and none for a process that is not running", () => {
+    expect(startTimeOf(process.pid)).toMatch(/^\d+$/);
+    expect(startTimeOf(deadPid())).toBeUndefined();
+  });
+});

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The OS packages the tests use for real: bubblewrap (the sandbox), Debian's chromium (the timeline page in
-// a browser) and openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests). Installed with
+// a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests) and tmux (a real terminal
+// for the approval question). Installed with
 // apt-get when missing and this process may (root, on a Debian-like system), so the README's test command
 // sets up a fresh machine by itself; .ci/run calls this too. Elsewhere it says what is missing and how to
 // install it: the sandbox tests then skip, and the browser test fails with the same advice.
@@ -13,6 +14,7 @@ const wanted = [
   { command: "bwrap", pkg: "bubblewrap", why: "the sandbox tests run guests under bubblewrap" },
   { command: "chromium", pkg: "chromium", why: "the timeline test opens its page in headless Chromium" },
   { command: "sshd", pkg: "openssh-server", why: "the remote runner tests run bodies through a real sshd on 127.0.0.1" },
+  { command: "tmux", pkg: "tmux", why: "the terminal approval tests ask their question in a real terminal, a tmux pane" },
 ].filter(({ command }) => !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd"))));
 if (wanted.length === 0) process.exit(0);
 

@@ -119,7 +119,7 @@ describe("terminalApproval without a terminal", () => {
   it("says nothing with --quiet", async () => {
     const screen = new Screen();
     const approval = terminalApproval(["send"], { stdin: new PassThrough(), stderr: screen, quiet: true });
-    expect((await decide(approval, call("send", {}))).approved).toBe(false);
+    expect(await decide(approval, call("send", {}))).toMatchObject({ approved: false });
     expect(screen.text).toBe("");
   });
 });
@@ -183,7 +183,7 @@ describe("terminalApproval on a terminal", () => {
     expect(await a).toEqual({ approved: true, by: TERMINAL_BY });
     await shows(screen, '{"to":"b"}');
     stdin.write("n\n");
-    expect((await b).approved).toBe(false);
+    expect(await b).toMatchObject({ approved: false });
   });
 
   it("the end of input withdraws the question, saying so, and later calls are denied without asking", async () => {

@@ -76,7 +76,9 @@ export function renderPage(parts: PageParts): string {
 
 /** The list of unavailable servers with their errors. */
 export function renderUnavailable(servers: readonly McpServer[]): string {
-  return ["Unavailable MCP servers:", ...servers.map((server) => `- ${shown(server.name)}: ${shown(server.error ?? "unavailable")}`)].join("\n");
+  return ["Unavailable MCP servers:", ...servers.map((server) => `- ${shown(server.name)}: ${shown(server.error ?? "unavailable")}`)].join(
+    "\n",
+  );
 }
 
 /** The page of a search that names an unavailable server. */

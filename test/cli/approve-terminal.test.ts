@@ -139,7 +139,7 @@ describe.runIf(process.platform === "linux")("ears exec --approve: asked on the 
     expect(sentCalls()).toEqual([]);
   });
 
-  it("a hostile argument (OSC title, BEL, C1 CSI, a right-to-left override) reaches the terminal escaped, never as raw control bytes", async () => {
+  it("a hostile argument (OSC title, BEL, C1 CSI, right-to-left override) reaches the terminal escaped, never as raw bytes", async () => {
     reset();
     const hostile = "\x1b]0;pwned\x07\x9b2J\rears: fake\u202egnp.exe";
     const { out } = await onTerminal(["n", "n"], args(hostile), dir);

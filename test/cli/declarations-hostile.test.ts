@@ -37,7 +37,7 @@ writeFileSync(
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("ears declarations with a hostile MCP server", () => {
-  it("prints the server's descriptions with every control byte escaped, losslessly", async () => {
+  it("prints the server's descriptions with every control and bidirectional character escaped, colours too", async () => {
     const run = await ears(["declarations", "--mcp-config", "mcp.json"], { cwd: dir });
     expect(run.code).toBe(0);
     expect(run.stdout).not.toMatch(UNSAFE);
@@ -61,7 +61,8 @@ describe("ears declarations with a hostile MCP server", () => {
 
   it("the escaped declarations compile, and a body calls the tool by its real name and property names", async () => {
     const call = (mode: string) =>
-      `const r = await ears.call("hostile.we\\u202eird\\x1b[31m", { "na\\u202eme": "n", "mo\\x1bde": ${mode} });\nreturn r.status === "success" ? JSON.parse(r.content) : r;\n`;
+      `const r = await ears.call("hostile.we\\u202eird\\x1b[31m", { "na\\u202eme": "n", "mo\\x1bde": ${mode} });\n` +
+      'return r.status === "success" ? JSON.parse(r.content) : r;\n';
     writeFileSync(join(dir, "good.ts"), call('"c\\u202ed"'));
     writeFileSync(join(dir, "bad.ts"), call('"zzz"'));
     const args = ["exec", "--no-sandbox", "--mcp-config", "mcp.json", "--typecheck", "--json", "--code-file"];

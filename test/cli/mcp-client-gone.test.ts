@@ -83,7 +83,7 @@ describe.runIf(process.platform === "linux")("ears mcp: a client that goes away 
     expect(stderr.split("\n").filter(Boolean)).toEqual([expect.stringMatching(ENDED)]);
   });
 
-  it("a client that drops both pipes at once after its answer, with another run still going: exit 0, one line, no write failure", async () => {
+  it("a client that drops both pipes after its answer, another run still going: exit 0, one line, no write failure", async () => {
     const { code, answer, lines } = await rawClient(
       ["--pool", "0"],
       "return 2;",

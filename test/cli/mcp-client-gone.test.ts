@@ -2,7 +2,7 @@
  * A client that goes away right after reading its answer is a normal end of `ears mcp`: exit 0 and one line,
  * `ears mcp: the client ended the session: …` (nothing with --quiet), never a write failure such as
  * `could not write the result: … (EPIPE)`, whether it closes politely (the MCP SDK's client), drops both
- * pipes at once, or leaves a second run still going.
+ * pipes at once, or leaves a second run still going that writes on its stderr while ears stops it.
  */
 import { spawn } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -20,7 +20,12 @@ type Ended = { lines: string[]; code: number | null };
  * when the first answer arrives (and, with `second`, once ears' stderr shows that body running), drops both
  * of its pipes at once, as a client process that exits does.
  */
-function rawClient(args: string[], first: string, second?: string): Promise<Ended & { answer: unknown }> {
+function rawClient(
+  args: string[],
+  first: string,
+  second?: string,
+  how: "both pipes" | "stdin" = "both pipes",
+): Promise<Ended & { answer: unknown }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [EARS, "mcp", ...args], { stdio: ["pipe", "pipe", "pipe"] });
     let stderr = "";
@@ -29,6 +34,10 @@ function rawClient(args: string[], first: string, second?: string): Promise<Ende
     const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`);
     const leave = () => {
       if (!answered || (second !== undefined && !stderr.includes("[info] second is running"))) return;
+      if (how === "stdin") {
+        child.stdin.end();
+        return;
+      }
       child.stdout.destroy();
       child.stdin.destroy();
     };
@@ -92,6 +101,19 @@ describe.runIf(process.platform === "linux")("ears mcp: a client that goes away 
     expect(answer).toMatchObject({ content: [{ type: "text", text: "2" }] });
     expect(lines.filter((line) => line.startsWith("ears"))).toEqual([expect.stringMatching(ENDED)]);
     expect(lines.join("\n")).not.toMatch(/EPIPE|could not write|failed/);
+    expect(code).toBe(0);
+  });
+
+  it("what a run being stopped writes after the client left (a result it cannot write, EPIPE) is not shown", async () => {
+    // The second body writes on its stderr from the moment ears closes its input (ears stopping it) until it ends.
+    const { code, lines } = await rawClient(
+      ["--pool", "0"],
+      "return 2;",
+      'process.stdin.once("end", () => setInterval(() => process.stderr.write("ears: could not write the result (EPIPE)\\n"), 1));\n' +
+        'console.log("second is running");\nawait new Promise(() => {});',
+      "stdin",
+    );
+    expect(lines).toEqual(["[info] second is running", expect.stringMatching(ENDED)]);
     expect(code).toBe(0);
   });
 

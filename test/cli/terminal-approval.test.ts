@@ -5,7 +5,8 @@
  * approve-tmux.test.ts and approve-terminal.test.ts.
  */
 import { execFileSync } from "node:child_process";
-import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync, writeSync } from "node:fs";
+import { getEventListeners } from "node:events";
+import { closeSync, constants, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Writable } from "node:stream";
@@ -144,6 +145,29 @@ describe("terminalApproval on a terminal", () => {
     expect(await decision).toEqual({ approved: true, by: TERMINAL_BY });
   });
 
+  it("an answer's words, the chunks it comes in (strings, or bytes cut inside a character) and what is left listening", async () => {
+    expect([TERMINAL_BY, DENIED_AT_TERMINAL]).toEqual(["terminal", "denied at the terminal"]);
+    const { screen, stdin, approval } = setup();
+    const controller = new AbortController();
+    // A no-break space is white space to the answer's pattern: "y" and one, its two bytes cut apart.
+    const first = decide(approval, call("send", { n: 1 }), controller.signal);
+    await shows(screen, '{"n":1}');
+    stdin.write(Buffer.from([0x79, 0xc2]));
+    stdin.write(Buffer.from([0xa0, 0x0a]));
+    expect(await first).toEqual({ approved: true, by: "terminal" });
+    expect([stdin.listenerCount("data"), stdin.listenerCount("end"), getEventListeners(controller.signal, "abort").length]).toEqual([
+      0, 0, 0,
+    ]);
+    stdin.setEncoding("utf8");
+    const second = decide(approval, call("send", { n: 2 }), controller.signal);
+    await shows(screen, '{"n":2}');
+    stdin.write("nope\n");
+    expect(await second).toEqual({ approved: false, reason: "denied at the terminal", by: "terminal" });
+    expect([stdin.listenerCount("data"), stdin.listenerCount("end"), getEventListeners(controller.signal, "abort").length]).toEqual([
+      0, 0, 0,
+    ]);
+  });
+
   it.each(["", "n", "no", "yy", "y es", "ok"])("%j denies", async (answer) => {
     const { screen, stdin, approval } = setup();
     const decision = decide(approval, call("send", {}));
@@ -278,6 +302,7 @@ describe("HeldTerminal", () => {
   it("passes writes through until held; one question at a time; a second release writes nothing", () => {
     const screen = new Screen();
     const held = new HeldTerminal(screen);
+    expect(held.hold().release()).toEqual({ dropped: 0, lineOpen: false });
     held.write("one\n");
     held.write(Buffer.from("two"));
     expect(screen.text).toBe("one\ntwo");
@@ -291,11 +316,13 @@ describe("HeldTerminal", () => {
     held.write(Buffer.from("x"));
     expect(open.release()).toEqual({ dropped: 0, lineOpen: true });
     expect(screen.text).toBe("one\ntwoQ? three\nx");
+    held.write("\n");
     held.write("");
+    expect(open.release()).toEqual({ dropped: 0, lineOpen: false });
     const again = held.hold();
     held.write(Buffer.from("y\n"));
     expect(again.release()).toEqual({ dropped: 0, lineOpen: false });
-    expect(screen.text).toBe("one\ntwoQ? three\nxy\n");
+    expect(screen.text).toBe("one\ntwoQ? three\nx\ny\n");
   });
 
   it("counts the characters beyond its bound, and starts counting afresh for the next question", () => {
@@ -329,13 +356,16 @@ describe.runIf(process.platform === "linux")("discardTypeahead", () => {
       execFileSync("mkfifo", [fifo]);
       const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
       try {
-        writeSync(fd, "y\nyes\n");
+        writeSync(fd, "y\nyes\n".repeat(2000)); // more than one read takes
+        const open = readdirSync("/proc/self/fd").length;
         const stdin = Object.assign(new PassThrough(), { fd });
         stdin.write("y\n");
         stdin.pause();
         discardTypeahead(stdin);
         expect(stdin.readableLength).toBe(0);
         expect(() => readSync(fd, Buffer.alloc(16))).toThrow(/EAGAIN/);
+        // The descriptor it read through is closed again.
+        expect(readdirSync("/proc/self/fd").length).toBe(open);
       } finally {
         closeSync(fd);
       }

@@ -3,7 +3,10 @@
  * terminal (docs/approvals.md, "From the command line"). The guest speaks the protocol on its own pipes,
  * not on ears' stdin, so ears reads the answer from its own stdin and writes the question on its stderr
  * (stdout is the result's). Both must be terminals; otherwise nobody could answer, and the call is denied
- * at once, saying why.
+ * at once, saying why. A body may try to hide or forge the question (a colour left open, a forged question
+ * wrapped to the start of a row, a "y" typed at it): while a question is open nothing else is drawn
+ * (terminal-output.ts), it is drawn from a reset terminal state, its last line names the call, and lines
+ * typed before it are discarded.
  */
 import { closeSync, constants, openSync, readSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";

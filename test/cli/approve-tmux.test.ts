@@ -27,8 +27,10 @@ const FORGE =
   "const forge = (name, args) =>\n" +
   `  ${JSON.stringify(QUESTION_HEAD)}.padEnd(80) + ('ears: the body calls ' + name + ' ' + args).padEnd(80) +\n` +
   "  'ears: allow this call to ' + name + '? [y/N] ';\n" +
-  "const fs = process.getBuiltinModule('node:fs');\n" +
-  "const waitFor = async (path) => { while (!fs.existsSync(path)) await new Promise((wake) => setTimeout(wake, 20)); };\n";
+  // The test's signal: the capability "ready" says whether the file GO exists (a body has no fs of its own).
+  "const waitFor = async (path) => {\n" +
+  "  while ((await ears.call('ready', { path })).structured !== true) await new Promise((wake) => setTimeout(wake, 20));\n" +
+  "};\n";
 
 describe.runIf(process.platform === "linux" && HAS_TMUX)(
   "ears exec --approve in a real terminal (tmux, 80x30) against a hostile body",
@@ -47,10 +49,11 @@ describe.runIf(process.platform === "linux" && HAS_TMUX)(
       dir = mkdtempSync(join(tmpdir(), "ears-approve-tmux-"));
       writeFileSync(
         join(dir, "caps.mjs"),
-        `import { appendFileSync } from "node:fs";\n` +
+        `import { appendFileSync, existsSync } from "node:fs";\n` +
           `const file = ${JSON.stringify(join(dir, "calls.ndjson"))};\n` +
           `const record = (name) => (args) => (appendFileSync(file, JSON.stringify({ name, args }) + "\\n"), "done");\n` +
-          `export const send_email = record("send_email");\nexport const read = record("read");\nexport const note = record("note");\n`,
+          `export const send_email = record("send_email");\nexport const read = record("read");\nexport const note = record("note");\n` +
+          `export const ready = ({ path }) => existsSync(path);\n`,
       );
     });
     afterEach(() => {
@@ -71,7 +74,7 @@ describe.runIf(process.platform === "linux" && HAS_TMUX)(
           "--capabilities",
           "caps.mjs",
           "--allow",
-          "send_email,read,note",
+          "send_email,read,note,ready",
           "--approve",
           "send_email,read",
           "--code-file",

@@ -84,7 +84,7 @@ export class TmuxPane {
    * Waits until `done(screen)` holds, reading the screen again each 50 ms; fails after `limitMs` with the
    * last screen (the limit is a hang guard, not a timing assertion).
    */
-  async waitFor(what: string, done: (screen: string) => boolean, limitMs = 20_000): Promise<string> {
+  async waitFor(what: string, done: (screen: string) => boolean, limitMs = 60_000): Promise<string> {
     const until = Date.now() + limitMs;
     for (;;) {
       const screen = this.screen();

@@ -104,6 +104,17 @@ describe("escapeTerminalText", () => {
     expect(escapeTerminalText("C:\\Users\\ada")).toBe("C:\\Users\\ada");
   });
 
+  it("reads an 8 inside a colour form (38/48/58 ;5;n and ;2;r;g;b) as a colour value, and an 8 after one as conceal", () => {
+    for (const sgr of ["\x1b[38;5;8m", "\x1b[48;5;8m", "\x1b[58;5;8m", "\x1b[38;2;8;8;8m", "\x1b[1;48;2;8;8;8;4m", "\x1b[38;5;8;48;5;8m"]) {
+      expect(escapeTerminalText(`${sgr}x`)).toBe(`${sgr}x${SGR_RESET}`);
+    }
+    for (const sgr of ["\x1b[38;5;1;8m", "\x1b[38;2;1;2;3;8m", "\x1b[38;8m", "\x1b[;8m"]) {
+      expect(escapeTerminalText(`${sgr}x`)).toBe(`\\x1b${sgr.slice(1)}x`);
+    }
+    expect(escapeTerminalText("")).toBe("");
+    expect(new PrefixedLines("> ").format("")).toBe("");
+  });
+
   it("ends a colour left open at the end of its line and of its text, so the next line starts plain", () => {
     // Black on black, never reset: ears' next line (its approval question) would be drawn invisible.
     expect(escapeTerminalText("\x1b[30;40mhidden")).toBe("\x1b[30;40mhidden\x1b[0m");

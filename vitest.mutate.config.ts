@@ -24,6 +24,7 @@ export default defineConfig({
       "test/host/limits/{plan,cgroup,run-limits,launcher,process-tree}.test.ts",
       "test/host/code/compile-{hostile,positions,verdicts}.test.ts",
       "test/host/workspace/{bounded-dir,lock}.test.ts",
+      "test/cli/terminal-{text,approval}.test.ts",
     ],
     exclude: ["test/guest/spawned.test.ts", "test/protocol/schemas.test.ts", "test/protocol/vectors.test.ts"],
     setupFiles: ["test/helpers/no-host-cgroups.ts", "test/helpers/no-host-mounts.ts"],

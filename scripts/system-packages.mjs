@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The OS packages the tests use for real: bubblewrap (the sandbox), Debian's chromium (the timeline page in
 // a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests) and redis-server (redisLedger). Installed with
+// a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests) and tmux (a real terminal
+// for the approval question). Installed with
 // apt-get when missing and this process may (root, on a Debian-like system), so the README's test command
 // sets up a fresh machine by itself; .ci/run calls this too. Elsewhere it says what is missing and how to
 // install it: the sandbox tests then skip, and the browser test fails with the same advice.
@@ -16,6 +18,7 @@ const wanted = [
   { command: "redis-server", pkg: "redis-server", why: "the approval ledger tests claim resumes on a real redis-server" },
   { command: "gcc", pkg: "gcc", why: "the session walk tests compile a renameat2 swap helper" },
   { command: "mkfifo", pkg: "coreutils", why: "the session walk tests plant FIFOs" },
+  { command: "tmux", pkg: "tmux", why: "the terminal approval tests ask their question in a real terminal, a tmux pane" },
 ].filter(({ command }) => !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd"))));
 if (wanted.length === 0) process.exit(0);
 

@@ -3,6 +3,7 @@
  * prints help and version, maps errors to exit statuses.
  */
 import { describeError } from "../protocol/errors.js";
+import { escapeUnsafeText } from "../protocol/text.js";
 import { SDK } from "../protocol/version.js";
 import { MAIN_HELP } from "./help.js";
 import { declarationsCommand } from "./declarations-command.js";
@@ -13,6 +14,7 @@ import { replayCommand } from "./replay-command.js";
 import { ExitStatus, type CliIo } from "./report-output.js";
 import { runCommand } from "./run-command.js";
 import { runnerCommand } from "./runner-command.js";
+import { holdableTerminal } from "./terminal-output.js";
 import { timelineCommand } from "./timeline-command.js";
 import { UsageError } from "./usage.js";
 
@@ -23,7 +25,9 @@ export const VERSION = SDK.slice(SDK.lastIndexOf("@") + 1);
  * Runs `ears` with `argv` (without the node and script paths) and resolves with the exit status; never
  * rejects. Usage errors print `ears: <message>` on stderr and give 64.
  */
-export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+export async function main(argv: readonly string[], cliIo: CliIo): Promise<number> {
+  // On a terminal, an approval question holds everything else written to stderr while it is open (terminal-output.ts).
+  const io: CliIo = { ...cliIo, stderr: holdableTerminal(cliIo.stderr) };
   const [first, ...rest] = argv;
   try {
     switch (first) {
@@ -65,8 +69,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      // One prefix for every message the CLI prints.
-      io.stderr.write(`ears: ${error.message}\n`);
+      // One prefix for every message the CLI prints; a message can quote what another party sent (an MCP server's error).
+      io.stderr.write(`ears: ${escapeUnsafeText(error.message, { keepLineBreaks: true })}\n`);
       return ExitStatus.Usage;
     }
     io.stderr.write(`ears: internal error: ${error instanceof Error && error.stack ? error.stack : describeError(error)}\n`);

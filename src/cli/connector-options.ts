@@ -9,7 +9,9 @@ import { join, resolve } from "node:path";
 import { connectMcpServers, fetchCapability, FETCH_SPEC, readMcpConfig, type Capabilities } from "../host/index.js";
 import type { CapabilitySpec } from "../contract/contract.js";
 import { describeError } from "../protocol/errors.js";
+import { escapeUnsafeText } from "../protocol/text.js";
 import { endGuestStderrLine, type CliIo } from "./report-output.js";
+import { escapeTerminalText } from "./terminal-text.js";
 import { UsageError } from "./usage.js";
 
 /** The parseArgs options for connectors. */
@@ -79,7 +81,8 @@ export async function connectorsOf(values: ConnectorValues, io: CliIo): Promise<
         onServerStderr: (server, line) => {
           if (quiet) return;
           endGuestStderrLine(io.stderr);
-          io.stderr.write(`[mcp ${server}] ${line}\n`);
+          // An upstream server's stderr is another party's text: escaped like a guest's.
+          io.stderr.write(`[mcp ${escapeUnsafeText(server)}] ${escapeTerminalText(line, { singleLine: true })}\n`);
         },
       });
     } catch (error) {

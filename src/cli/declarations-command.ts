@@ -1,8 +1,8 @@
 /** `ears declarations [options]`: prints the TypeScript a prompt needs for the capabilities a body may call. */
+import { escapeUnsafeText } from "../protocol/text.js";
 import { DECLARATIONS_HELP } from "./help.js";
 import { ExitStatus } from "./report-output.js";
 import { contractOf, hostOptionsOf, RUN_OPTIONS } from "./run-command.js";
-import { escapeTerminalText } from "./terminal-text.js";
 import { subcommand, UsageError } from "./usage.js";
 
 const DECLARATIONS_OPTIONS = {
@@ -29,8 +29,9 @@ export const declarationsCommand = subcommand(
     if (positionals.length > 0 || sawSeparator) throw new UsageError("ears declarations takes options only (see ears declarations --help)");
     const { contract, closeConnectors, allowed } = await hostOptionsOf(values, io);
     try {
-      // Descriptions come from MCP servers: their control bytes are shown escaped, as a guest's logs are.
-      io.stdout.write(escapeTerminalText((contract ?? contractOf(allowed ?? [], {})).declarations()));
+      // Descriptions and names come from MCP servers: declarations() escapes every control and bidirectional
+      // character in them already, colours too; escaping again here only keeps that true on the terminal, whatever prints them.
+      io.stdout.write(escapeUnsafeText((contract ?? contractOf(allowed ?? [], {})).declarations(), { keepLineBreaks: true }));
       return ExitStatus.Success;
     } finally {
       await closeConnectors();

@@ -2,14 +2,19 @@
  * Guest-controlled text made safe for a terminal. A guest's log level and content, its stderr and its
  * result content reach `ears`'s human output; raw, they could drive the terminal (OSC 52 writes the
  * clipboard, OSC 0 sets the title, cursor movement and erase rewrite earlier lines, CR overwrites a
- * line). Here every control character is shown escaped, except newline, tab and SGR sequences that
- * only set colours and text style.
+ * line; a bidirectional override reorders what is shown). Here every control and bidirectional character
+ * (protocol/text.ts, `UNSAFE_CHARACTER`) is shown escaped, except newline, tab and SGR sequences that only
+ * set colours and text style. A colour the text sets ends with its line: a reset (`ESC[0m`) is written
+ * before each newline and at the end of every text that set one, so no guest colour outlives its own
+ * text (it could otherwise draw the next line of `ears`, its approval question, black on black).
  *
- * The escaping is lossless and unambiguous: a control character becomes `\xHH` (two lower-case hex
- * digits; C0, DEL and C1 alike), and a backslash the guest wrote is doubled when it is followed by `x`,
- * another backslash or a control character, or ends the text, so `\x1b` in the output always means ESC was escaped, and
- * `\\x1b` means the guest wrote a backslash followed by "x1b". {@link unescapeTerminalText} inverts it.
+ * The escaping is unambiguous: a control character becomes `\xHH` (two lower-case hex digits; C0, DEL and
+ * C1 alike), a bidirectional character `\uHHHH`, and a backslash the guest wrote is doubled when it is
+ * followed by `x`, `u`, another backslash or an escaped character, or ends the text, so `\x1b` in the output
+ * always means ESC was escaped, and `\\x1b` means the guest wrote a backslash followed by "x1b".
+ * {@link unescapeTerminalText} inverts it (the resets added after colours aside).
  */
+import { escapeUnsafeJson, UNSAFE_CHARACTER, unsafeEscape } from "../protocol/text.js";
 
 /** How one piece of guest text is shown. */
 export interface TerminalTextOptions {
@@ -19,17 +24,22 @@ export interface TerminalTextOptions {
 
 // SGR: CSI, parameters (digits separated by ";" or ":"), "m". Anything else after ESC is escaped.
 const SGR = /\x1b\[([0-9;:]{0,64})m/y;
-// What needs a look: C0 controls, backslash, DEL and C1 controls.
-const SPECIAL = /[\x00-\x1f\\\x7f-\x9f]/g;
+// What needs a look: the unsafe characters and backslash.
+const SPECIAL = new RegExp(`${UNSAFE_CHARACTER.source.slice(0, -1)}\\\\]`, "g");
+const UNSAFE = new RegExp(`^${UNSAFE_CHARACTER.source}`);
+/** Ends every colour and style an SGR set. */
+export const SGR_RESET = "\x1b[0m";
 
 /**
  * Returns `text` with every control sequence that does more than set colours shown escaped (see the
- * module comment). SGR sequences pass unless they conceal text (parameter 8).
+ * module comment). SGR sequences pass unless they conceal text (parameter 8); a line that kept one ends
+ * with {@link SGR_RESET}.
  */
 export function escapeTerminalText(text: string, options: TerminalTextOptions = {}): string {
   const singleLine = options.singleLine === true;
   let out = "";
   let from = 0;
+  let styled = false;
   SPECIAL.lastIndex = 0;
   for (let match = SPECIAL.exec(text); match !== null; match = SPECIAL.exec(text)) {
     const at = match.index;
@@ -37,40 +47,42 @@ export function escapeTerminalText(text: string, options: TerminalTextOptions = 
     let replacement: string | undefined;
     let length = 1;
     if (code === 0x5c) {
-      // Doubled where the next character could make it read as an escape: another backslash, "x",
-      // any control (its escape starts with a backslash), or the end (the next chunk could start with "x").
-      const next = text.charCodeAt(at + 1); // NaN at the end
-      if (Number.isNaN(next) || next === 0x5c || next === 0x78 || next < 0x20 || (next >= 0x7f && next <= 0x9f)) replacement = "\\\\";
+      // Doubled where the next character could make it read as an escape: another backslash, "x", "u",
+      // any escaped character (its escape starts with a backslash), or the end (the next chunk could start with "x").
+      const next = text.charAt(at + 1);
+      if (next === "" || next === "\\" || next === "x" || next === "u" || UNSAFE.test(next)) replacement = "\\\\";
     } else if (code === 0x0a || code === 0x09) {
-      if (singleLine) replacement = hex(code);
+      if (singleLine) replacement = unsafeEscape(match[0]);
+      else if (code === 0x0a && styled) {
+        replacement = `${SGR_RESET}\n`;
+        styled = false;
+      }
     } else if (code === 0x1b) {
       SGR.lastIndex = at;
       const sgr = SGR.exec(text);
       if (sgr !== null && onlyStyles(sgr[1]!)) {
         length = sgr[0].length; // kept as it is
         SPECIAL.lastIndex = at + length;
+        styled = !/^[0;:]*$/.test(sgr[1]!); // a reset ends the styles by itself
         continue;
       }
-      replacement = hex(code);
+      replacement = unsafeEscape(match[0]);
     } else {
-      replacement = hex(code);
+      replacement = unsafeEscape(match[0]);
     }
     if (replacement === undefined) continue;
     out += text.slice(from, at) + replacement;
     from = at + length;
   }
-  return from === 0 ? text : out + text.slice(from);
+  const escaped = from === 0 ? text : out + text.slice(from);
+  return styled ? escaped + SGR_RESET : escaped;
 }
 
-/** Inverts {@link escapeTerminalText}: `\xHH` is the character, `\\` a backslash, any other `\` itself. */
+/** Inverts {@link escapeTerminalText}: `\xHH` and `\uHHHH` are the character, `\\` a backslash, any other `\` itself. */
 export function unescapeTerminalText(text: string): string {
-  return text.replace(/\\(\\|x[0-9a-f]{2})/g, (_all, escaped: string) =>
+  return text.replace(/\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4})/g, (_all, escaped: string) =>
     escaped === "\\" ? "\\" : String.fromCharCode(Number.parseInt(escaped.slice(1), 16)),
   );
-}
-
-function hex(code: number): string {
-  return `\\x${code.toString(16).padStart(2, "0")}`;
 }
 
 /**
@@ -137,10 +149,10 @@ export function escapeResultText(text: string): string {
 
 /**
  * JSON text made safe for a terminal without changing its value: JSON.stringify escapes C0 controls
- * but leaves DEL and the C1 controls (U+0080 to U+009F, among them the one-character CSI U+009B) raw;
- * they are written as `\u` escapes, which parse back to the same strings. Outside strings JSON text
+ * but leaves DEL, the C1 controls (U+0080 to U+009F, among them the one-character CSI U+009B) and the
+ * bidirectional characters raw; they are written as `\u` escapes, which parse back to the same strings. Outside strings JSON text
  * is ASCII, so only string contents change form.
  */
 export function escapeJsonControls(json: string): string {
-  return json.replace(/[\x7f-\x9f]/g, (control) => `\\u${control.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return escapeUnsafeJson(json);
 }

@@ -8,6 +8,7 @@
  * A keyword the printer does not know widens the type (never narrows it): the host still checks every
  * call against the schema itself.
  */
+import { escapeUnsafeText, safeQuoted } from "../protocol/text.js";
 import type { CapabilitySpec, StandardSchemaV1 } from "./contract.js";
 import { isJsonSchemaWrapper } from "./json-schema.js";
 
@@ -70,7 +71,7 @@ export function declarationsOf(specs: Record<string, CapabilitySpec>, options: D
     const structured = (schema: StandardSchemaV1) =>
       printRoot(jsonSchemaOf(name, "structured", schema, "output"), `Structured${index}`, aliases, "  ", untypedOf(schema));
     const result = spec.structured === undefined ? "Outcome" : `TypedSuccess<${structured(spec.structured)}> | Failure`;
-    const key = IDENTIFIER.test(name) ? name : JSON.stringify(name);
+    const key = IDENTIFIER.test(name) ? name : safeQuoted(name);
     return `${doc}  ${key}: { args: ${args}; result: ${result} };`;
   });
   const input =
@@ -281,7 +282,7 @@ function printObject(schema: Record<string, unknown>, printer: Printer, indent: 
   const lines: string[] = [];
   for (const [key, value] of Object.entries(properties)) {
     const description = typeof value === "object" && typeof value.description === "string" ? docComment(value.description, inner) : "";
-    const name = IDENTIFIER.test(key) ? key : JSON.stringify(key);
+    const name = IDENTIFIER.test(key) ? key : safeQuoted(key);
     lines.push(`${description}${inner}${name}${required.has(key) ? "" : "?"}: ${print(value, printer, inner)};`);
   }
   const extra = schema.additionalProperties;
@@ -299,7 +300,7 @@ function printObject(schema: Record<string, unknown>, printer: Printer, indent: 
 
 function literal(value: unknown, printer: Printer): string {
   return value === null || ["string", "number", "boolean"].includes(typeof value)
-    ? JSON.stringify(value)
+    ? safeQuotedJson(value)
     : printer.untyped.keyword("an object or array constant");
 }
 
@@ -325,8 +326,20 @@ function endOfString(text: string, start: number): number {
   return text.length;
 }
 
+/**
+ * A value as JSON, every control and bidirectional character in its strings escaped (the same value in
+ * TypeScript source). Text from a schema (an MCP server's) must not drive a terminal or reorder a prompt.
+ */
+function safeQuotedJson(value: unknown): string {
+  return typeof value === "string" ? safeQuoted(value) : JSON.stringify(value);
+}
+
+/** A TSDoc comment of `text`, every control and bidirectional character in it shown escaped (`\x1b`, `\u202e`). */
 function docComment(text: string, indent: string): string {
-  const lines = text.replaceAll("*/", "*\\/").split(/\r?\n/);
+  const lines = text
+    .replaceAll("*/", "*\\/")
+    .split(/\r?\n/)
+    .map((line) => escapeUnsafeText(line, { keepLineBreaks: true }));
   return lines.length === 1
     ? `${indent}/** ${lines[0]} */\n`
     : `${indent}/**\n${lines.map((line) => `${indent} * ${line}`).join("\n")}\n${indent} */\n`;

@@ -3,21 +3,27 @@
  * Schemas of its arguments and result data, and the extras (server instructions, unavailable servers).
  * Pure: no I/O, no catalog state.
  */
+import { escapeUnsafeJson, escapeUnsafeText, safeQuoted } from "../protocol/text.js";
 import type { McpServer, McpTool } from "./catalog.js";
+
+// Everything here but the words of ears comes from an MCP server: every control and bidirectional
+// character in it is shown escaped (protocol/text.ts), so a page never drives a terminal or reorders a prompt.
+const shown = (text: string) => escapeUnsafeText(text, { keepLineBreaks: true });
+const json = (value: unknown) => escapeUnsafeJson(JSON.stringify(value, null, 2));
 
 /** One tool's entry: how to call it, its description, and its schemas pretty-printed. */
 export function renderEntry(tool: McpTool): string {
   const lines = [
-    `### ${tool.server} / ${tool.name}`,
-    `Call: mcp.call(${JSON.stringify(tool.server)}, ${JSON.stringify(tool.name)}, arguments)`,
-    tool.description.trim() === "" ? "(no description)" : tool.description,
+    `### ${shown(tool.server)} / ${shown(tool.name)}`,
+    `Call: mcp.call(${safeQuoted(tool.server)}, ${safeQuoted(tool.name)}, arguments)`,
+    tool.description.trim() === "" ? "(no description)" : shown(tool.description),
     "Arguments (JSON Schema):",
-    JSON.stringify(tool.inputSchema, null, 2),
+    json(tool.inputSchema),
   ];
   if (tool.outputSchema === undefined) {
     lines.push("Result data: no schema declared.");
   } else {
-    lines.push("Result data (JSON Schema):", JSON.stringify(tool.outputSchema, null, 2));
+    lines.push("Result data (JSON Schema):", json(tool.outputSchema));
   }
   return lines.join("\n");
 }
@@ -36,10 +42,10 @@ export interface PageSummary {
 export function renderHeading(summary: PageSummary): string {
   const { query, server, total, offset, shown, nextOffset } = summary;
   const matching = query === undefined ? "" : ` matching ${JSON.stringify(query)}`;
-  const on = server === undefined ? "" : ` on MCP server ${JSON.stringify(server)}`;
+  const on = server === undefined ? "" : ` on MCP server ${safeQuoted(server)}`;
   if (total === 0) {
     if (query !== undefined) return `No MCP tools${matching}${on}.`;
-    return server === undefined ? "The MCP host lists no tools." : `MCP server ${JSON.stringify(server)} has no tools.`;
+    return server === undefined ? "The MCP host lists no tools." : `MCP server ${safeQuoted(server)} has no tools.`;
   }
   if (shown === 0) return `No more MCP tools${matching}${on}: all ${total} come before offset ${offset}.`;
   const range = `MCP tools ${offset + 1}-${offset + shown} of ${total}${matching}${on}.`;
@@ -61,7 +67,7 @@ export interface PageParts {
 export function renderPage(parts: PageParts): string {
   const blocks: string[] = [];
   if (parts.instructions !== undefined) {
-    blocks.push(`Instructions from MCP server ${JSON.stringify(parts.instructions.server)}:\n${parts.instructions.text}`);
+    blocks.push(`Instructions from MCP server ${safeQuoted(parts.instructions.server)}:\n${shown(parts.instructions.text)}`);
   }
   blocks.push(parts.heading, ...parts.entries);
   if (parts.unavailable !== undefined && parts.unavailable.length > 0) blocks.push(renderUnavailable(parts.unavailable));
@@ -70,10 +76,12 @@ export function renderPage(parts: PageParts): string {
 
 /** The list of unavailable servers with their errors. */
 export function renderUnavailable(servers: readonly McpServer[]): string {
-  return ["Unavailable MCP servers:", ...servers.map((server) => `- ${server.name}: ${server.error ?? "unavailable"}`)].join("\n");
+  return ["Unavailable MCP servers:", ...servers.map((server) => `- ${shown(server.name)}: ${shown(server.error ?? "unavailable")}`)].join(
+    "\n",
+  );
 }
 
 /** The page of a search that names an unavailable server. */
 export function renderUnavailableServer(server: McpServer): string {
-  return `MCP server ${JSON.stringify(server.name)} is unavailable: ${server.error ?? "no reason given"}`;
+  return `MCP server ${safeQuoted(server.name)} is unavailable: ${shown(server.error ?? "no reason given")}`;
 }

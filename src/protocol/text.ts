@@ -35,3 +35,45 @@ export function byteSize(bytes: number): string {
   const rounded = Math.round(value * 10) / 10;
   return `${Number.isInteger(rounded) ? rounded.toFixed(0) : rounded.toFixed(1)} ${units[unit]}`;
 }
+
+/**
+ * The characters no text from another party may carry raw to a person or a model: C0 controls (ESC, BEL,
+ * NUL, BS, CR, ...), DEL, C1 controls (among them U+009B, a one-character CSI), the bidirectional
+ * overrides, embeddings, isolates and marks (U+202A to U+202E, U+2066 to U+2069, U+200E, U+200F,
+ * U+061C), which make a terminal or an editor show text in another order than it is read, and the line
+ * and paragraph separators U+2028 and U+2029 (line terminators in JavaScript source).
+ */
+export const UNSAFE_CHARACTER = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const UNSAFE_CHARACTERS = new RegExp(UNSAFE_CHARACTER.source, "g");
+const UNSAFE_ABOVE_C0 = /[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` with every {@link UNSAFE_CHARACTER} written as an escape a person can read: `\xHH` up to U+00FF,
+ * `\uHHHH` above (lower-case hex). `keepLineBreaks` keeps newline and tab (a multi-line description).
+ * For text that is shown, not parsed back (a description, a name in a message).
+ */
+export function escapeUnsafeText(text: string, options: { keepLineBreaks?: boolean } = {}): string {
+  const keep = options.keepLineBreaks === true;
+  return text.replace(UNSAFE_CHARACTERS, (char) => (keep && (char === "\n" || char === "\t") ? char : unsafeEscape(char)));
+}
+
+/**
+ * JSON text with every {@link UNSAFE_CHARACTER} left raw by `JSON.stringify` (DEL, C1, the bidirectional
+ * characters, U+2028/U+2029) written as a `\uHHHH` escape, which parses back to the same string: the value
+ * is unchanged. Outside strings JSON text is ASCII, so only string contents change form.
+ */
+export function escapeUnsafeJson(json: string): string {
+  // C0 controls are left alone: JSON.stringify escapes them inside strings, and outside them they are its own layout (newlines).
+  return json.replace(UNSAFE_ABOVE_C0, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** `text` as a JSON (and JavaScript) string literal with no {@link UNSAFE_CHARACTER} in it raw. */
+export function safeQuoted(text: string): string {
+  return escapeUnsafeJson(JSON.stringify(text));
+}
+
+/** The escape of one unsafe character: `\xHH` or `\uHHHH`. */
+export function unsafeEscape(char: string): string {
+  const code = char.charCodeAt(0);
+  return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+}

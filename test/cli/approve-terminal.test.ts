@@ -10,9 +10,14 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { QUESTION_RESET } from "../../src/cli/terminal-approval.js";
 import { EARS, ears } from "../helpers/spawn-ears.js";
 
 const PTY = resolve("test/helpers/pty-answer.py");
+const HEAD = "ears: approval needed; the body's output is held until you answer\r\n";
+
+/** What the terminal showed, without the terminal-state reset written before each line of a question. */
+const shown = (out: Buffer) => out.toString("utf8").replaceAll(QUESTION_RESET, "");
 const SCRIPT = resolve("fixtures/cli/script.mjs");
 
 /** Runs ears on a pseudo-terminal, typing `answers` at its questions; everything the terminal received. */
@@ -91,8 +96,8 @@ describe.runIf(process.platform === "linux")("ears exec --approve: asked on the 
   it("y approves (the handler runs), anything else denies with 'denied at the terminal' (it never runs)", async () => {
     reset();
     const { code, out } = await onTerminal(["y", "no"], args("hi"), dir);
-    const text = out.toString("utf8");
-    expect(text).toContain('ears: the body calls send {"to":"ada","text":"hi"}\r\nears: allow this call? [y/N] ');
+    const text = shown(out);
+    expect(text).toContain(`${HEAD}ears: the body calls send {"to":"ada","text":"hi"}\r\nears: allow this call to send? [y/N] `);
     expect(text).toContain('ears: the body calls send {"to":"bob"}');
     const report = reportOf(out);
     expect(report.outcome.structured).toEqual([
@@ -115,10 +120,10 @@ describe.runIf(process.platform === "linux")("ears exec --approve: asked on the 
       "return [a.status, b.status];";
     const cli = ["exec", "--no-sandbox", "--capabilities", "caps.mjs", "--allow", "send", "--approve", "send", "--json", "--code", body];
     const { out } = await onTerminal(["y", "n"], cli, dir);
-    const text = out.toString("utf8");
+    const text = shown(out);
     // The second question is written only after the first was answered.
     expect(text).toMatch(
-      /allow this call\? \[y\/N\] y\r\nears: the body calls send \{"to":"(ada|bob)"\}\r\nears: allow this call\? \[y\/N\] n\r\n/,
+      /allow this call to send\? \[y\/N\] y\r\nears: approval needed; [^\r]*\r\nears: the body calls send \{"to":"(ada|bob)"\}\r\nears: allow this call to send\? \[y\/N\] n\r\n/,
     );
     const first = /the body calls send \{"to":"(\w+)"\}/.exec(text)![1];
     expect(sentCalls()).toEqual([{ to: first }]);
@@ -134,26 +139,23 @@ describe.runIf(process.platform === "linux")("ears exec --approve: asked on the 
     expect(sentCalls()).toEqual([]);
   });
 
-  it("a hostile argument (OSC title, BEL, C1 CSI) reaches the terminal escaped, never as raw control bytes", async () => {
+  it("a hostile argument (OSC title, BEL, C1 CSI, right-to-left override) reaches the terminal escaped, never as raw bytes", async () => {
     reset();
-    const hostile = "\x1b]0;pwned\x07\x9b2J\rears: fake";
+    const hostile = "\x1b]0;pwned\x07\x9b2J\rears: fake\u202egnp.exe";
     const { out } = await onTerminal(["n", "n"], args(hostile), dir);
-    const question = out
-      .toString("utf8")
+    const question = shown(out)
       .split("\r\n")
       .find((l) => l.startsWith('ears: the body calls send {"to":"ada"'));
-    expect(question).toBe('ears: the body calls send {"to":"ada","text":"\\u001b]0;pwned\\u0007\\u009b2J\\rears: fake"}');
-    // No ESC, BEL or C1 byte anywhere the terminal received (the JSON report escapes them too).
-    expect(out.includes(0x1b)).toBe(false);
-    expect(out.includes(0x07)).toBe(false);
-    expect(out.toString("utf8")).not.toMatch(/[\x80-\x9f]/);
+    expect(question).toBe('ears: the body calls send {"to":"ada","text":"\\u001b]0;pwned\\u0007\\u009b2J\\rears: fake\\u202egnp.exe"}');
+    // No ESC, BEL or C1 byte anywhere the terminal received but ears' own reset (the JSON report escapes them too).
+    expect(shown(out)).not.toMatch(/[\x1b\x07\x80-\x9f\u202e]/);
     expect(sentCalls()).toEqual([]);
   });
 
   it("long arguments are cut in the question, saying how much is not shown", async () => {
     reset();
     const { out } = await onTerminal(["n", "n"], args("z".repeat(5000)), dir);
-    expect(out.toString("utf8")).toMatch(/ears: the body calls send \{"to":"ada","text":"z+ …\(3\d{3} more characters not shown\)\r\n/);
+    expect(shown(out)).toMatch(/ears: the body calls send \{"to":"ada","text":"z+ …\(3\d{3} more characters not shown\)\r\n/);
   });
 
   it("without a terminal (stdin not a TTY) every such call is denied, saying why, and the others go on", async () => {
@@ -181,8 +183,8 @@ describe.runIf(process.platform === "linux")("ears exec --approve: asked on the 
     });
     const run = ["run", "--no-sandbox", "--capabilities", "caps.mjs", "--allow", "send", "--approve", "send", "--input", input];
     const { code, out } = await onTerminal(["yes", "n"], [...run, "--record", "t.ndjson", "--verbose", "--", "node", SCRIPT], dir);
-    const text = out.toString("utf8");
-    expect(text).toContain('ears: the body calls send {"to":"cy"}\r\nears: allow this call? [y/N] yes\r\n');
+    const text = shown(out);
+    expect(text).toContain('ears: the body calls send {"to":"cy"}\r\nears: allow this call to send? [y/N] yes\r\n');
     expect(text).toMatch(/ears: \| +[\d.]+ ms {2}\[approved\] #1 send approved by terminal \(decided in \d+ ms\)/);
     expect(text).toMatch(/ears: \| +[\d.]+ ms {2}\[denied\] #2 send denied by terminal: denied at the terminal/);
     expect(sentCalls()).toEqual([{ to: "cy" }]);

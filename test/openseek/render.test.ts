@@ -81,3 +81,32 @@ describe("renderPage", () => {
     );
   });
 });
+
+describe("text from an MCP server on a page", () => {
+  it("shows every control and bidirectional character escaped: names, description, schemas, instructions, errors", () => {
+    const hostile: McpTool = {
+      server: "s\x1b[31m",
+      name: "t\u202eol",
+      description: "Colour\x1b[30;40m NUL\x00 BEL\x07 CSI\x9b2J RLO\u202egnp.exe\nline two",
+      inputSchema: { type: "object", properties: { "k\u2066ey\x1b": { type: "string", enum: ["a\u202eb"] } } },
+      outputSchema: { description: "\x9b2J" },
+    };
+    const page = renderPage({
+      instructions: { server: "s\u200f", text: "Use \x1b]0;pwned\x07 me" },
+      heading: renderHeading({ server: "s\u061c", total: 0, offset: 0, shown: 0 }),
+      entries: [renderEntry(hostile)],
+      unavailable: [{ name: "down\x1b[2J", error: "gone\u202e" } as never],
+    });
+    expect(page).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    expect(page).toContain("### s\\x1b[31m / t\\u202eol");
+    expect(page).toContain('Call: mcp.call("s\\u001b[31m", "t\\u202eol", arguments)');
+    expect(page).toContain("Colour\\x1b[30;40m NUL\\x00 BEL\\x07 CSI\\x9b2J RLO\\u202egnp.exe\nline two");
+    expect(page).toContain('"k\\u2066ey\\u001b": {');
+    expect(page).toContain('"a\\u202eb"');
+    expect(page).toContain('"description": "\\u009b2J"');
+    expect(page).toContain('Instructions from MCP server "s\\u200f":\nUse \\x1b]0;pwned\\x07 me');
+    expect(page).toContain('MCP server "s\\u061c" has no tools.');
+    expect(page).toContain("- down\\x1b[2J: gone\\u202e");
+    expect(renderUnavailableServer({ name: "x\x07", error: "e\x1b" } as never)).toBe('MCP server "x\\u0007" is unavailable: e\\x1b');
+  });
+});

@@ -12,6 +12,7 @@ import type { Capabilities, CapabilityContext, CapabilitySpec, Contract } from "
 import { defineCapabilities } from "../../contract/contract.js";
 import { jsonSchema } from "../../contract/json-schema.js";
 import { describeError } from "../../protocol/errors.js";
+import { escapeUnsafeText } from "../../protocol/text.js";
 import type { Json } from "../../protocol/json.js";
 import { FailureCode, Outcome } from "../../protocol/outcome.js";
 import { MissingPeerError } from "../code/compile.js";
@@ -279,7 +280,7 @@ function filterTools<Tool extends { name: string }>(server: string, { allowTools
     if (unknown.length > 0) {
       throw new Error(
         `"${field}" names ${unknown.map((name) => JSON.stringify(name)).join(", ")}, which server ${JSON.stringify(server)} ` +
-          `does not have (its tools: ${[...names].join(", ")})`,
+          `does not have (its tools: ${[...names].map((name) => escapeUnsafeText(name)).join(", ")})`,
       );
     }
   }

@@ -5,10 +5,12 @@
 # an ordering it does not make happen, or on the checkout's parents being reachable by another uid, fails
 # here. Not part of CI (it takes the machine); CONTRIBUTING.md, "The suite under load".
 #
-#   bash scripts/stress-suite.sh [--runs N] [--keep-going] [--full] [--no-load] [--keep] [-- vitest args...]
+#   bash scripts/stress-suite.sh [--runs N] [--node V] [--keep-going] [--full] [--no-load] [--keep] [-- vitest args...]
 #
 #   --runs N       run the suite N times in a row (default 3); stops at the first failing run unless --keep-going
-#   --full         each run is the whole README test command (.ci/run's steps) instead of `vitest run`
+#   --node V       the Node to run on: 24 (the default, as npm test's whole suite), 22.12.0, or current (the `node`
+#                  on PATH); from the registry's builds in ~/.cache/ears-node (scripts/install-node.mjs)
+#   --full         each run is npm test's steps on that Node (type tests, suite, memory scenarios, lint), not only `vitest run`
 #   --no-load      no busy loop (still one CPU, still the 0700 clone)
 #   --keep         keep the clone (printed) instead of removing it
 #   -- ARGS        passed to vitest (e.g. `-- test/cli/` for a folder)
@@ -18,6 +20,7 @@
 set -uo pipefail
 source_dir="$(cd "$(dirname "$0")/.." && pwd)"
 runs=3
+node_version=24
 keep_going=0
 full=0
 load=1
@@ -27,6 +30,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="${2:?--runs needs a number}"; shift 2 ;;
     --runs=*) runs="${1#--runs=}"; shift ;;
+    --node) node_version="${2:?--node needs a version}"; shift 2 ;;
+    --node=*) node_version="${1#--node=}"; shift ;;
     --keep-going) keep_going=1; shift ;;
     --full) full=1; shift ;;
     --no-load) load=0; shift ;;
@@ -57,6 +62,15 @@ if [ -d "$source_dir/tools/lint/node_modules" ]; then cp -al "$source_dir/tools/
 cd "$clone" || exit 1
 node scripts/system-packages.mjs
 npm run build >/dev/null || { echo "stress-suite: the build failed" >&2; exit 1; }
+if [ "$node_version" = current ]; then
+  node_bin="$(command -v node)"
+else
+  node_bin="$(node scripts/install-node.mjs "$node_version")" || exit 1
+fi
+export PATH="$(dirname "$node_bin"):$PATH" # children that start `node` by name get it too
+"$node_bin" scripts/runner-cache.mjs || exit 1
+vitest=("$node_bin" node_modules/vitest/vitest.mjs run --reporter=default --reporter=json)
+echo "stress-suite: on Node $("$node_bin" --version)"
 
 if [ "$load" = 1 ]; then
   if command -v stress-ng >/dev/null; then
@@ -72,22 +86,26 @@ if [ "$load" = 1 ]; then
 fi
 
 passed_runs=0
+stamp="$(date +%Y%m%d-%H%M%S)"
 for run in $(seq "$runs"); do
   started=$(date +%s)
   rm -f .vitest-report.json .vitest-memory-report.json
   if [ "$full" = 1 ]; then
     taskset -c 0 npx tsc -p test-d/tsconfig.json
     types=$?
-    taskset -c 0 npx vitest run --reporter=default --reporter=json --outputFile=.vitest-report.json "${vitest_args[@]}"
-    taskset -c 0 npx vitest run --config vitest.memory.config.ts --reporter=default --reporter=json --outputFile=.vitest-memory-report.json
+    taskset -c 0 "${vitest[@]}" --outputFile=.vitest-report.json "${vitest_args[@]}"
+    taskset -c 0 "${vitest[@]}" --config vitest.memory.config.ts --outputFile=.vitest-memory-report.json
     taskset -c 0 npm run lint
     lint=$?
     summary="$(node scripts/summarize-tests.mjs .vitest-report.json .vitest-memory-report.json --check "type tests=$types" --check "lint=$lint")"
   else
-    taskset -c 0 npx vitest run --reporter=default --reporter=json --outputFile=.vitest-report.json "${vitest_args[@]}"
+    taskset -c 0 "${vitest[@]}" --outputFile=.vitest-report.json "${vitest_args[@]}"
     summary="$(node scripts/summarize-tests.mjs .vitest-report.json)"
   fi
   status=$?
+  # Each run's vitest report (times per file and test) is kept outside the clone, for a look afterwards.
+  kept="${TMPDIR:-/tmp}/ears-stress-$stamp-run-$run.json"
+  cp .vitest-report.json "$kept" 2>/dev/null && echo "stress-suite: run $run's vitest report: $kept"
   echo "stress-suite: run $run of $runs: $summary ($(($(date +%s) - started)) s, load average $(cut -d' ' -f1-3 /proc/loadavg))"
   if [ "$status" = 0 ]; then
     passed_runs=$((passed_runs + 1))

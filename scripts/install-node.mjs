@@ -64,11 +64,16 @@ export function installNode(spec) {
   mkdirSync(nodeCache(), { recursive: true });
   const scratch = mkdtempSync(join(nodeCache(), `.unpack-${version}-`));
   try {
-    const tarball = npm(["pack", `${packageName()}@${version}`, "--silent", "--pack-destination", scratch], scratch).split("\n").pop();
-    const untar = spawnSync("tar", ["-xzf", join(scratch, tarball), "-C", scratch, "package/bin/node", "package/LICENSE"], { encoding: "utf8" });
+    const tarball = npm(["pack", `${packageName()}@${version}`, "--silent", "--pack-destination", scratch], scratch)
+      .split("\n")
+      .pop();
+    const untar = spawnSync("tar", ["-xzf", join(scratch, tarball), "-C", scratch, "package/bin/node", "package/LICENSE"], {
+      encoding: "utf8",
+    });
     if (untar.status !== 0) throw new Error(`install-node: could not unpack ${tarball}: ${untar.stderr.trim()}`);
     const check = spawnSync(join(scratch, "package/bin/node"), ["--version"], { encoding: "utf8" });
-    if (check.stdout.trim() !== `v${version}`) throw new Error(`install-node: ${tarball} holds ${check.stdout.trim() || "no working node"}, not v${version}`);
+    if (check.stdout.trim() !== `v${version}`)
+      throw new Error(`install-node: ${tarball} holds ${check.stdout.trim() || "no working node"}, not v${version}`);
     rmSync(dir, { recursive: true, force: true });
     renameSync(join(scratch, "package"), dir);
   } finally {

@@ -22,7 +22,9 @@ const runs =
     : spec.split(",").map((entry) => {
         const [version, part = "full"] = entry.trim().split(":");
         if (!/^\d+(\.\d+){0,2}$/.test(version ?? "") || !["full", "fast"].includes(part)) {
-          console.error(`test-nodes: EARS_TEST_NODES takes VERSION:full or VERSION:fast, comma-separated (e.g. ${DEFAULT_NODES}), not "${entry}"`);
+          console.error(
+            `test-nodes: EARS_TEST_NODES takes VERSION:full or VERSION:fast, comma-separated (e.g. ${DEFAULT_NODES}), not "${entry}"`,
+          );
           process.exit(64);
         }
         return { version, part, current: false };
@@ -42,7 +44,12 @@ function step(name, command, args, env = process.env) {
 
 const allStarted = Date.now();
 const summary = [];
-summary.push("--label", "type tests", "--check", `type tests (tsc -p test-d)=${step("type tests (tsc -p test-d)", "npx", ["tsc", "-p", "test-d/tsconfig.json"])}`);
+summary.push(
+  "--label",
+  "type tests",
+  "--check",
+  `type tests (tsc -p test-d)=${step("type tests (tsc -p test-d)", "npx", ["tsc", "-p", "test-d/tsconfig.json"])}`,
+);
 for (const run of runs) {
   let node = process.execPath;
   if (!run.current) {
@@ -59,7 +66,10 @@ for (const run of runs) {
   // Child processes that start `node` by name (npm, npx, shebangs) get this Node too.
   const env = { ...process.env, PATH: `${dirname(node)}:${process.env.PATH ?? ""}` };
   summary.push("--label", label);
-  summary.push("--check", `the runner's code cache for Node ${exact}=${step(`Node ${exact}: the runner's code cache`, node, ["scripts/runner-cache.mjs"], env)}`);
+  summary.push(
+    "--check",
+    `the runner's code cache for Node ${exact}=${step(`Node ${exact}: the runner's code cache`, node, ["scripts/runner-cache.mjs"], env)}`,
+  );
   const vitest = ["node_modules/vitest/vitest.mjs", "run", "--reporter=default", "--reporter=json"];
   const report = `.vitest-report.node-${exact}.json`;
   rmSync(report, { force: true });
@@ -67,7 +77,12 @@ for (const run of runs) {
     const memory = `.vitest-memory-report.node-${exact}.json`;
     rmSync(memory, { force: true });
     step(`Node ${exact}: the suite`, node, [...vitest, `--outputFile=${report}`], env);
-    step(`Node ${exact}: the host-memory scenarios`, node, [...vitest, "--config", "vitest.memory.config.ts", `--outputFile=${memory}`], env);
+    step(
+      `Node ${exact}: the host-memory scenarios`,
+      node,
+      [...vitest, "--config", "vitest.memory.config.ts", `--outputFile=${memory}`],
+      env,
+    );
     summary.push(report, memory);
   } else {
     step(`Node ${exact}: the suite's fast part`, node, [...vitest, "--config", "vitest.fast.config.ts", `--outputFile=${report}`], env);

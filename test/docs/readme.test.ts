@@ -135,7 +135,12 @@ describe("README user path", () => {
   it("names the package's engines as its requirement, and no peer it installs asks for a newer Node (no EBADENGINE)", () => {
     const minimumOf = (file: string) => {
       const engines = (JSON.parse(readFileSync(join(root, file), "utf8")) as { engines?: { node?: string } }).engines?.node ?? "";
-      return /^>=\s*(\d+)(?:\.(\d+))?/.exec(engines)?.slice(1, 3).map((part) => Number(part ?? 0)) ?? [0, 0];
+      return (
+        /^>=\s*(\d+)(?:\.(\d+))?/
+          .exec(engines)
+          ?.slice(1, 3)
+          .map((part) => Number(part ?? 0)) ?? [0, 0]
+      );
     };
     const [major, minor] = minimumOf("package.json");
     expect(major).toBeGreaterThanOrEqual(22);

@@ -152,7 +152,7 @@ export class StripWorker {
 
   /** Hands waiting texts, oldest first, to the first idle worker that takes them. */
   private pump(): void {
-    for (let i = 0; i < this.waiting.length; ) {
+    for (let i = 0; i < this.waiting.length;) {
       const next = this.waiting[i]!;
       const lane = this.lanes.find((candidate) => !candidate.busy && (!candidate.shortOnly || next.text.length <= SHORT_TEXT_CHARS));
       if (lane === undefined) {

@@ -197,7 +197,7 @@ exports.transformSync = (text) => {
     expect(results.map((result) => ("code" in result ? result.code.slice(0, 5) : result))).toEqual(["hold1", "hold2", "hold3", "hold4"]);
   });
 
-  it("a long text past the deadline fails alone, in every worker at once; a short one is answered, the next long one gets a fresh worker", async () => {
+  it("a long text past the deadline fails alone, in every worker at once; a short one is answered, then a long one", async () => {
     const worker = new StripWorker(() => fake("hanging-long"));
     worker.deadlineMs = 300;
     const long = (name: string) => `${name}${" ".repeat(SHORT_TEXT_CHARS)}`;

@@ -393,5 +393,6 @@ describe.runIf(root)("ears mcp sessions: processes, --session-dir, --no-session"
     } finally {
       copy.remove();
     }
-  });
+    // Three CLI starts and a copy: more than the default 30 s on one loaded CPU.
+  }, 120_000);
 });

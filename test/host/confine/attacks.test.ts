@@ -567,7 +567,8 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
             command: "/bin/bash",
             args: [join(d, "guest.sh")],
             cwd: d,
-            sandbox: { env: [`NODE=${process.execPath}`] },
+            // bash is the command: Node, its argument, is shown by name wherever it lives.
+            sandbox: { env: [`NODE=${process.execPath}`], readable: [process.execPath] },
             killGraceMs: 300,
             limits: { runTimeoutMs: 25_000 },
           });

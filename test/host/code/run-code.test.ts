@@ -236,8 +236,14 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
 
   it("ends its runner with the result: a timer the body left running does not keep it alive until it is stopped", async () => {
     const report = await runCode({ code: "setInterval(() => {}, 1000);\nreturn 'left a timer';", sandbox: false, killGraceMs: 200 });
-    // Ended by the host at its result (SIGKILL: it has nothing to clean up), which is not a forced stop.
-    expect(report).toMatchObject({ ok: true, outcome: { structured: "left a timer" }, exit: { code: null, signal: "SIGKILL" } });
+    // Ended at its result, which is not a forced stop: by the host (SIGKILL: it has nothing to clean up), or by
+    // itself first (the runner exits once its session is over, whatever the body left): which comes first is the
+    // scheduler's (on Node 22 and 24 the runner's own exit often does).
+    expect(report).toMatchObject({ ok: true, outcome: { structured: "left a timer" } });
+    expect([
+      { code: null, signal: "SIGKILL" },
+      { code: 0, signal: null },
+    ]).toContainEqual(report.exit);
     expect(report.forcedStop).toBeUndefined();
   });
 

@@ -147,5 +147,5 @@ describe.runIf(root)("ears exec --workspace", () => {
     } finally {
       copy.remove();
     }
-  }, 120_000);
+  });
 });

@@ -393,6 +393,5 @@ describe.runIf(root)("ears mcp sessions: processes, --session-dir, --no-session"
     } finally {
       copy.remove();
     }
-    // Three CLI starts and a copy: more than the default 30 s on one loaded CPU.
-  }, 120_000);
+  });
 });

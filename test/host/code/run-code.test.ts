@@ -231,7 +231,11 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     const results = reports.map((report) => report.outcome?.structured as { n: number; file: string });
     expect(results.map((result) => result.n)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(new Set(results.map((result) => result.file)).size).toBe(6);
-    expect(results.filter((result) => fs.existsSync(join(result.file, "..")))).toEqual([]);
+    // A run reported at its result removes its directory while its runner is being killed (run-guest.ts,
+    // removeScratch): gone soon after, not necessarily by the time runCode resolves on a loaded CPU.
+    const left = () => results.filter((result) => fs.existsSync(join(result.file, "..")));
+    for (const until = Date.now() + 60_000; left().length > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20));
+    expect(left()).toEqual([]);
   });
 
   it("ends its runner with the result: a timer the body left running does not keep it alive until it is stopped", async () => {

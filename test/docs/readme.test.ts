@@ -146,7 +146,7 @@ describe("README user path", () => {
     expect(major).toBeGreaterThanOrEqual(22);
     expect(section("Install")).toContain(`Requirements: Node ${major}.${minor} or later`);
     const [amaroMajor, amaroMinor] = minimumOf("node_modules/amaro/package.json");
-    expect(amaroMajor * 1000 + amaroMinor).toBeLessThanOrEqual(major * 1000 + minor);
+    expect(amaroMajor! * 1000 + amaroMinor!).toBeLessThanOrEqual(major! * 1000 + minor!);
   });
 
   it("runs the guest section's command as written, against the README's guest.mjs", () => {

@@ -90,6 +90,12 @@ export const STRIP_WORKERS = 2;
  * this short (`-` signs) strips in about 1.5 s on a loaded machine; a usual body in a millisecond.
  */
 export const SHORT_TEXT_CHARS = 2048;
+/**
+ * A worker not yet started takes a text only when every busy one has been stripping for this long: most texts
+ * strip in a millisecond on the warm worker, and a new worker's start (loading amaro, about 200 ms) would cost
+ * them more than the wait; a slow text spills the others onto more workers.
+ */
+export const SPILL_MS = 100;
 /** The worker's own heap; amaro's WebAssembly memory is apart from it and grows with the text (bounded by maxCodeBytes). */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 };
 
@@ -109,6 +115,8 @@ interface Lane {
   /** Whether the worker has loaded amaro (its deadlines count from then: loading is not the body's time). */
   loaded: boolean;
   busy: boolean;
+  /** When its current text began stripping (amaro loaded), for {@link SPILL_MS}. */
+  stripSince: number | undefined;
 }
 
 interface WaitingText {
@@ -117,9 +125,10 @@ interface WaitingText {
 }
 
 /**
- * @internal Type stripping out of the host's thread, in worker threads (each started when first needed, never
- * holding the event loop while idle): up to {@link STRIP_WORKERS} strip any text, one more only short texts,
- * each worker one text at a time, the rest waiting in the order they came. A text that traps the
+ * @internal Type stripping out of the host's thread, in worker threads (never holding the event loop while idle):
+ * up to {@link STRIP_WORKERS} strip any text, one more only short texts, each worker one text at a time, the
+ * rest waiting in the order they came. A started worker takes the next text it may; another is started only
+ * when every busy worker has been on its text for {@link SPILL_MS}. A text that traps the
  * WebAssembly ends its worker, one that takes longer than {@link STRIP_DEADLINE_MS} has it terminated, and a
  * worker that dies (its heap limit) fails only its own text: the next gets a fresh worker. So no body can
  * throw out of runCode, poison the stripper for the bodies after it, overflow the host's stack, hold the
@@ -138,8 +147,14 @@ export class StripWorker {
     workers = STRIP_WORKERS,
   ) {
     this.lanes = [
-      ...Array.from({ length: workers }, () => ({ shortOnly: false, worker: undefined, loaded: false, busy: false })),
-      { shortOnly: true, worker: undefined, loaded: false, busy: false },
+      ...Array.from({ length: workers }, () => ({
+        shortOnly: false,
+        worker: undefined,
+        loaded: false,
+        busy: false,
+        stripSince: undefined,
+      })),
+      { shortOnly: true, worker: undefined, loaded: false, busy: false, stripSince: undefined },
     ];
   }
 
@@ -150,11 +165,19 @@ export class StripWorker {
     });
   }
 
-  /** Hands waiting texts, oldest first, to the first idle worker that takes them. */
+  /** Hands waiting texts, oldest first, to an idle started worker that takes them, else to a new one when allowed. */
   private pump(): void {
+    const now = performance.now();
+    // A new worker only when no busy one may be about to free itself (loading, or on its text for less than SPILL_MS).
+    const mayStart =
+      this.lanes.every((lane) => lane.worker === undefined) ||
+      this.lanes.every((lane) => !lane.busy || (lane.stripSince !== undefined && now - lane.stripSince >= SPILL_MS));
     for (let i = 0; i < this.waiting.length;) {
       const next = this.waiting[i]!;
-      const lane = this.lanes.find((candidate) => !candidate.busy && (!candidate.shortOnly || next.text.length <= SHORT_TEXT_CHARS));
+      const takes = (lane: Lane) => !lane.busy && (!lane.shortOnly || next.text.length <= SHORT_TEXT_CHARS);
+      const lane =
+        this.lanes.find((candidate) => takes(candidate) && candidate.worker !== undefined) ??
+        (mayStart ? this.lanes.find(takes) : undefined);
       if (lane === undefined) {
         i++;
         continue;
@@ -163,6 +186,7 @@ export class StripWorker {
       lane.busy = true;
       void this.once(lane, next.text).then((result) => {
         lane.busy = false;
+        lane.stripSince = undefined;
         next.resolve(result);
         this.pump();
       });
@@ -188,9 +212,17 @@ export class StripWorker {
     }
     return new Promise<Stripped>((resolve) => {
       let deadline: NodeJS.Timeout | undefined;
-      const startDeadline = () => (deadline = setTimeout(() => settle({ slow: true }, true), this.deadlineMs));
+      let spill: NodeJS.Timeout | undefined;
+      const startDeadline = () => {
+        deadline = setTimeout(() => settle({ slow: true }, true), this.deadlineMs);
+        lane.stripSince = performance.now();
+        // Texts waiting behind a slow one may then go to a new worker.
+        spill = setTimeout(() => this.pump(), SPILL_MS);
+        spill.unref();
+      };
       const settle = (result: Stripped, end: boolean) => {
         clearTimeout(deadline);
+        clearTimeout(spill);
         worker.off("message", onMessage);
         worker.off("error", onError);
         worker.off("exit", onExit);

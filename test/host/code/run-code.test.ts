@@ -234,7 +234,7 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     // A run reported at its result removes its directory while its runner is being killed (run-guest.ts,
     // removeScratch): gone soon after, not necessarily by the time runCode resolves on a loaded CPU.
     const left = () => results.filter((result) => fs.existsSync(join(result.file, "..")));
-    for (const until = Date.now() + 60_000; left().length > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20));
+    for (const until = Date.now() + 60_000; left().length > 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 20));
     expect(left()).toEqual([]);
   });
 

@@ -84,6 +84,8 @@ for (const [id, scenario] of SCENARIOS) {
   process.stderr.write(`running ${id}…\n`);
   const result = await scenario({ quick });
   result.seconds = (Date.now() - began) / 1000;
+  // Every row and target says which Node measured it (figures from different Nodes are not comparable).
+  for (const row of [...(result.rows ?? []), ...(result.targets ?? [])]) row.node = process.version;
   results.push(result);
   // A scenario with a table of its own (peers: medians and p90s per body, isolation lines) prints that instead.
   console.log(result.text ?? scenarioTable(result));
@@ -91,7 +93,7 @@ for (const [id, scenario] of SCENARIOS) {
 }
 
 const targets = results.flatMap((r) => r.targets.map((t) => ({ scenario: r.id, ...t, pass: compare(t.measured, t.op, t.required) })));
-console.log("Targets (ratios and limits from issue 5, all measured in this run)");
+console.log(`Targets (ratios and limits from issue 5, all measured in this run, on Node ${process.version})`);
 console.log(
   table(
     ["Scenario", "Target", "Measured", "Required", "Result"],

@@ -10,7 +10,7 @@ import { makeRunnerCache } from "./runner-cache.mjs";
 
 const dist = new URL("../dist/", import.meta.url).pathname;
 // tsc's output, before the bundles below replace it: the cache file's format, shared with the runner.
-const { encodeRunnerCache, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE, RUNNER_START_FILE } = await import(
+const { encodeRunnerCache, runnerCacheFile, RUNNER_MAIN_FILE, RUNNER_START_FILE } = await import(
   pathToFileURL(join(dist, "guest/code-cache.js")).href
 );
 const staging = join(dist, ".bundle");
@@ -85,10 +85,10 @@ const cacheBytes = await makeRunnerCache({
   guestDir: join(staging, "guest"),
   startFile: RUNNER_START_FILE,
   mainFile: RUNNER_MAIN_FILE,
-  cacheFile: RUNNER_CACHE_FILE,
+  cacheFile: runnerCacheFile(process.versions.v8),
   encode: encodeRunnerCache,
 });
-process.stderr.write(`bundle: the code runner's V8 code cache, ${cacheBytes} bytes\n`);
+process.stderr.write(`bundle: the code runner's V8 code cache for V8 ${process.versions.v8}, ${cacheBytes} bytes\n`);
 
 // Replace tsc's JavaScript with the bundle; keep the declarations.
 for (const file of readdirSync(dist, { recursive: true, encoding: "utf8" })) {

@@ -5,7 +5,7 @@
 // the runner exits, and this writes it beside the runner with the source it was made from.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -64,4 +64,32 @@ export async function makeRunnerCache({ guestDir, startFile, mainFile, cacheFile
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+// `node scripts/runner-cache.mjs`: makes the cache for the V8 of the Node running it, in the build's dist/guest/,
+// beside the one `npm run build` made for its own Node (scripts/test-nodes.mjs runs it with each Node it tests
+// on). The file's head (the format's magic, the source's length, the source) is the same for every V8: it is
+// taken from the build's cache, after checking that it holds the runner's source as it is on disk.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const guestDir = fileURLToPath(new URL("../dist/guest/", import.meta.url));
+  const mainFile = "code-runner.cjs";
+  const source = readFileSync(join(guestDir, mainFile));
+  const made = readdirSync(guestDir).find((name) => /^code-runner\.v8-.*\.cache$/.test(name));
+  const existing = made === undefined ? undefined : readFileSync(join(guestDir, made));
+  const at = existing?.indexOf(source) ?? -1;
+  if (existing === undefined || at <= 0) {
+    console.error("runner-cache: dist/guest/ holds no cache made by the build for this runner: run npm run build first");
+    process.exit(1);
+  }
+  const head = existing.subarray(0, at + source.length);
+  const v8 = process.versions.v8;
+  const cacheFile = `code-runner.v8-${v8.replace(/[^0-9A-Za-z.-]/g, "_")}.cache`;
+  const bytes = await makeRunnerCache({
+    guestDir,
+    startFile: "code-runner-cached.cjs",
+    mainFile,
+    cacheFile,
+    encode: (_source, data) => Buffer.concat([head, data]),
+  });
+  console.error(`runner-cache: ${cacheFile} for Node ${process.version}, ${bytes} bytes`);
 }

@@ -11,12 +11,13 @@
  * V8 checks a cache against its own version and flags and against the source's length only, not its text:
  * bytecode for a source edited in place to the same length would be taken as it is. So the cache file holds the
  * exact source it was made from, and is used only when that equals, byte for byte, the runner source being loaded
- * ({@link cachedDataFor}). A cache V8 refuses (another Node, other V8 flags) costs only the compiling it would
- * have saved. The file: {@link MAGIC}, the source's length (uint32, little-endian), the source, V8's data.
+ * ({@link cachedDataFor}). The file is named by the V8 that made it (runnerCacheFile), and a runner reads only its
+ * own V8's: another Node's cache is never read. A cache V8 refuses anyway (other V8 flags) costs only the
+ * compiling it would have saved. The file: {@link MAGIC}, the source's length (uint32, little-endian), the source, V8's data.
  */
 
 // The runner's file names are what the host and the runner agree on: protocol/code-body.ts holds them.
-export { RUNNER_CACHE_FILE, RUNNER_MAIN_FILE, RUNNER_START_FILE } from "../protocol/code-body.js";
+export { runnerCacheFile, RUNNER_MAIN_FILE, RUNNER_START_FILE } from "../protocol/code-body.js";
 
 const MAGIC = Buffer.from("ears-v8-code-cache 1\n", "latin1");
 const HEADER = MAGIC.length + 4;

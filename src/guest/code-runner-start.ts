@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Script } from "node:vm";
-import { cachedDataFor, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE, wrapCommonJs } from "./code-cache.js";
+import { cachedDataFor, runnerCacheFile, RUNNER_MAIN_FILE, wrapCommonJs } from "./code-cache.js";
 
 type CommonJsMain = (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
 
@@ -17,9 +17,9 @@ const main = join(__dirname, RUNNER_MAIN_FILE);
 const source = readFileSync(main);
 let cache: Buffer | undefined;
 try {
-  cache = readFileSync(join(__dirname, RUNNER_CACHE_FILE));
+  cache = readFileSync(join(__dirname, runnerCacheFile(process.versions.v8)));
 } catch {
-  cache = undefined; // no cache: compiled as Node would
+  cache = undefined; // no cache for this V8: compiled as Node would
 }
 const script = new Script(wrapCommonJs(source.toString("utf8")), { filename: main, cachedData: cachedDataFor(cache, source) });
 const runnerModule = { exports: {} };

@@ -14,8 +14,15 @@
 export const RUNNER_MAIN_FILE = "code-runner.cjs";
 /** See {@link RUNNER_MAIN_FILE}. */
 export const RUNNER_START_FILE = "code-runner-cached.cjs";
-/** See {@link RUNNER_MAIN_FILE}. */
-export const RUNNER_CACHE_FILE = "code-runner.cache";
+/**
+ * See {@link RUNNER_MAIN_FILE}: the cache for one V8, named by its version (`process.versions.v8`). V8 refuses a
+ * cache another V8 made only after it was read, so each Node looks only for its own: a package built on Node 24
+ * and run on Node 22 finds none and compiles the runner (a Node whose cache was made too, by `node
+ * scripts/runner-cache.mjs` as in the CI's runs, finds its own).
+ */
+export function runnerCacheFile(v8: string): string {
+  return `code-runner.v8-${v8.replace(/[^0-9A-Za-z.-]/g, "_")}.cache`;
+}
 
 /** Text before the body: an async arrow, so `await` and `return` work at the body's top level. */
 export const CODE_PREFIX = "(async (ears, input, Outcome) => {";

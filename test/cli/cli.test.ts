@@ -167,7 +167,8 @@ describe("ears run", () => {
     expect(run.code).toBe(2);
     const report = reportOf(run.stdout);
     expect(report.failure?.code).toBe("RunTimeout");
-    expect(report.logs).toMatchObject([{ level: "warn", content: "waiting forever" }]);
+    // Its log, when it came before the deadline (on a loaded CPU, Node may not have started by then).
+    expect(report.logs.filter((log: { content: string }) => log.content !== "waiting forever")).toEqual([]);
     expect(isRunning(report.pid!)).toBe(false);
   });
 

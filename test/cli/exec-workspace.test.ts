@@ -2,23 +2,13 @@
  * `ears exec --workspace DIR` (issue 32): DIR is a durable session's directory, the body's writable and
  * kept working directory, bounded by --workspace-size. Real CLI processes: what one writes the next reads.
  */
-import { execFileSync, spawn } from "node:child_process";
-import {
-  chmodSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EARS, ears } from "../helpers/spawn-ears.js";
+import { copyForUser, runAs } from "../helpers/as-user.js";
+import { ears } from "../helpers/spawn-ears.js";
 
 const FS = 'const fs = process.getBuiltinModule("node:fs");\n';
 const root = process.platform === "linux" && process.getuid?.() === 0;
@@ -145,25 +135,17 @@ describe.runIf(root)("ears exec --workspace", () => {
   });
 
   it("on a host that is not root: createSession's refusal as a usage error, and no DIR left behind", async () => {
-    const parent = join(base, "for-nobody");
-    chmodSync(base, 0o711); // mkdtemp's 0700 would keep nobody out before any mount is tried
-    mkdirSync(parent);
-    chmodSync(parent, 0o777);
-    const dir = join(parent, "ws");
-    const run = await new Promise<{ code: number | null; stderr: string }>((done, fail) => {
-      const child = spawn(process.execPath, [EARS, "exec", "--workspace", dir, "--code", "return 1;"], {
-        uid: 65534,
-        gid: 65534,
-        cwd: parent,
-        stdio: ["ignore", "ignore", "pipe"],
-      });
-      let stderr = "";
-      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-      child.on("error", fail);
-      child.on("close", (code) => done({ code, stderr }));
-    });
-    expect(run.stderr).toMatch(/ears: --workspace ".*": the workspace cannot be bounded here: .*run it as root/);
-    expect(run.code).toBe(64);
-    expect(existsSync(dir)).toBe(false);
+    // As nobody, from a copy it can reach: the checkout's parents may be 0700 (a clone under /root).
+    const copy = copyForUser();
+    try {
+      const parent = copy.dir("for-nobody");
+      const dir = join(parent, "ws");
+      const run = await runAs(copy, [copy.ears, "exec", "--workspace", dir, "--code", "return 1;"], { cwd: parent });
+      expect(run.stderr).toMatch(/ears: --workspace ".*": the workspace cannot be bounded here: .*run it as root/);
+      expect(run.code).toBe(64);
+      expect(existsSync(dir)).toBe(false);
+    } finally {
+      copy.remove();
+    }
   });
 });

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { copyForUser, runAs } from "../helpers/as-user.js";
 import { EARS } from "../helpers/spawn-ears.js";
 
 const FS = 'const fs = process.getBuiltinModule("node:fs");\n';
@@ -58,11 +59,10 @@ async function connect(args: string[] = [], cwd?: string): Promise<Connection> {
 }
 
 /** Runs `ears mcp` with stdin closed at once: for command lines refused before serving. */
-function refused(args: string[], options: { uid?: number; cwd?: string } = {}): Promise<{ code: number | null; stderr: string }> {
+function refused(args: string[], options: { cwd?: string } = {}): Promise<{ code: number | null; stderr: string }> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [EARS, "mcp", ...args], {
       stdio: ["pipe", "ignore", "pipe"],
-      ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     });
     let stderr = "";
@@ -373,20 +373,25 @@ describe.runIf(root)("ears mcp sessions: processes, --session-dir, --no-session"
   });
 
   it("on a host that is not root: serves without a session, saying why; --session-dir is refused", async () => {
-    const dir = join(base, "for-nobody");
-    mkdirSync(dir);
-    chmodSync(dir, 0o777);
-    const served = await refused(["--pool", "0"], { uid: 65534, cwd: dir });
-    expect(served.stderr).toMatch(
-      /ears mcp: no session, so each body works in a private empty directory and no file is kept between calls: the workspace cannot be bounded here: .*run it as root/,
-    );
-    expect(served.code).toBe(0);
-    const run = await refused(["--session-dir", join(dir, "s")], { uid: 65534, cwd: dir });
-    expect(run.stderr).toMatch(/ears: --session-dir ".*": the workspace cannot be bounded here: .*run it as root/);
-    expect(run.code).toBe(64);
-    expect(existsSync(join(dir, "s"))).toBe(false);
-    const sized = await refused(["--workspace-size", "8M"], { uid: 65534, cwd: dir });
-    expect(sized.stderr).toMatch(/ears: --workspace-size: the workspace cannot be bounded here: .*run it as root/);
-    expect(sized.code).toBe(64);
+    // As nobody, from a copy it can reach: the checkout's parents may be 0700 (a clone under /root).
+    const copy = copyForUser({ packages: ["@modelcontextprotocol/sdk"] });
+    try {
+      const dir = copy.dir("for-nobody");
+      const asNobody = (args: string[]) => runAs(copy, [copy.ears, "mcp", ...args], { cwd: dir });
+      const served = await asNobody(["--pool", "0"]);
+      expect(served.stderr).toMatch(
+        /ears mcp: no session, so each body works in a private empty directory and no file is kept between calls: the workspace cannot be bounded here: .*run it as root/,
+      );
+      expect(served.code).toBe(0);
+      const run = await asNobody(["--session-dir", join(dir, "s")]);
+      expect(run.stderr).toMatch(/ears: --session-dir ".*": the workspace cannot be bounded here: .*run it as root/);
+      expect(run.code).toBe(64);
+      expect(existsSync(join(dir, "s"))).toBe(false);
+      const sized = await asNobody(["--workspace-size", "8M"]);
+      expect(sized.stderr).toMatch(/ears: --workspace-size: the workspace cannot be bounded here: .*run it as root/);
+      expect(sized.code).toBe(64);
+    } finally {
+      copy.remove();
+    }
   });
 });

@@ -63,12 +63,35 @@ describe("ears CLI messages", () => {
     expect(JSON.parse(json.stdout).failure.message).toContain("(limits.runTimeoutMs)");
   });
 
-  it("a .ts --capabilities module under Node 20 gets a usage error that says what to do", async () => {
-    // A real child: inside vitest, import() would load .ts through vite.
-    const run = await ears(["run", "--capabilities", "fixtures/cli/capabilities-add.ts", "--", "node", "guest.mjs"]);
-    expect(run.code).toBe(64);
-    expect(run.stderr).toMatch(
-      /^ears: cannot load --capabilities module fixtures\/cli\/capabilities-add\.ts: Node [\d.]+ does not load TypeScript modules; compile it to \.js or \.mjs first/,
-    );
+  // Node 22.18+ and 23.6+ strip types by default (process.features.typescript): a .ts module then loads as it
+  // is; an older Node (22.12, the oldest supported) refuses it, and the CLI says what to do.
+  const stripsTypes = Boolean((process.features as { typescript?: unknown }).typescript);
+  it.runIf(!stripsTypes)(
+    "a .ts --capabilities module on a Node that does not strip types gets a usage error that says what to do",
+    async () => {
+      // A real child: inside vitest, import() would load .ts through vite.
+      const run = await ears(["run", "--capabilities", "fixtures/cli/capabilities-add.ts", "--", "node", "guest.mjs"]);
+      expect(run.code).toBe(64);
+      expect(run.stderr).toMatch(
+        /^ears: cannot load --capabilities module fixtures\/cli\/capabilities-add\.ts: Node [\d.]+ does not load TypeScript modules; compile it to \.js or \.mjs first/,
+      );
+    },
+  );
+
+  it.runIf(stripsTypes)("a .ts --capabilities module loads on a Node that strips types, with no flag", async () => {
+    const run = await ears([
+      "run",
+      "--quiet",
+      "--json",
+      "--allow",
+      "add",
+      "--capabilities",
+      "fixtures/cli/capabilities-add.ts",
+      "--",
+      process.execPath,
+      "fixtures/cli/add-guest-plain.mjs",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).outcome).toEqual({ status: "success", content: "", structured: { sum: 3 } });
   });
 });

@@ -107,8 +107,9 @@ describe("a traced runGuest", () => {
   });
 
   it("a run that fails is an ERROR span with the failure code; a call left unanswered is closed as such", async () => {
+    // read never answers: the run times out while the call waits, or before the guest got to call at all
+    // (a slow start); either way the run span says RunTimeout.
     const report = await runFixture("traced.mjs", [], {
-      // read never answers: the run times out while the call waits.
       capabilities: { read: () => new Promise<never>(() => {}), missing: () => "x" },
       limits: { runTimeoutMs: 300 },
       killGraceMs: 100,
@@ -117,6 +118,23 @@ describe("a traced runGuest", () => {
     const run = named("ears.run")[0]!;
     expect(run.status).toEqual({ code: SpanStatusCode.ERROR, message: "RunTimeout" });
     expect(run.attributes).toMatchObject({ "ears.run.ok": false, "ears.failure.code": "RunTimeout", "error.type": "RunTimeout" });
+
+    // The run ends only once read is waiting: its handler ends it, so the call is there to be closed.
+    exporter.reset();
+    const end = new AbortController();
+    const ended = await runFixture("traced.mjs", [], {
+      capabilities: {
+        read: () => {
+          end.abort();
+          return new Promise<never>(() => {});
+        },
+        missing: () => "x",
+      },
+      signal: end.signal,
+      killGraceMs: 100,
+    });
+    expect(ended.failure?.code).toBe("Aborted");
+    expect(named("ears.run")[0]!.status).toEqual({ code: SpanStatusCode.ERROR, message: "Aborted" });
     const read = named("ears.call read")[0]!;
     expect(read.attributes).toMatchObject({ "ears.call.status": "unanswered", "error.type": "Unanswered" });
     expect(read.status.code).toBe(SpanStatusCode.ERROR);

@@ -55,4 +55,28 @@ describe("summarize-tests", () => {
     expect(lines.slice(1)).toEqual(["lint (ESLint, Prettier) failed (exit status 1)", "0 passed, 2 failed"]);
     expect(status).toBe(1);
   });
+
+  it("prints each labelled group's counts (one per Node version), then the one total line last", () => {
+    const failing = { numPassedTests: 2, numFailedTests: 1, testResults: [{ status: "failed", assertionResults: [{ status: "failed" }] }] };
+    const { lines, status } = summarize(
+      "--check",
+      "type tests=0",
+      "--label",
+      "Node 24.22.3",
+      report("e.json", passing),
+      report("f.json", passing),
+      "--label",
+      "Node 22.12.0 (fast part)",
+      report("g.json", failing),
+      "--check",
+      "a=b=0",
+    );
+    expect(lines).toEqual([
+      "other: 1 passed, 0 failed",
+      "Node 24.22.3: 10 passed, 0 failed, 2 skipped",
+      "Node 22.12.0 (fast part): 3 passed, 1 failed",
+      "14 passed, 1 failed, 2 skipped",
+    ]);
+    expect(status).toBe(1);
+  });
 });

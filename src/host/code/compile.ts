@@ -82,6 +82,20 @@ Promise.all([import("node:worker_threads"), import("node:module"), import("node:
 
 /** How long stripping one text may take: amaro is quadratic on some shapes (10 KB of `-` signs took 15 s). */
 export const STRIP_DEADLINE_MS = 5000;
+/** The stripping workers any text may use: a slow body holds one, never every body's stripping. */
+export const STRIP_WORKERS = 2;
+/**
+ * A text (the wrapped body) up to this many characters may also use one more worker, kept for such texts:
+ * however many long bodies are being stripped, a short one never waits behind them. amaro's worst shape
+ * this short (`-` signs) strips in about 1.5 s on a loaded machine; a usual body in a millisecond.
+ */
+export const SHORT_TEXT_CHARS = 2048;
+/**
+ * A worker not yet started takes a text only when every busy one has been stripping for this long: most texts
+ * strip in a millisecond on the warm worker, and a new worker's start (loading amaro, about 200 ms) would cost
+ * them more than the wait; a slow text spills the others onto more workers.
+ */
+export const SPILL_MS = 100;
 /** The worker's own heap; amaro's WebAssembly memory is apart from it and grows with the text (bounded by maxCodeBytes). */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 };
 
@@ -93,70 +107,139 @@ type Stripped =
   | { slow: true }
   | { unavailable: string };
 
+/** One worker thread and what it is doing. */
+interface Lane {
+  /** Only texts up to {@link SHORT_TEXT_CHARS} (the lane kept for short bodies). */
+  shortOnly: boolean;
+  worker: Worker | undefined;
+  /** Whether the worker has loaded amaro (its deadlines count from then: loading is not the body's time). */
+  loaded: boolean;
+  busy: boolean;
+  /** When its current text began stripping (amaro loaded), for {@link SPILL_MS}. */
+  stripSince: number | undefined;
+}
+
+interface WaitingText {
+  text: string;
+  resolve(result: Stripped): void;
+}
+
 /**
- * @internal Type stripping out of the host's thread: one worker (started on the first body, never holding the
- * event loop while idle) strips one text at a time, the rest wait their turn. A text that traps the
- * WebAssembly ends the worker, one that takes longer than {@link STRIP_DEADLINE_MS} has it terminated,
- * and a worker that dies (its heap limit) fails only its own text: the next starts a fresh worker. So no
- * body can throw out of runCode, poison the stripper for the bodies after it, overflow the host's
- * stack, or hold the host's event loop (test/host/code/compile-hostile.test.ts). docs/code.md, "Limits".
+ * @internal Type stripping out of the host's thread, in worker threads (never holding the event loop while idle):
+ * up to {@link STRIP_WORKERS} strip any text, one more only short texts, each worker one text at a time, the
+ * rest waiting in the order they came. A started worker takes the next text it may; another is started only
+ * when every busy worker has been on its text for {@link SPILL_MS}. A text that traps the
+ * WebAssembly ends its worker, one that takes longer than {@link STRIP_DEADLINE_MS} has it terminated, and a
+ * worker that dies (its heap limit) fails only its own text: the next gets a fresh worker. So no body can
+ * throw out of runCode, poison the stripper for the bodies after it, overflow the host's stack, hold the
+ * host's event loop (test/host/code/compile-hostile.test.ts), or keep a short body waiting while long ones
+ * strip (compile-verdicts.test.ts). docs/code.md, "Limits".
  */
 export class StripWorker {
-  private worker: Worker | undefined;
-  /** Whether the worker has loaded amaro (its deadlines count from then: loading is not the body's time). */
-  private loaded = false;
-  private tail: Promise<unknown> = Promise.resolve();
+  private readonly lanes: Lane[];
+  private readonly waiting: WaitingText[] = [];
   /** @internal For tests: a shorter deadline. */
   deadlineMs = STRIP_DEADLINE_MS;
 
-  /** `locate` finds amaro's main file (another for tests). */
-  constructor(private readonly locate: () => string = requireStripper) {}
-
-  strip(text: string): Promise<Stripped> {
-    const turn = this.tail.then(() => this.once(text));
-    this.tail = turn;
-    return turn;
+  /** `locate` finds amaro's main file (another for tests); `workers` is how many workers take any text. */
+  constructor(
+    private readonly locate: () => string = requireStripper,
+    workers = STRIP_WORKERS,
+  ) {
+    this.lanes = [
+      ...Array.from({ length: workers }, () => ({
+        shortOnly: false,
+        worker: undefined,
+        loaded: false,
+        busy: false,
+        stripSince: undefined,
+      })),
+      { shortOnly: true, worker: undefined, loaded: false, busy: false, stripSince: undefined },
+    ];
   }
 
-  private once(text: string): Promise<Stripped> {
+  strip(text: string): Promise<Stripped> {
+    return new Promise((resolve) => {
+      this.waiting.push({ text, resolve });
+      this.pump();
+    });
+  }
+
+  /** Hands waiting texts, oldest first, to an idle started worker that takes them, else to a new one when allowed. */
+  private pump(): void {
+    const now = performance.now();
+    // A new worker only when no busy one may be about to free itself (loading, or on its text for less than SPILL_MS).
+    const mayStart =
+      this.lanes.every((lane) => lane.worker === undefined) ||
+      this.lanes.every((lane) => !lane.busy || (lane.stripSince !== undefined && now - lane.stripSince >= SPILL_MS));
+    for (let i = 0; i < this.waiting.length;) {
+      const next = this.waiting[i]!;
+      const takes = (lane: Lane) => !lane.busy && (!lane.shortOnly || next.text.length <= SHORT_TEXT_CHARS);
+      const lane =
+        this.lanes.find((candidate) => takes(candidate) && candidate.worker !== undefined) ??
+        (mayStart ? this.lanes.find(takes) : undefined);
+      if (lane === undefined) {
+        i++;
+        continue;
+      }
+      this.waiting.splice(i, 1);
+      lane.busy = true;
+      void this.once(lane, next.text).then((result) => {
+        lane.busy = false;
+        lane.stripSince = undefined;
+        next.resolve(result);
+        this.pump();
+      });
+    }
+  }
+
+  private once(lane: Lane, text: string): Promise<Stripped> {
     let worker: Worker;
     try {
-      if (this.worker === undefined) {
-        this.worker = new Worker(WORKER_SOURCE, {
+      if (lane.worker === undefined) {
+        lane.worker = new Worker(WORKER_SOURCE, {
           eval: true,
           workerData: pathToFileURL(this.locate()).href,
           resourceLimits: WORKER_LIMITS,
           // None of the host's flags (loaders, --input-type): the worker runs amaro and nothing else.
           execArgv: [],
         });
-        this.loaded = false;
+        lane.loaded = false;
       }
-      worker = this.worker;
+      worker = lane.worker;
     } catch (error) {
       return Promise.resolve({ unavailable: `the type stripper could not start: ${describeError(error)}` });
     }
     return new Promise<Stripped>((resolve) => {
       let deadline: NodeJS.Timeout | undefined;
-      const startDeadline = () => (deadline = setTimeout(() => settle({ slow: true }, true), this.deadlineMs));
+      let spill: NodeJS.Timeout | undefined;
+      const startDeadline = () => {
+        deadline = setTimeout(() => settle({ slow: true }, true), this.deadlineMs);
+        lane.stripSince = performance.now();
+        // Texts waiting behind a slow one may then go to a new worker.
+        spill = setTimeout(() => this.pump(), SPILL_MS);
+        spill.unref();
+      };
       const settle = (result: Stripped, end: boolean) => {
         clearTimeout(deadline);
+        clearTimeout(spill);
         worker.off("message", onMessage);
         worker.off("error", onError);
         worker.off("exit", onExit);
-        if (end && this.worker === worker) {
-          this.worker = undefined;
+        if (end && lane.worker === worker) {
+          lane.worker = undefined;
           void worker.terminate();
         } else worker.unref();
         resolve(result);
       };
       const onMessage = (answer: Stripped | { ready: true }) => {
         if (!("ready" in answer)) return settle(answer, "broken" in answer);
-        this.loaded = true;
+        lane.loaded = true;
         startDeadline();
       };
       const onError = (error: Error) =>
         settle(
-          this.loaded
+          lane.loaded
             ? { broken: { name: error.name, message: describeError(error) } }
             : { unavailable: `the type stripper could not start: ${describeError(error)}` },
           true,
@@ -168,7 +251,7 @@ export class StripWorker {
       worker.on("exit", onExit);
       worker.ref();
       worker.postMessage(text);
-      if (this.loaded) startDeadline();
+      if (lane.loaded) startDeadline();
     });
   }
 }

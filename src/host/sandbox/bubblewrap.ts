@@ -146,6 +146,10 @@ export function bubblewrapArgs(
     if (mask.kind === "file") args.push("--ro-bind", "/dev/null", mask.path);
     else args.push("--tmpfs", mask.path, "--remount-ro", mask.path);
   }
+  // bwrap's root is a tmpfs of its own, and the directories it makes there to hold the binds (/work above a
+  // checkout's dist, /root/.cache above a Node under a home) would be writable, without a size bound: read-only,
+  // so only /tmp and the writable binds take writes (test/host/sandbox/node-under-home.test.ts).
+  args.push("--remount-ro", "/");
   args.push("--chdir", policy.cwd, "--", spell(policy.executable), ...policy.args);
   return {
     args,

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { compileBody, placeInBody, StripWorker, stripWorker } from "../../../src/host/code/compile.js";
+import { compileBody, placeInBody, SHORT_TEXT_CHARS, StripWorker, stripWorker } from "../../../src/host/code/compile.js";
 import { wrapBody } from "../../../src/protocol/code-body.js";
 
 const TOO_DEEP =
@@ -132,7 +132,12 @@ while (Date.now() < until);
 let stripped = 0;
 exports.transformSync = (text) => {
   stripped++;
-  if (text === "hang") for (;;);
+  if (text.startsWith("hang")) for (;;);
+  // Held until the test opens the gate (a file beside this one): the worker is busy with it until then.
+  if (text.startsWith("hold")) {
+    const cell = new Int32Array(new SharedArrayBuffer(4));
+    while (!require("node:fs").existsSync(__filename + ".gate")) Atomics.wait(cell, 0, 0, 10);
+  }
   if (text === "exit") process.exit(3);
   if (text === "trap") throw new TypeError("wasm trapped");
   if (text === "position") throw Object.assign(new Error("Expression expected"), { startLine: 2, startColumn: 7 });
@@ -174,6 +179,32 @@ exports.transformSync = (text) => {
     const worker = new StripWorker(() => fake("slow-load", 1500));
     worker.deadlineMs = 500;
     expect(await worker.strip("a")).toEqual({ code: "a#1" });
+  });
+
+  it("a short text is stripped while long ones hold every worker that takes them: it never waits behind them", async () => {
+    const stripper = fake("gated");
+    const worker = new StripWorker(() => stripper);
+    worker.deadlineMs = 120_000;
+    const long = (n: number) => `hold${n}${" ".repeat(SHORT_TEXT_CHARS)}`;
+    const settled: number[] = [];
+    const held = [1, 2, 3, 4].map((n) => worker.strip(long(n)).finally(() => settled.push(n)));
+    // The gate is shut: no long text can finish before the short one is answered.
+    expect(await worker.strip("a")).toEqual({ code: "a#1" });
+    expect(await worker.strip("b")).toEqual({ code: "b#2" });
+    expect(settled).toEqual([]);
+    writeFileSync(`${stripper}.gate`, "");
+    const results = await Promise.all(held);
+    expect(results.map((result) => ("code" in result ? result.code.slice(0, 5) : result))).toEqual(["hold1", "hold2", "hold3", "hold4"]);
+  });
+
+  it("a long text past the deadline fails alone, in every worker at once; a short one is answered, then a long one", async () => {
+    const worker = new StripWorker(() => fake("hanging-long"));
+    worker.deadlineMs = 300;
+    const long = (name: string) => `${name}${" ".repeat(SHORT_TEXT_CHARS)}`;
+    const hung = [worker.strip(long("hang1")), worker.strip(long("hang2")), worker.strip(long("hang3"))];
+    expect(await worker.strip("a")).toEqual({ code: "a#1" });
+    expect(await Promise.all(hung)).toEqual([{ slow: true }, { slow: true }, { slow: true }]);
+    expect(await worker.strip(long("next"))).toEqual({ code: `${long("next")}#1` });
   });
 
   it("many texts through one worker leave no listeners behind (no MaxListenersExceededWarning)", async () => {

@@ -195,10 +195,19 @@ describe("a pooled runner a run is already waiting for", () => {
       ]);
       expect(first).toMatchObject({ ok: true, pooled: true, outcome: { structured: "first" } });
       expect(second).toMatchObject({ ok: true, pooled: true, outcome: { structured: "second" } });
-      const servedBody = (marker: string) => [...written.values()].find((lines) => lines.some((line) => line.includes(marker)))!;
-      expect(servedBody('\\"first\\"')[0]).toBe(WARM_FRAME);
-      expect(servedBody('\\"second\\"')[0]).toContain('"type":"body"');
-      expect(servedBody('\\"second\\"')).not.toContain(WARM_FRAME);
+      // Which body takes the idle runner is whichever compiles first (bodies may be stripped side by side): that
+      // run's runner rehearsed before its body. The other run waits for the next runner, which then gets the body
+      // without a rehearsal; on a loaded CPU that runner may say hello before the run waits, and rehearse first.
+      const served = [...written.values()].filter((lines) => lines.some((line) => line.includes('"type":"body"')));
+      expect(served).toHaveLength(2);
+      expect(served.filter((lines) => lines[0] === WARM_FRAME).length).toBeGreaterThanOrEqual(1);
+      for (const lines of served) {
+        const body = lines.findIndex((line) => line.includes('"type":"body"'));
+        // A rehearsal comes before the body or not at all: never between a waiting run and its body.
+        // (A frame may be noted twice: send() goes through the spied sendFrame.)
+        expect([...new Set(lines.slice(0, body))]).toEqual(body === 0 ? [] : [WARM_FRAME]);
+        expect(lines.slice(body)).not.toContain(WARM_FRAME);
+      }
     } finally {
       spySend.mockRestore();
       spySendFrame.mockRestore();

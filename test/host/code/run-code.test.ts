@@ -231,13 +231,23 @@ catch (error) { return { refused: String((error as Error).message) }; }`;
     const results = reports.map((report) => report.outcome?.structured as { n: number; file: string });
     expect(results.map((result) => result.n)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(new Set(results.map((result) => result.file)).size).toBe(6);
-    expect(results.filter((result) => fs.existsSync(join(result.file, "..")))).toEqual([]);
+    // A run reported at its result removes its directory while its runner is being killed (run-guest.ts,
+    // removeScratch): gone soon after, not necessarily by the time runCode resolves on a loaded CPU.
+    const left = () => results.filter((result) => fs.existsSync(join(result.file, "..")));
+    for (const until = Date.now() + 60_000; left().length > 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 20));
+    expect(left()).toEqual([]);
   });
 
   it("ends its runner with the result: a timer the body left running does not keep it alive until it is stopped", async () => {
     const report = await runCode({ code: "setInterval(() => {}, 1000);\nreturn 'left a timer';", sandbox: false, killGraceMs: 200 });
-    // Ended by the host at its result (SIGKILL: it has nothing to clean up), which is not a forced stop.
-    expect(report).toMatchObject({ ok: true, outcome: { structured: "left a timer" }, exit: { code: null, signal: "SIGKILL" } });
+    // Ended at its result, which is not a forced stop: by the host (SIGKILL: it has nothing to clean up), or by
+    // itself first (the runner exits once its session is over, whatever the body left): which comes first is the
+    // scheduler's (on Node 22 and 24 the runner's own exit often does).
+    expect(report).toMatchObject({ ok: true, outcome: { structured: "left a timer" } });
+    expect([
+      { code: null, signal: "SIGKILL" },
+      { code: 0, signal: null },
+    ]).toContainEqual(report.exit);
     expect(report.forcedStop).toBeUndefined();
   });
 

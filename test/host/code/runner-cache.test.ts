@@ -12,7 +12,10 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCode } from "../../../src/host/index.js";
 import { codeRunner } from "../../../src/host/code/code-launch.js";
-import { cachedDataFor, encodeRunnerCache, RUNNER_CACHE_FILE, RUNNER_MAIN_FILE, RUNNER_START_FILE } from "../../../src/guest/code-cache.js";
+import { cachedDataFor, encodeRunnerCache, runnerCacheFile, RUNNER_MAIN_FILE, RUNNER_START_FILE } from "../../../src/guest/code-cache.js";
+
+/** The cache this Node's V8 takes (the build made it, or `node scripts/runner-cache.mjs` run with this Node). */
+const RUNNER_CACHE_FILE = runnerCacheFile(process.versions.v8);
 import { encodeBodyFrame, NO_MODULES_HINT } from "../../../src/protocol/code-body.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
@@ -166,6 +169,25 @@ describe("the runner with its cache", () => {
     expect(withoutCache.seen).toMatchObject([{ hadCache: false }]);
     expect(withGarbage).toMatchObject({ code: 0, err: "", outcome: { status: "success", structured: 6 } });
     expect(withGarbage.seen).toMatchObject([{ hadCache: true, rejected: true }]);
+  });
+});
+
+describe("a cache per V8", () => {
+  it("a runner never reads a cache another V8 made: with only another Node's cache beside it, it compiles as without one", async () => {
+    const dir = copiedRunner();
+    const ours = readFileSync(join(dir, RUNNER_CACHE_FILE));
+    rmSync(join(dir, RUNNER_CACHE_FILE));
+    // Our V8's data under another V8's name: were it read, V8 would take it (hadCache true, rejected false).
+    writeFileSync(join(dir, runnerCacheFile(`${process.versions.v8}-other`)), ours);
+    const { outcome, err, seen } = await runBody(join(dir, RUNNER_START_FILE), ADDS, true);
+    expect({ err, outcome }).toMatchObject({ err: "", outcome: { status: "success", structured: 6 } });
+    expect(seen).toMatchObject([{ hadCache: false }]);
+  });
+
+  it("names a cache by its V8 version, in characters any file system takes", () => {
+    expect(runnerCacheFile("13.6.233.17-node.63")).toBe("code-runner.v8-13.6.233.17-node.63.cache");
+    expect(runnerCacheFile("1.2/../x y")).toBe("code-runner.v8-1.2_.._x_y.cache");
+    expect(runnerCacheFile("a")).not.toBe(runnerCacheFile("b"));
   });
 });
 

@@ -316,7 +316,10 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
         sandbox: { readable: [odd] },
       });
       expect(report.failure).toBeUndefined();
-      expect(report.outcome?.structured).toEqual(["ok: cwd-ok", "ok: odd-ok", "blocked: ENOENT", "blocked: ENOENT"]);
+      // /root is not there, unless the host's Node lives under it (~/.cache/ears-node, ~/.nvm): then it is the
+      // way to that one binary and nothing else (node-under-home.test.ts).
+      const root = process.execPath.startsWith("/root/") ? "blocked: EISDIR" : "blocked: ENOENT";
+      expect(report.outcome?.structured).toEqual(["ok: cwd-ok", "ok: odd-ok", "blocked: ENOENT", root]);
       expect(report.sandbox?.readable).toContain(odd);
     });
   });
@@ -508,7 +511,8 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
         command: "/bin/sh",
         args: ["-c", `exec 7>&1; exec 1>&-; exec ${process.execPath} ${join(d, "g.mjs")}`],
         cwd: d,
-        sandbox: { readable: [d] },
+        // The command is sh: Node is only its argument, shown by name wherever it lives (/usr, or a user's ~/.cache).
+        sandbox: { readable: [d, process.execPath] },
         killGraceMs: 300,
       });
       expect(report.failure).toBeUndefined();
@@ -592,7 +596,8 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
             command: "/bin/bash",
             args: [join(d, "guest.sh")],
             cwd: d,
-            sandbox: { env: [`NODE=${process.execPath}`] },
+            // bash is the command: Node, its argument, is shown by name wherever it lives.
+            sandbox: { env: [`NODE=${process.execPath}`], readable: [process.execPath] },
             killGraceMs: 300,
             limits: { runTimeoutMs: 25_000 },
           });
@@ -602,7 +607,7 @@ describe.runIf(process.platform === "linux" && hasBwrap)("attacks on the sandbox
         }
         expect(maxLag, "the host's longest event-loop stall, ms").toBeLessThan(1000);
       },
-      40_000,
+      120_000,
     );
   });
 

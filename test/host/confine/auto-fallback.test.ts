@@ -44,7 +44,7 @@ describe.runIf(process.platform === "linux" && realBwrap !== undefined)('sandbox
     } finally {
       rmSync(bin, { recursive: true, force: true });
     }
-  }, 30_000);
+  }, 120_000);
 });
 
 // Was a hole (28.5): bwrap was looked for on PATH only, so a host started with a stripped PATH (`env -i`, an MCP client's
@@ -68,5 +68,5 @@ describe.runIf(process.platform === "linux" && inStandardPlace)('sandbox "auto" 
       { run: 1, failure: "ok", sandbox: "bubblewrap", fallback: null },
       { run: 2, failure: "ok", sandbox: "bubblewrap", fallback: null },
     ]);
-  }, 30_000);
+  }, 120_000);
 });

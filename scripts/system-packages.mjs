@@ -13,6 +13,11 @@ const wanted = [
   { command: "bwrap", pkg: "bubblewrap", why: "the sandbox tests run guests under bubblewrap" },
   { command: "chromium", pkg: "chromium", why: "the timeline test opens its page in headless Chromium" },
   { command: "sshd", pkg: "openssh-server", why: "the remote runner tests run bodies through a real sshd on 127.0.0.1" },
+  {
+    command: "setpriv",
+    pkg: "util-linux",
+    why: "the limits tests run a host as an unprivileged uid (test/host/limits/environments.test.ts)",
+  },
 ].filter(({ command }) => !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd"))));
 if (wanted.length === 0) process.exit(0);
 

@@ -91,7 +91,7 @@ function fallbackNote(name: ResourceLimitName, by: LimitEnforcer): string {
     name === "memoryBytes"
       ? "RLIMIT_DATA per process (allocation past it fails)"
       : name === "processes"
-        ? "RLIMIT_NPROC, per user machine-wide, set to the user's threads at the start plus the limit"
+        ? "RLIMIT_NPROC, per user machine-wide, set to the user's threads at the start plus twice the limit"
         : "RLIMIT_CPU per process, in whole seconds";
   const watchdog =
     name === "memoryBytes"
@@ -242,11 +242,14 @@ export class RunLimits {
     private readonly host: Required<RunHost> = defaultRunHost(),
   ) {
     const { processes } = plan.rlimits;
-    this.rlimits =
-      processes === undefined ? plan.rlimits : { ...plan.rlimits, processes: host.userThreads(process.getuid?.() ?? 0) + processes };
+    // Twice the allowance: the user's count includes the host, whose own threads grow (libuv starts its pool
+    // when first used) and its other runs; the watchdog meets a tree past its limit first, and the rlimit
+    // stops one that outruns the watchdog's 100 ms at twice its limit.
+    const nproc = processes === undefined ? undefined : host.userThreads(process.getuid?.() ?? 0) + 2 * processes;
+    this.rlimits = nproc === undefined ? plan.rlimits : { ...plan.rlimits, processes: nproc };
   }
 
-  /** What the launcher sets: the plan's rlimits, RLIMIT_NPROC as the user's threads now plus the run's allowance. */
+  /** What the launcher sets: the plan's rlimits, RLIMIT_NPROC as the user's threads now plus twice the run's allowance. */
   readonly rlimits: Rlimits;
 
   /**
@@ -417,12 +420,17 @@ export class RunLimits {
   }
 
   /**
-   * A run that failed on its own after the kernel refused it processes at its limit (the cgroup's
-   * pids.events counts each refusal): the limit, not what followed from it, is the failure.
+   * A run that failed (crashed, or ran out of time) after it was refused processes at its limit: the
+   * cgroup's pids.events counts each refusal; without a cgroup, the watchdog saw the tree at the limit
+   * (RLIMIT_NPROC, machine-wide, may refuse a fork there when the user's other processes grew meanwhile).
+   * The limit, not what followed from it, is the failure.
    */
   private processesRefused(report: RunReport, counters: CgroupCounters): HostFailure | undefined {
-    if (this.plan.cgroupLimits.processes === undefined || (counters.pidsRefused ?? 0) === 0) return undefined;
-    return crashed(report) || report.failure?.code === "RunTimeout" ? failures.processLimitReached(this.limits.processes) : undefined;
+    if (!crashed(report) && report.failure?.code !== "RunTimeout") return undefined;
+    const { processes } = this.limits;
+    const byCgroup = this.plan.cgroupLimits.processes !== undefined && (counters.pidsRefused ?? 0) > 0;
+    const watched = this.plan.watch.processes !== undefined && (this.tree?.peakThreads ?? 0) >= processes;
+    return byCgroup || watched ? failures.processLimitReached(processes) : undefined;
   }
 
   /** RLIMIT_CPU ends a process with SIGXCPU (bubblewrap passes it on as exit status 128 + 24). */

@@ -100,6 +100,17 @@ describe("resource limits, enforced by a cgroup", () => {
       expect(leftoverCgroups()).toEqual([]);
     });
 
+    it(`${where}: a process bomb that never stops (EAGAIN ignored) ends as ProcessLimit, not RunTimeout, leaving nothing`, async () => {
+      const marker = uniqueMarker();
+      markers.push(marker);
+      const report = await consumeRun({ action: "bomb", marker }, { sandbox, limits: { processes: 40, runTimeoutMs: 3000 } });
+      expect(report.failure?.code, JSON.stringify(report.failure ?? report.outcome)).toBe("ProcessLimit");
+      expect(report.failure?.message).toContain("was refused processes at its limit of 40 processes and threads (limits.processes)");
+      expect(report.limits?.processes).toEqual({ value: 40, requested: true, enforcedBy: enforcer });
+      expect(await goneWithin(marker, 5000)).toEqual([]);
+      expect(leftoverCgroups()).toEqual([]);
+    });
+
     it(`${where}: a busy loop ends as CpuLimit, not RunTimeout`, async () => {
       const report = await consumeRun({ action: "burn", ms: 60_000 }, { sandbox, limits: { cpuTimeMs: 400, runTimeoutMs: 30_000 } });
       expect(report.failure?.code, JSON.stringify(report.failure)).toBe("CpuLimit");

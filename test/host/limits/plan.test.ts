@@ -256,7 +256,7 @@ describe("the limit plan", () => {
         requested: true,
         enforcedBy: "rlimit+watchdog",
         note:
-          "RLIMIT_NPROC, per user machine-wide, set to the user's threads at the start plus the limit; " +
+          "RLIMIT_NPROC, per user machine-wide, set to the user's threads at the start plus twice the limit; " +
           `the host's watchdog over the tree's processes and threads, every ${WATCH_MS} ms`,
       },
       cpuTimeMs: {

@@ -197,7 +197,8 @@ describe("the watchdog over a run's process tree (no cgroup)", () => {
   it("ends the run as ProcessLimit when the tree has more threads than allowed; RLIMIT_NPROC is the user's threads plus it", () => {
     vi.useFakeTimers();
     const { run, killed, tripped, show } = watched({ processes: 12 });
-    expect(run.rlimits).toStrictEqual({ processes: 30 + 12 });
+    // Twice over: the watchdog meets a tree past the limit before the rlimit refuses it a fork.
+    expect(run.rlimits).toStrictEqual({ processes: 30 + 2 * 12 });
     show({ 5: { threads: 11, children: { 5: [7] } }, 7: { threads: 1 } });
     expect(tripped).toStrictEqual([]);
     show({ 5: { threads: 11, children: { 5: [7, 8] } }, 7: {}, 8: {} });
@@ -288,6 +289,20 @@ describe("the verdict where rlimits stand in", () => {
     const notRefused = prepared({ processes: 20 });
     notRefused.fake.files.set(`${notRefused.run.cgroup!.dirs.pids}/pids.events`, "max 0\n");
     expect((await notRefused.run.finish(crashedReport(""))).failure).toBeUndefined();
+    // Without a cgroup: the watchdog saw the tree at the limit (the machine-wide RLIMIT_NPROC may refuse it there).
+    vi.useFakeTimers();
+    for (const threads of [20, 19]) {
+      const look = { 5: { threads } };
+      const files = { list: (path: string) => proc(look).list(path), read: (path: string) => proc(look).read(path) };
+      const host = { tools: LINUX, proc: files, kill: () => {}, userThreads: () => 0 };
+      const { run } = prepared({ processes: 20 }, NONE, undefined, host);
+      run.watch(() => {}, 5);
+      vi.advanceTimersByTime(WATCH_MS);
+      expect((await run.finish(crashedReport("", "RunTimeout"))).failure?.code, `${threads}`).toBe(
+        threads === 20 ? "ProcessLimit" : undefined,
+      );
+    }
+    vi.useRealTimers();
     // Refusals with no limit of the run's own (a parent's): not this run's limit.
     const unlimited = prepared({});
     unlimited.fake.files.set(`${unlimited.run.cgroup!.dirs.pids}/pids.events`, "max 3\n");

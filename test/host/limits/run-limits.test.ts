@@ -35,7 +35,9 @@ const none = new Set<ResourceLimitName>();
 const BARE: HostTools = { rlimits: false, watchdog: false, root: false };
 /** Linux, not root: rlimits and the watchdog. */
 const LINUX: HostTools = { rlimits: true, watchdog: true, root: false };
-const bare: RunHost = { tools: BARE };
+const bare: RunHost = { tools: BARE, kill: (pid) => notKilled.push(pid) };
+/** What the watch would have killed, where a test gave it no kill of its own. */
+const notKilled: number[] = [];
 
 function report(fields: Partial<RunReport> = {}): RunReport {
   return { ok: true, logs: [], droppedLogs: 0, calls: [], durationMs: 42, exit: { code: 0, signal: null }, ...fields } as RunReport;
@@ -45,7 +47,8 @@ function prepared(
   limits: Partial<ResourceLimits>,
   plan: CgroupPlan = V1,
   fake = fakeCgroupFiles({ dirs: [...Object.values(PARENTS), V2_PARENT] }),
-  host: RunHost = { tools: LINUX, userThreads: () => 0 },
+  // Never a real kill here (a mutant under Stryker must not reach the machine's processes): recorded, not sent.
+  host: RunHost = { tools: LINUX, userThreads: () => 0, kill: (pid) => notKilled.push(pid) },
 ) {
   const run = RunLimits.prepare({ ...UNLIMITED, ...limits }, none, true, plan, fake, host);
   if (typeof run === "string") throw new Error(run);

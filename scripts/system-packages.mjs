@@ -18,7 +18,10 @@ const wanted = [
     pkg: "util-linux",
     why: "the limits tests run a host as an unprivileged uid (test/host/limits/environments.test.ts)",
   },
-].filter(({ command }) => !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd"))));
+].filter(
+  ({ command }) =>
+    !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd")) || (command === "setpriv" && existsSync("/usr/bin/setpriv"))),
+);
 if (wanted.length === 0) process.exit(0);
 
 const canInstall = process.platform === "linux" && process.getuid?.() === 0 && onPath("apt-get");

@@ -178,15 +178,19 @@ export function limitPlan(input: {
   return plan;
 }
 
-/** What this process can use besides a cgroup (Linux with a shell: rlimits and the watchdog). */
+let tools: HostTools | undefined;
+
+/** What this process can use besides a cgroup (Linux with a shell: rlimits and the watchdog), looked up once. */
 export function hostTools(): HostTools {
+  if (tools !== undefined) return tools;
   const linux = process.platform === "linux";
   const shells = machineShells();
-  return {
+  tools = {
     rlimits: linux && (shells.sh ?? shells.bash) !== undefined,
     watchdog: linux && childrenOf(process.pid) !== undefined,
     root: process.getuid?.() === 0,
   };
+  return tools;
 }
 
 /** The defaults already said on stderr, once each per process. */

@@ -186,6 +186,595 @@ describe("the deployment matrix", () => {
   });
 });
 
+/* eslint-disable max-len -- the inline snapshots pin the matrix's lines word for word, as a person reads and copies them */
+describe("the matrix, word for word, per environment (what a person reads and copies)", () => {
+  const text = (facts: DeploymentFacts) =>
+    deploymentMatrix(facts).map((row) => [row.guarantee, row.mechanism, row.ok, row.detail, row.fix ?? null]);
+  const landlock = { ...DOCKER, landlock: { abi: 7 } };
+  const user = { ...DOCKER, environment: "host" as const, bubblewrap: { installed: true, starts: true }, seccomp: false };
+
+  it("Docker, no Landlock helper", () => {
+    expect(text(DOCKER)).toMatchInlineSnapshot(`
+      [
+        [
+          "file system",
+          "none",
+          false,
+          "no sandbox: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
+          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+        ],
+        [
+          "network",
+          "none",
+          false,
+          "no sandbox: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
+          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+        ],
+        [
+          "host sockets",
+          "none",
+          false,
+          "no sandbox: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
+          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+        ],
+        [
+          "signals and /proc",
+          "none",
+          false,
+          "no sandbox: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
+          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+        ],
+        [
+          "memory",
+          "rlimit+watchdog",
+          false,
+          "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_DATA per process and the tree's resident memory sampled every 100 ms; not exact per tree",
+          "Docker mounts /sys/fs/cgroup read-only in an ordinary container and has no flag to delegate it (moby/moby#46763); bound the container itself (docker run --memory 2g --pids-limit 512 --cpus 2), or run the host under Podman with --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2)",
+        ],
+        [
+          "processes",
+          "rlimit+watchdog",
+          false,
+          "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): the tree's threads sampled every 100 ms, RLIMIT_NPROC (per user) as a backstop; not exact per tree",
+          "Docker mounts /sys/fs/cgroup read-only in an ordinary container and has no flag to delegate it (moby/moby#46763); bound the container itself (docker run --memory 2g --pids-limit 512 --cpus 2), or run the host under Podman with --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2)",
+        ],
+        [
+          "CPU",
+          "rlimit+watchdog",
+          false,
+          "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_CPU per process and the tree's CPU time sampled every 100 ms; not exact per tree",
+          "Docker mounts /sys/fs/cgroup read-only in an ordinary container and has no flag to delegate it (moby/moby#46763); bound the container itself (docker run --memory 2g --pids-limit 512 --cpus 2), or run the host under Podman with --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2)",
+        ],
+        [
+          "/tmp",
+          "none",
+          false,
+          "no sandbox, so no private /tmp: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
+          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+        ],
+        [
+          "sessions",
+          "none",
+          false,
+          "createSession is refused: sessions run under bubblewrap, which does not start here",
+          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+        ],
+      ]
+    `);
+  });
+
+  it("Docker with Landlock ABI 7", () => {
+    expect(text(landlock)).toMatchInlineSnapshot(`
+      [
+        [
+          "file system",
+          "landlock",
+          true,
+          "reads and writes only where the policy says (Landlock ABI 7)",
+          null,
+        ],
+        [
+          "network",
+          "landlock",
+          true,
+          "TCP bind and connect refused unless granted; other socket families refused by seccomp",
+          null,
+        ],
+        [
+          "host sockets",
+          "landlock",
+          true,
+          "abstract unix sockets scoped; socket(AF_UNIX) refused by seccomp (Landlock does not mediate pathname connect)",
+          null,
+        ],
+        [
+          "signals and /proc",
+          "landlock",
+          false,
+          "signals to processes outside the run refused; /proc still lists them (no PID namespace)",
+          "a PID namespace needs user namespaces, which the container's seccomp profile refuses; keep the profile (this is the one gap)",
+        ],
+        [
+          "memory",
+          "rlimit+watchdog",
+          false,
+          "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_DATA per process and the tree's resident memory sampled every 100 ms; not exact per tree",
+          "Docker mounts /sys/fs/cgroup read-only in an ordinary container and has no flag to delegate it (moby/moby#46763); bound the container itself (docker run --memory 2g --pids-limit 512 --cpus 2), or run the host under Podman with --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2)",
+        ],
+        [
+          "processes",
+          "rlimit+watchdog",
+          false,
+          "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): the tree's threads sampled every 100 ms, RLIMIT_NPROC (per user) as a backstop; not exact per tree",
+          "Docker mounts /sys/fs/cgroup read-only in an ordinary container and has no flag to delegate it (moby/moby#46763); bound the container itself (docker run --memory 2g --pids-limit 512 --cpus 2), or run the host under Podman with --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2)",
+        ],
+        [
+          "CPU",
+          "rlimit+watchdog",
+          false,
+          "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_CPU per process and the tree's CPU time sampled every 100 ms; not exact per tree",
+          "Docker mounts /sys/fs/cgroup read-only in an ordinary container and has no flag to delegate it (moby/moby#46763); bound the container itself (docker run --memory 2g --pids-limit 512 --cpus 2), or run the host under Podman with --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2)",
+        ],
+        [
+          "/tmp",
+          "rlimit",
+          false,
+          "no private /tmp without a mount namespace: RLIMIT_FSIZE bounds each file, not the total",
+          "bound the container's own /tmp: docker run --tmpfs /tmp:rw,size=256m (podman run the same)",
+        ],
+        [
+          "sessions",
+          "none",
+          false,
+          "createSession is refused: sessions run under bubblewrap, which does not start here",
+          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+        ],
+      ]
+    `);
+  });
+
+  it("Podman, Kubernetes and another container, Landlock ABI 6, rlimits only", () => {
+    const base = { ...landlock, landlock: { abi: 6 }, watchdog: false };
+    expect([
+      text({ ...base, environment: "podman" }),
+      text({ ...base, environment: "kubernetes" }),
+      text({ ...base, environment: "container" }),
+    ]).toMatchInlineSnapshot(`
+      [
+        [
+          [
+            "file system",
+            "landlock",
+            true,
+            "reads and writes only where the policy says (Landlock ABI 6)",
+            null,
+          ],
+          [
+            "network",
+            "landlock",
+            true,
+            "TCP bind and connect refused unless granted; other socket families refused by seccomp",
+            null,
+          ],
+          [
+            "host sockets",
+            "landlock",
+            true,
+            "abstract unix sockets scoped; socket(AF_UNIX) refused by seccomp (Landlock does not mediate pathname connect)",
+            null,
+          ],
+          [
+            "signals and /proc",
+            "landlock",
+            false,
+            "signals to processes outside the run refused; /proc still lists them (no PID namespace)",
+            "a PID namespace needs user namespaces, which the container's seccomp profile refuses; keep the profile (this is the one gap)",
+          ],
+          [
+            "memory",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_DATA per process and the tree's resident memory sampled every 100 ms; not exact per tree",
+            "podman run --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2: the container's own cgroup, delegated)",
+          ],
+          [
+            "processes",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): the tree's threads sampled every 100 ms, RLIMIT_NPROC (per user) as a backstop; not exact per tree",
+            "podman run --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2: the container's own cgroup, delegated)",
+          ],
+          [
+            "CPU",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_CPU per process and the tree's CPU time sampled every 100 ms; not exact per tree",
+            "podman run --cgroupns=private --security-opt unmask=/sys/fs/cgroup (cgroup v2: the container's own cgroup, delegated)",
+          ],
+          [
+            "/tmp",
+            "rlimit",
+            false,
+            "no private /tmp without a mount namespace: RLIMIT_FSIZE bounds each file, not the total",
+            "bound the container's own /tmp: docker run --tmpfs /tmp:rw,size=256m (podman run the same)",
+          ],
+          [
+            "sessions",
+            "none",
+            false,
+            "createSession is refused: sessions run under bubblewrap, which does not start here",
+            "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+          ],
+        ],
+        [
+          [
+            "file system",
+            "landlock",
+            true,
+            "reads and writes only where the policy says (Landlock ABI 6)",
+            null,
+          ],
+          [
+            "network",
+            "landlock",
+            true,
+            "TCP bind and connect refused unless granted; other socket families refused by seccomp",
+            null,
+          ],
+          [
+            "host sockets",
+            "landlock",
+            true,
+            "abstract unix sockets scoped; socket(AF_UNIX) refused by seccomp (Landlock does not mediate pathname connect)",
+            null,
+          ],
+          [
+            "signals and /proc",
+            "landlock",
+            false,
+            "signals to processes outside the run refused; /proc still lists them (no PID namespace)",
+            "a PID namespace needs user namespaces, which the container's seccomp profile refuses; keep the profile (this is the one gap)",
+          ],
+          [
+            "memory",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_DATA per process and the tree's resident memory sampled every 100 ms; not exact per tree",
+            "the pod's cgroup is not delegated to it; bound the container itself: resources: { limits: { memory: 2Gi, cpu: 2 } } (and the kubelet's podPidsLimit)",
+          ],
+          [
+            "processes",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): the tree's threads sampled every 100 ms, RLIMIT_NPROC (per user) as a backstop; not exact per tree",
+            "the pod's cgroup is not delegated to it; bound the container itself: resources: { limits: { memory: 2Gi, cpu: 2 } } (and the kubelet's podPidsLimit)",
+          ],
+          [
+            "CPU",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_CPU per process and the tree's CPU time sampled every 100 ms; not exact per tree",
+            "the pod's cgroup is not delegated to it; bound the container itself: resources: { limits: { memory: 2Gi, cpu: 2 } } (and the kubelet's podPidsLimit)",
+          ],
+          [
+            "/tmp",
+            "rlimit",
+            false,
+            "no private /tmp without a mount namespace: RLIMIT_FSIZE bounds each file, not the total",
+            "bound the pod's /tmp: an emptyDir { medium: Memory, sizeLimit: 256Mi } volume mounted at /tmp",
+          ],
+          [
+            "sessions",
+            "none",
+            false,
+            "createSession is refused: sessions run under bubblewrap, which does not start here",
+            "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; it works under securityContext: { seccompProfile: { type: RuntimeDefault }, allowPrivilegeEscalation: false, runAsNonRoot: true } (keep them: no Unconfined profile, no privileged: true)",
+          ],
+        ],
+        [
+          [
+            "file system",
+            "landlock",
+            true,
+            "reads and writes only where the policy says (Landlock ABI 6)",
+            null,
+          ],
+          [
+            "network",
+            "landlock",
+            true,
+            "TCP bind and connect refused unless granted; other socket families refused by seccomp",
+            null,
+          ],
+          [
+            "host sockets",
+            "landlock",
+            true,
+            "abstract unix sockets scoped; socket(AF_UNIX) refused by seccomp (Landlock does not mediate pathname connect)",
+            null,
+          ],
+          [
+            "signals and /proc",
+            "landlock",
+            false,
+            "signals to processes outside the run refused; /proc still lists them (no PID namespace)",
+            "a PID namespace needs user namespaces, which the container's seccomp profile refuses; keep the profile (this is the one gap)",
+          ],
+          [
+            "memory",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_DATA per process and the tree's resident memory sampled every 100 ms; not exact per tree",
+            "bound the container itself with its runtime's memory, pids and CPU limits",
+          ],
+          [
+            "processes",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): the tree's threads sampled every 100 ms, RLIMIT_NPROC (per user) as a backstop; not exact per tree",
+            "bound the container itself with its runtime's memory, pids and CPU limits",
+          ],
+          [
+            "CPU",
+            "rlimit",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_CPU per process and the tree's CPU time sampled every 100 ms; not exact per tree",
+            "bound the container itself with its runtime's memory, pids and CPU limits",
+          ],
+          [
+            "/tmp",
+            "rlimit",
+            false,
+            "no private /tmp without a mount namespace: RLIMIT_FSIZE bounds each file, not the total",
+            "bound the container's own /tmp with a sized tmpfs",
+          ],
+          [
+            "sessions",
+            "none",
+            false,
+            "createSession is refused: sessions run under bubblewrap, which does not start here",
+            "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; keep the container's seccomp profile",
+          ],
+        ],
+      ]
+    `);
+  });
+
+  it("a non-root host: delegated scope, no systemd, cgroup v1 only; a root host without cgroups; bubblewrap missing or refused", () => {
+    expect([
+      text(user),
+      text({ ...user, systemdRun: false }).slice(4, 5),
+      text({ ...user, root: true, capSysAdmin: false, cgroup: { version: null, reason: "read-only", v2Mounted: true } }),
+      text({ ...user, bubblewrap: { installed: false, starts: false } }).slice(0, 1),
+      text({
+        ...user,
+        bubblewrap: { installed: true, starts: false },
+        userns: { problem: "user.max_user_namespaces is 0", fix: "sysctl -w user.max_user_namespaces=15000" },
+      }).slice(0, 1),
+      text({ ...user, bubblewrap: { installed: true, starts: false } }).slice(0, 1),
+      text({ ...user, rlimits: false, watchdog: false }).slice(4, 7),
+      text({ ...user, cgroup: { version: "v2", controllers: ["memory", "pids", "cpu"] } }).slice(4, 7),
+    ]).toMatchInlineSnapshot(`
+      [
+        [
+          [
+            "file system",
+            "bubblewrap",
+            true,
+            "only the runtime, the body and its directory are visible; secrets masked",
+            null,
+          ],
+          [
+            "network",
+            "bubblewrap",
+            true,
+            "a network namespace of its own: no network unless granted",
+            null,
+          ],
+          [
+            "host sockets",
+            "bubblewrap",
+            true,
+            "no host unix socket is visible or reachable (mount and network namespaces)",
+            null,
+          ],
+          [
+            "signals and /proc",
+            "bubblewrap",
+            true,
+            "a PID namespace: no other process can be seen in /proc or signalled",
+            null,
+          ],
+          [
+            "memory",
+            "rlimit+watchdog",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_DATA per process and the tree's resident memory sampled every 100 ms; not exact per tree",
+            "start the host in a delegated cgroup v2 scope: systemd-run --user --scope -p Delegate=yes -- <host command> (or Delegate=yes in its systemd service)",
+          ],
+          [
+            "processes",
+            "rlimit+watchdog",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): the tree's threads sampled every 100 ms, RLIMIT_NPROC (per user) as a backstop; not exact per tree",
+            "start the host in a delegated cgroup v2 scope: systemd-run --user --scope -p Delegate=yes -- <host command> (or Delegate=yes in its systemd service)",
+          ],
+          [
+            "CPU",
+            "rlimit+watchdog",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_CPU per process and the tree's CPU time sampled every 100 ms; not exact per tree",
+            "start the host in a delegated cgroup v2 scope: systemd-run --user --scope -p Delegate=yes -- <host command> (or Delegate=yes in its systemd service)",
+          ],
+          [
+            "/tmp",
+            "bubblewrap tmpfs",
+            true,
+            "a private tmpfs of limits.tmpBytes",
+            null,
+          ],
+          [
+            "sessions",
+            "none",
+            false,
+            "createSession is refused: mounting the workspace's tmpfs needs CAP_SYS_ADMIN",
+            "run the host as root (it mounts each session's bounded tmpfs)",
+          ],
+        ],
+        [
+          [
+            "memory",
+            "rlimit+watchdog",
+            false,
+            "no cgroup (the host may not write its cgroup v2 /sys/fs/cgroup): RLIMIT_DATA per process and the tree's resident memory sampled every 100 ms; not exact per tree",
+            "give the host a delegated cgroup v2 subtree (systemd's Delegate=yes, or chown of a cgroup directory and its files)",
+          ],
+        ],
+        [
+          [
+            "file system",
+            "bubblewrap",
+            true,
+            "only the runtime, the body and its directory are visible; secrets masked",
+            null,
+          ],
+          [
+            "network",
+            "bubblewrap",
+            true,
+            "a network namespace of its own: no network unless granted",
+            null,
+          ],
+          [
+            "host sockets",
+            "bubblewrap",
+            true,
+            "no host unix socket is visible or reachable (mount and network namespaces)",
+            null,
+          ],
+          [
+            "signals and /proc",
+            "bubblewrap",
+            true,
+            "a PID namespace: no other process can be seen in /proc or signalled",
+            null,
+          ],
+          [
+            "memory",
+            "rlimit+watchdog",
+            false,
+            "no cgroup (read-only): RLIMIT_DATA per process and the tree's resident memory sampled every 100 ms; not exact per tree",
+            "mount the cgroup v1 memory, pids and cpuacct hierarchies writable, or boot with cgroup v2",
+          ],
+          [
+            "processes",
+            "watchdog",
+            false,
+            "no cgroup (read-only): the tree's threads sampled every 100 ms (root is exempt from RLIMIT_NPROC); not exact per tree",
+            "mount the cgroup v1 memory, pids and cpuacct hierarchies writable, or boot with cgroup v2",
+          ],
+          [
+            "CPU",
+            "rlimit+watchdog",
+            false,
+            "no cgroup (read-only): RLIMIT_CPU per process and the tree's CPU time sampled every 100 ms; not exact per tree",
+            "mount the cgroup v1 memory, pids and cpuacct hierarchies writable, or boot with cgroup v2",
+          ],
+          [
+            "/tmp",
+            "bubblewrap tmpfs",
+            true,
+            "a private tmpfs of limits.tmpBytes",
+            null,
+          ],
+          [
+            "sessions",
+            "none",
+            false,
+            "createSession is refused: mounting the workspace's tmpfs needs CAP_SYS_ADMIN",
+            "run the host as root (it mounts each session's bounded tmpfs)",
+          ],
+        ],
+        [
+          [
+            "file system",
+            "none",
+            false,
+            "no sandbox: bubblewrap is not installed; Landlock: unknown",
+            "apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora, RHEL)",
+          ],
+        ],
+        [
+          [
+            "file system",
+            "none",
+            false,
+            "no sandbox: bubblewrap does not start (user.max_user_namespaces is 0); Landlock: unknown",
+            "sysctl -w user.max_user_namespaces=15000",
+          ],
+        ],
+        [
+          [
+            "file system",
+            "none",
+            false,
+            "no sandbox: bubblewrap does not start (unknown reason); Landlock: unknown",
+            "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper, or let this user create user namespaces for bubblewrap",
+          ],
+        ],
+        [
+          [
+            "memory",
+            "none",
+            false,
+            "not enforced: the host may not write its cgroup v2 /sys/fs/cgroup",
+            "start the host in a delegated cgroup v2 scope: systemd-run --user --scope -p Delegate=yes -- <host command> (or Delegate=yes in its systemd service)",
+          ],
+          [
+            "processes",
+            "none",
+            false,
+            "not enforced: the host may not write its cgroup v2 /sys/fs/cgroup",
+            "start the host in a delegated cgroup v2 scope: systemd-run --user --scope -p Delegate=yes -- <host command> (or Delegate=yes in its systemd service)",
+          ],
+          [
+            "CPU",
+            "none",
+            false,
+            "not enforced: the host may not write its cgroup v2 /sys/fs/cgroup",
+            "start the host in a delegated cgroup v2 scope: systemd-run --user --scope -p Delegate=yes -- <host command> (or Delegate=yes in its systemd service)",
+          ],
+        ],
+        [
+          [
+            "memory",
+            "cgroup v2",
+            true,
+            "the run's own cgroup (memory)",
+            null,
+          ],
+          [
+            "processes",
+            "cgroup v2",
+            true,
+            "the run's own cgroup (pids)",
+            null,
+          ],
+          [
+            "CPU",
+            "cgroup v2",
+            true,
+            "the run's own cgroup (cpu)",
+            null,
+          ],
+        ],
+      ]
+    `);
+  });
+});
+
+/* eslint-enable max-len */
+
 describe("the environment and the facts, read from a machine", () => {
   it("tells Kubernetes, Podman, Docker and other containers from a host", () => {
     const none = { kubernetes: false, containerenv: false, dockerenv: false, initCgroup: "0::/init.scope" };

@@ -19,7 +19,15 @@ const wanted = [
   { command: "gcc", pkg: "gcc", why: "the session walk tests compile a renameat2 swap helper" },
   { command: "mkfifo", pkg: "coreutils", why: "the session walk tests plant FIFOs" },
   { command: "tmux", pkg: "tmux", why: "the terminal approval tests ask their question in a real terminal, a tmux pane" },
-].filter(({ command }) => !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd"))));
+  {
+    command: "setpriv",
+    pkg: "util-linux",
+    why: "the limits tests run a host as an unprivileged uid (test/host/limits/environments.test.ts)",
+  },
+].filter(
+  ({ command }) =>
+    !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd")) || (command === "setpriv" && existsSync("/usr/bin/setpriv"))),
+);
 if (wanted.length === 0) process.exit(0);
 
 const canInstall = process.platform === "linux" && process.getuid?.() === 0 && onPath("apt-get");

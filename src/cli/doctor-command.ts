@@ -1,5 +1,13 @@
 /** `ears doctor [--json]`: what confinement a run gets on this machine, why, and how to fix what is missing. */
-import { diagnoseSandbox, type Check, type MachineView } from "../host/sandbox/doctor.js";
+import {
+  deploymentFacts,
+  diagnoseSandbox,
+  thisMachine,
+  type Check,
+  type DeploymentLook,
+  type MachineView,
+} from "../host/sandbox/doctor.js";
+import { deploymentMatrix, type Environment, type MatrixRow } from "../host/sandbox/deployment.js";
 import { limitSupport, type LimitSupport } from "../host/limits/limits.js";
 import { DOCTOR_HELP } from "./help.js";
 import { ExitStatus } from "./report-output.js";
@@ -53,15 +61,53 @@ export function limitsText(support: LimitSupport): string {
   return `Resource limits (${cgroup}):\n${lines.join("\n")}\n`;
 }
 
-/** Runs `ears doctor` (the words after "doctor"); resolves with 0 when runs are confined, else 1. */
-export function doctorCommand(machine?: MachineView): Subcommand {
+/** Where the host runs, as the matrix's heading says it. */
+const ENVIRONMENT_NAMES: Record<Environment, string> = {
+  docker: "a Docker container",
+  podman: "a Podman container",
+  kubernetes: "a Kubernetes pod",
+  container: "a container",
+  host: "a host (no container detected)",
+};
+
+/**
+ * The deployment matrix as text: per guarantee, `ok` or `no`, the mechanism and what it gives, with the fix
+ * for this environment under each one that is not fully given.
+ */
+export function matrixText(environment: Environment, rows: readonly MatrixRow[]): string {
+  const width = Math.max(...rows.map((row) => row.guarantee.length));
+  const mechanismWidth = Math.max(...rows.map((row) => row.mechanism.length));
+  const lines = rows.flatMap((row) => [
+    `${row.ok ? "ok" : "no"}  ${row.guarantee.padEnd(width)}  ${row.mechanism.padEnd(mechanismWidth)}  ${row.detail}`,
+    ...(row.fix === undefined ? [] : [`    ${"".padEnd(width)}  fix: ${row.fix}`]),
+  ]);
+  return `Deployment matrix, in ${ENVIRONMENT_NAMES[environment]}:\n${lines.join("\n")}\n`;
+}
+
+/**
+ * Runs `ears doctor` (the words after "doctor"); resolves with 0 when runs are confined, else 1. `--json`
+ * writes one object: the checks, the limits' support and the deployment matrix with its environment.
+ */
+export function doctorCommand(machine?: MachineView, look?: DeploymentLook): Subcommand {
   return subcommand("doctor", DOCTOR_OPTIONS, DOCTOR_HELP, async ({ values, positionals, sawSeparator }, io) => {
     if (positionals.length > 0 || sawSeparator) throw new UsageError("ears doctor takes no arguments (see ears doctor --help)");
-    const { confined, checks } = await diagnoseSandbox(machine);
+    const view = machine ?? thisMachine();
+    const { confined, checks } = await diagnoseSandbox(view);
     // The limits of this machine's runs: what the cgroups and the sandbox here can enforce.
     const limits = limitSupport(confined);
+    const facts = deploymentFacts(view, checks, look);
+    const matrix = deploymentMatrix(facts);
+    // The sandbox's own failure gets the fix for this environment (a container's differs from a host's).
+    const fileSystem = matrix.find((row) => row.guarantee === "file system");
+    const shown = checks.map((check) =>
+      check.name === "sandbox starts" && !check.ok && facts.userns === undefined && fileSystem?.fix !== undefined
+        ? { ...check, fix: fileSystem.fix }
+        : check,
+    );
     io.stdout.write(
-      values.json ? `${JSON.stringify({ confined, checks, limits })}\n` : `${doctorText(confined, checks)}\n${limitsText(limits)}`,
+      values.json
+        ? `${JSON.stringify({ confined, checks: shown, limits, environment: facts.environment, matrix })}\n`
+        : `${doctorText(confined, shown)}\n${matrixText(facts.environment, matrix)}\n${limitsText(limits)}`,
     );
     return confined ? ExitStatus.Success : NOT_CONFINED;
   });

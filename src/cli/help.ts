@@ -6,7 +6,7 @@ const EXIT_STATUS = `Exit status:
   0   the guest's result is a success (replay: the guest did what the recording says)
   1   the guest's result is a failure outcome (replay: the guest diverged from the recording)
   2   the session broke: protocol error, crash, no result, timeout, the command could not start,
-      no sandbox although one was required, a resource limit reached (MemoryLimit, CpuLimit) or
+      no sandbox although one was required, a resource limit reached (MemoryLimit, ProcessLimit, CpuLimit) or
       not enforceable here, interrupted (Ctrl-C), the transcript could not be written, or (exec)
       the code body does not compile (CompileError)
   64  usage error: unknown option, bad --input, missing command, unreadable file`;
@@ -280,13 +280,18 @@ export const DOCTOR_HELP = `Usage: ears doctor [--json]
 Says what confinement a guest run gets on this machine and why: the platform, bubblewrap (found, its
 version, whether it starts a sandbox), user namespaces, the seccomp filter, the host's user. For each
 missing piece it prints the one line that fixes it (e.g. apt-get install bubblewrap, the sysctl for
-user namespaces, AppArmor's restriction on Ubuntu 24.04). Then the resource limits (--memory,
---processes, --cpu-time, --tmp-size): what enforces each here (a cgroup, an rlimit, bubblewrap),
-or why nothing does and the fix. The exit status is about confinement only.
+user namespaces, AppArmor's restriction on Ubuntu 24.04). Then the deployment matrix: for the
+environment it detects (Docker, Podman, Kubernetes, another container, a host), each guarantee (file
+system, network, host sockets, signals and /proc, memory, processes, CPU, /tmp, sessions) with the
+mechanism that gives it (bubblewrap, landlock, cgroup v1/v2, rlimit, watchdog, none) and the fix for
+this environment where one is missing. Then the resource limits (--memory, --processes, --cpu-time,
+--tmp-size): what enforces each here. The exit status is about confinement only.
 
 Options:
   --json                    Print {"confined": true|false, "checks": [{name, ok, detail, fix?}],
-                            "limits": {cgroup, limits: {memoryBytes: {enforcedBy, note?, fix?}, ...}}}.
+                            "limits": {cgroup, limits: {memoryBytes: {enforcedBy, note?, fix?}, ...}},
+                            "environment": "docker"|"podman"|"kubernetes"|"container"|"host",
+                            "matrix": [{guarantee, mechanism, ok, detail, fix?}]}.
   -h, --help                Show this help.
 
 Exit status: 0 when runs here are confined, 1 when they are not, 64 for a usage error.

@@ -1,5 +1,5 @@
 /** How `ears` shows a run: live logs, the result, notes and errors, and the exit status. */
-import { excerpt } from "../protocol/text.js";
+import { byteSize, excerpt } from "../protocol/text.js";
 import type { Readable, Writable } from "node:stream";
 import type { LogEntry, ResourceUsage, RunReport } from "../host/index.js";
 import type { RunReportFields } from "../host/types.js";
@@ -170,6 +170,63 @@ export function usageLine(usage: ResourceUsage | undefined): string | undefined 
   // Threads are what --processes bounds (the pids controller counts tasks).
   if (usage.peakThreads !== undefined) parts.push(`${usage.peakThreads} ${usage.peakThreads === 1 ? "thread" : "threads"}`);
   return parts.length === 0 ? undefined : parts.join(", ");
+}
+
+/** How each resource limit is named and set on the command line, and how its value reads. */
+const LIMIT_WORDS: Record<string, { label: string; flag: string; value: (n: number) => string }> = {
+  memoryBytes: { label: "memory", flag: "--memory", value: byteSize },
+  processes: { label: "processes", flag: "--processes", value: String },
+  cpuTimeMs: { label: "CPU time", flag: "--cpu-time", value: (ms) => `${ms / 1000} s` },
+  tmpBytes: { label: "/tmp", flag: "--tmp-size", value: byteSize },
+};
+
+/** A resource limit as the report gives it (`report.limits`, or a recording's). */
+interface ReportedLimit {
+  name: string;
+  value: number | null;
+  enforcedBy: string | null;
+  requested?: boolean;
+  note?: string;
+}
+
+/** The report's limits as a list (names kept in the report's order). */
+export function reportedLimits(limits: RunReport["limits"]): ReportedLimit[] {
+  return Object.entries(limits ?? {}).map(([name, state]) => ({ name, ...state }));
+}
+
+/**
+ * The limits and what enforced each, on one line: `memory 1 GiB (cgroup-v1), processes 256 (rlimit+watchdog),
+ * /tmp 256 MiB (NOT ENFORCED)`; a limit without a value is left out. Undefined when there is none.
+ */
+export function limitsLine(limits: readonly ReportedLimit[]): string | undefined {
+  const parts = limits
+    .filter((limit) => limit.value !== null)
+    .map((limit) => {
+      const words = LIMIT_WORDS[limit.name];
+      const value = words === undefined ? String(limit.value) : words.value(limit.value!);
+      return `${words?.label ?? label(limit.name)} ${value} (${limit.enforcedBy === null ? "NOT ENFORCED" : label(limit.enforcedBy)})`;
+    });
+  return parts.length === 0 ? undefined : parts.join(", ");
+}
+
+/**
+ * Warns on stderr of each limit with a value that nothing enforced (a default this machine cannot enforce:
+ * `enforcedBy` null), naming it and why, whatever `--quiet` and `--json` say: a bound that did not hold is
+ * never only a field of the report.
+ */
+export function printLimitWarnings(report: Pick<RunReport, "limits">, stderr: Writable): void {
+  for (const limit of reportedLimits(report.limits)) {
+    if (limit.value === null || limit.enforcedBy !== null) continue;
+    const words = LIMIT_WORDS[limit.name];
+    const value = words === undefined ? String(limit.value) : words.value(limit.value);
+    const set = words === undefined ? "" : `${words.flag}, `;
+    const why = (limit.note ?? "").replace(/^not enforced: /, "");
+    endGuestStderrLine(stderr);
+    stderr.write(
+      `ears: warning: limits.${label(limit.name)} (${set}${limit.requested === true ? "" : "default "}${value}) is not enforced` +
+        `${why === "" ? "" : `: ${oneLine(why)}`}\n`,
+    );
+  }
 }
 
 /** The usage line as a note on stderr after the run (unless quiet); the numbers are in the `--json` report. */

@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { runGuest } from "../host/index.js";
 import type { Capabilities, GuestCommand, HostLimits, RunReport, SandboxSetting } from "../host/index.js";
 import { envEntryProblem } from "../host/sandbox/policy.js";
+import { onUnenforcedDefault } from "../host/limits/limits.js";
 import { describeError } from "../protocol/errors.js";
 import type { Json } from "../protocol/json.js";
 import { performance } from "node:perf_hooks";
@@ -20,6 +21,7 @@ import {
   guestStderrPrinter,
   logPrinter,
   printJson,
+  printLimitWarnings,
   printNotes,
   printOutcome,
   printUsage,
@@ -169,6 +171,8 @@ export async function hostOptionsOf(values: HostValues, io: CliIo): Promise<Host
     throw error;
   }
   const timeline = values.verbose ? new TimelineBuilder() : undefined;
+  // The CLI warns of a limit nothing enforces after each run (printLimitWarnings), not once as a process warning.
+  onUnenforcedDefault(null);
   const startedAt = performance.now();
   const now = () => performance.now() - startedAt;
   return {
@@ -218,6 +222,7 @@ export async function reportRun(report: RunReport, values: HostValues, io: CliIo
   if (!values.json && report.outcome !== undefined) printOutcome(report.outcome, io.stdout, io.stderr);
   printSandboxNote(report, io, values.quiet ?? false);
   printNotes(inFlagTerms(report), io.stderr, values.quiet ?? false);
+  printLimitWarnings(report, io.stderr);
   if (!values.json) printUsage(report, io.stderr, values.quiet ?? false);
   if (timeline !== undefined) printRunTimeline(timeline, report, io);
   return recorded && printed ? exitStatusOf(report) : ExitStatus.SessionError;

@@ -6,7 +6,7 @@
  */
 import type { ResourceUsage } from "../host/types.js";
 import type { Timeline, TimelineCall, TimelineMark } from "../transcripts/timeline.js";
-import { usageLine } from "./report-output.js";
+import { limitsLine, usageLine } from "./report-output.js";
 
 /** The page for `timeline`, titled after `source` (the transcript's name). */
 export function timelineHtml(timeline: Timeline, source: string): string {
@@ -20,12 +20,16 @@ export function timelineHtml(timeline: Timeline, source: string): string {
   const report = timeline.report;
   // The figures as the report wrote them, on the line the CLI prints after a live run.
   const usage = report?.usage === undefined ? undefined : usageLine(report.usage as unknown as ResourceUsage);
+  const measuredBy = typeof report?.usage?.source === "string" ? report.usage.source : undefined;
+  const limits = report?.limits === undefined ? undefined : limitsLine(report.limits);
   const bad = report?.ok === false || timeline.result?.status === "failure" || report?.failure !== undefined;
   const facts = [
     `${time(timeline.durationMs, timeline.timed)}`,
     `${calls} call${calls === 1 ? "" : "s"}${failed > 0 ? `, ${failed} not successful` : ""}`,
     `${timeline.marks.filter((mark) => mark.kind === "log").length} logs`,
     ...(usage !== undefined ? [`usage: ${usage}`] : []),
+    ...(measuredBy !== undefined ? [`usage measured by ${measuredBy}`] : []),
+    ...(limits !== undefined ? [`limits: ${limits}`] : []),
     ...(report?.sandbox !== undefined ? [`sandbox: ${report.sandbox}`] : []),
     ...(report?.exit !== undefined ? [`exit: ${report.exit}`] : []),
     ...(timeline.sdk !== undefined ? [`guest: ${timeline.sdk}`] : []),

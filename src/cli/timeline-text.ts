@@ -1,7 +1,7 @@
 /** The compact text timeline `ears run --verbose` prints on stderr after the run. */
 import type { Writable } from "node:stream";
 import type { Timeline, TimelineMark } from "../transcripts/timeline.js";
-import { endGuestStderrLine, label, oneLine } from "./report-output.js";
+import { endGuestStderrLine, label, limitsLine, oneLine } from "./report-output.js";
 
 /** How each kind of mark is shown (a log by its level). */
 const MARK_LABELS: Partial<Record<TimelineMark["kind"], string>> = {
@@ -27,6 +27,15 @@ export function printTimeline(timeline: Timeline, stderr: Writable): void {
     `ears: timeline: ${ms(timeline.durationMs)}, ${calls} call${calls === 1 ? "" : "s"}` +
       `${failed > 0 ? ` (${failed} not successful)` : ""}, ${timeline.marks.filter((mark) => mark.kind === "log").length} logs\n`,
   );
+  const { report } = timeline;
+  // What bounded the run, each limit with the mechanism that enforced it, and where the usage came from.
+  const limits = report?.limits === undefined ? undefined : limitsLine(report.limits);
+  if (limits !== undefined) stderr.write(`ears: | limits: ${limits}\n`);
+  const sources = [
+    ...(report?.sandbox !== undefined ? [`sandbox: ${oneLine(report.sandbox, 100)}`] : []),
+    ...(typeof report?.usage?.source === "string" ? [`usage measured by ${oneLine(report.usage.source, 100)}`] : []),
+  ];
+  if (sources.length > 0) stderr.write(`ears: | ${sources.join("; ")}\n`);
   const rows = [
     ...timeline.calls.map((call) => {
       const outcome = call.status === "failure" ? `failure ${label(call.code ?? "")}` : call.status;

@@ -506,7 +506,7 @@ function guestLaunch(
     closeFds: leakedDescriptors(),
     keepFds,
     cgroupJoins: limits.cgroup?.joins ?? [],
-    rlimits: limits.plan.cpuRlimitSeconds === undefined ? {} : { cpuSeconds: limits.plan.cpuRlimitSeconds },
+    rlimits: limits.rlimits,
     // bubblewrap sets the guest's environment itself (--clearenv, --setenv).
     env: confined ? null : childEnv,
     shells: machineShells(),

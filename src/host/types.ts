@@ -99,14 +99,17 @@ export interface HostLimits {
   /**
    * Added, runGuest/runCode only: memory of the guest and everything it starts (resident memory, the page
    * cache it causes, its tmpfs `/tmp`), in bytes; default 1 GiB, Infinity for none. Past it the kernel
-   * kills the guest and the run fails with `MemoryLimit`. Enforced by a cgroup; asked for where none can
-   * be had, the run fails with `SandboxUnavailable` and nothing starts. See docs/host.md "Resource limits".
+   * kills the guest and the run fails with `MemoryLimit`. Enforced by a cgroup; where none can be had, by
+   * RLIMIT_DATA per process and the host's watchdog over the tree's resident memory (Linux); asked for where
+   * nothing can enforce it, the run fails with `SandboxUnavailable` and nothing starts. See docs/host.md "Resource limits".
    */
   memoryBytes?: number;
   /**
    * Added, runGuest/runCode only: processes and threads of the guest tree at once (a Node guest uses
    * about 11 by itself); default 256, Infinity for none. Beyond it `fork`/`spawn` fail inside the guest
-   * with `EAGAIN`, and the run goes on. Enforced by a cgroup (pids), as memoryBytes.
+   * with `EAGAIN`, and the run goes on (a run that then fails is reported as `ProcessLimit`). Enforced by a
+   * cgroup (pids); where none can be had, by the host's watchdog over the tree (past it the run ends with
+   * `ProcessLimit`) and, for a host that is not root, RLIMIT_NPROC as a backstop.
    */
   processes?: number;
   /**
@@ -126,8 +129,12 @@ export interface HostLimits {
 /** The resource limits of {@link HostLimits} a run reports on (see {@link RunDetails.limits}). */
 export type ResourceLimitName = "memoryBytes" | "processes" | "cpuTimeMs" | "tmpBytes";
 
-/** What enforced a resource limit: a cgroup (v1 or v2), a per-process rlimit, bubblewrap's tmpfs size. */
-export type LimitEnforcer = "cgroup-v1" | "cgroup-v2" | "rlimit" | "bubblewrap";
+/**
+ * What enforced a resource limit: a cgroup (v1 or v2), a per-process rlimit set by the launcher, the host's
+ * watchdog over the run's process tree (sampled through /proc every 100 ms), both of these, or bubblewrap's
+ * tmpfs size. See docs/host.md "Resource limits" for what each bounds.
+ */
+export type LimitEnforcer = "cgroup-v1" | "cgroup-v2" | "rlimit" | "watchdog" | "rlimit+watchdog" | "bubblewrap";
 
 /** One resource limit of a run as it was applied. */
 export interface LimitState {
@@ -289,6 +296,7 @@ export type HostFailureCode =
   | "CompileError"
   | "MemoryLimit"
   | "CpuLimit"
+  | "ProcessLimit"
   | "ResultTooLarge"
   | "RunnerLost"
   | "ReplayDiverged"

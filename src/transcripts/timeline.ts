@@ -44,6 +44,14 @@ export interface TimelineMark {
   text: string;
 }
 
+/** One resource limit of the report (`report.limits`): its value (null: none) and the mechanism that enforced it. */
+export interface TimelineLimit {
+  name: string;
+  value: number | null;
+  enforcedBy: string | null;
+  note?: string;
+}
+
 /** A run laid out in time. */
 export interface Timeline {
   /** Whether the transcript had times (`at`); without them, each entry's position stands for its time. */
@@ -66,6 +74,8 @@ export interface Timeline {
     ok?: boolean;
     failure?: { code: string; message: string };
     usage?: Record<string, number | string | boolean>;
+    /** Each resource limit with a value or a mechanism: what it was, and what enforced it (null: nothing did). */
+    limits?: TimelineLimit[];
     exit?: string;
     sandbox?: string;
     durationMs?: number;
@@ -191,6 +201,8 @@ export class TimelineBuilder {
         if (typeof figure === "number" || typeof figure === "string" || typeof figure === "boolean") report.usage[key] = figure;
       }
     }
+    const limits = value.limits;
+    if (typeof limits === "object" && limits !== null && !Array.isArray(limits)) report.limits = limitsOf(limits);
     const exit = value.exit;
     if (typeof exit === "object" && exit !== null && !Array.isArray(exit)) {
       report.exit = exit.signal !== null && exit.signal !== undefined ? `signal ${String(exit.signal)}` : `code ${String(exit.code)}`;
@@ -228,7 +240,8 @@ export class TimelineBuilder {
   private endMark(value: { [key: string]: Json }, report: NonNullable<Timeline["report"]>): void {
     const parts: string[] = [];
     const code = report.failure?.code;
-    if (code === "RunTimeout" || code === "HelloTimeout" || code === "CpuLimit" || code === "MemoryLimit" || code === "Aborted") {
+    const cut = ["RunTimeout", "HelloTimeout", "CpuLimit", "MemoryLimit", "ProcessLimit", "Aborted"];
+    if (code !== undefined && cut.includes(code)) {
       parts.push(`${code}: ${excerpt(report.failure!.message, EXCERPT_CHARS)}`);
     }
     if (typeof value.forcedStop === "string") parts.push(`the host had to send ${excerpt(value.forcedStop, 20)}`);
@@ -252,6 +265,22 @@ export function timelineOf(entries: Iterable<TranscriptEntry>): Timeline {
   const builder = new TimelineBuilder();
   for (const entry of entries) builder.add(entry);
   return builder.build();
+}
+
+/** The report's limits, as recorded: each entry that is an object, its figures checked (a transcript is data from anywhere). */
+function limitsOf(limits: { [key: string]: Json }): TimelineLimit[] {
+  const found: TimelineLimit[] = [];
+  for (const [name, state] of Object.entries(limits).slice(0, 20)) {
+    if (typeof state !== "object" || state === null || Array.isArray(state)) continue;
+    const limit: TimelineLimit = {
+      name: excerpt(name, 100),
+      value: typeof state.value === "number" ? state.value : null,
+      enforcedBy: typeof state.enforcedBy === "string" ? excerpt(state.enforcedBy, 100) : null,
+    };
+    if (typeof state.note === "string") limit.note = excerpt(state.note, EXCERPT_CHARS);
+    found.push(limit);
+  }
+  return found;
 }
 
 function jsonExcerpt(value: Json, max: number): string {

@@ -192,6 +192,8 @@ export interface CgroupCounters {
   tasks?: number;
   peakTasks?: number;
   oomKills?: number;
+  /** How many times the pids controller refused a fork at its limit (pids.events "max"). */
+  pidsRefused?: number;
 }
 
 /**
@@ -365,6 +367,7 @@ export class RunCgroup {
     if (pids !== undefined) {
       assign(counters, "tasks", number(pids, "pids.current"));
       assign(counters, "peakTasks", number(pids, "pids.peak"));
+      assign(counters, "pidsRefused", field(text(pids, "pids.events"), "max"));
     }
     // Processes, not threads: cgroup.procs lists thread-group leaders (v1 may list one twice). The launcher
     // joins every hierarchy, so their lists agree but for a process that is joining or leaving: the largest.

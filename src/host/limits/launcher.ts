@@ -2,7 +2,7 @@
  * The launcher: the one small shell every guest starts through when there is something to do before the
  * guest's first instruction. It joins the run's cgroups with its own pid (so everything it execs and forks
  * is inside from the start, with no race), closes the descriptors the host inherited without
- * close-on-exec (issue 17, "only 0, 1, 2"), applies rlimits, then execs the guest (or bubblewrap). Built
+ * close-on-exec ("only 0, 1, 2"), applies rlimits (CPU, data, processes, file size), then execs the guest (or bubblewrap). Built
  * by a pure function from data; the one impure piece, finding the leaked descriptors, is separate.
  */
 import { accessSync, constants, readdirSync, readFileSync, statSync } from "node:fs";
@@ -22,8 +22,8 @@ export interface LaunchSteps {
   keepFds: readonly number[];
   /** The cgroup files the launcher writes itself into, in order, before it execs anything. */
   cgroupJoins: readonly CgroupJoin[];
-  /** Per-process rlimits: `cpuSeconds` is RLIMIT_CPU (soft and hard, whole seconds). */
-  rlimits: { cpuSeconds?: number };
+  /** Per-process rlimits, each set soft and hard (the guest cannot raise them again). */
+  rlimits: Rlimits;
   /**
    * The environment the guest is given. The shells set PWD (both) and SHLVL (bash, at every exec): the
    * launcher puts both back as they were here, so the guest's environment is exactly this one. `null`:
@@ -45,6 +45,22 @@ export interface LaunchSteps {
 export interface CgroupJoin {
   file: string;
   as: "thread" | "process";
+}
+
+/**
+ * The rlimits the launcher sets before it execs anything, so they hold under every confinement (bubblewrap,
+ * Landlock, none) and for everything the guest starts. Each is optional; a value is rounded up to the unit
+ * the shell's `ulimit` takes.
+ */
+export interface Rlimits {
+  /** RLIMIT_CPU in whole seconds (SIGXCPU at it, SIGKILL a second later). */
+  cpuSeconds?: number;
+  /** RLIMIT_DATA in bytes: a process's private writable memory (heap, anonymous mappings); allocation past it fails with ENOMEM. */
+  dataBytes?: number;
+  /** RLIMIT_NPROC: the processes and threads of the host's real user, machine-wide (fork fails with EAGAIN at it; root is exempt). */
+  processes?: number;
+  /** RLIMIT_FSIZE in bytes: the largest file a process may write (EFBIG past it; SIGXFSZ to a process that does not ignore it). */
+  fileBytes?: number;
 }
 
 /** The programs the launcher may use. */
@@ -69,8 +85,9 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
   const close = [...new Set(steps.closeFds)]
     .filter((fd) => Number.isSafeInteger(fd) && fd >= 3 && !steps.keepFds.includes(fd))
     .sort((a, b) => a - b);
-  const { cpuSeconds } = steps.rlimits;
-  if (close.length === 0 && steps.cgroupJoins.length === 0 && cpuSeconds === undefined) {
+  const { cpuSeconds, dataBytes, processes, fileBytes } = steps.rlimits;
+  const noRlimit = cpuSeconds === undefined && dataBytes === undefined && processes === undefined && fileBytes === undefined;
+  if (close.length === 0 && steps.cgroupJoins.length === 0 && noRlimit) {
     return { command: steps.command, args: [...steps.args], wrapped: false };
   }
   // dash's redirections take one digit; bash takes any descriptor.
@@ -107,6 +124,11 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
         `{ echo "${LAUNCHER_MARK} could not set RLIMIT_CPU" >&2; exit ${LAUNCHER_FAILED}; }`,
     );
   }
+  // ulimit -d takes KiB; -f takes 512-byte blocks in dash and in bash --posix alike.
+  if (dataBytes !== undefined) lines.push(rlimitLine(["-d"], Math.ceil(dataBytes / 1024), "RLIMIT_DATA"));
+  if (fileBytes !== undefined) lines.push(rlimitLine(["-f"], Math.ceil(fileBytes / 512), "RLIMIT_FSIZE"));
+  // bash names RLIMIT_NPROC -u, dash -p (bash's -p is the pipe size, which cannot be set: that try fails).
+  if (processes !== undefined) lines.push(rlimitLine(["-u", "-p"], Math.ceil(processes), "RLIMIT_NPROC"));
   const { PWD: pwd, SHLVL: shlvl } = steps.env ?? {};
   if (!exact) {
     // The command replaces the environment: nothing to put back.
@@ -129,6 +151,21 @@ export function launcherCommand(steps: LaunchSteps): LaunchCommand {
     args: [...options, lines.join("\n"), ARGV0, ...steps.cgroupJoins.map((entry) => entry.file), ...restore, steps.command, ...steps.args],
     wrapped: true,
   };
+}
+
+/**
+ * The launcher's line that sets an rlimit, soft and hard, to `value` (at least 1) by the first of `flags` the
+ * shell takes. A hard limit already lower (the host's own, e.g. a container's `--ulimit`) cannot be raised
+ * and needs not be: it stands. Anything else the shell cannot set stops the launcher.
+ */
+function rlimitLine(flags: readonly string[], value: number, name: string): string {
+  const count = Math.max(1, value);
+  const set = flags.map((flag) => `ulimit ${flag} ${count} 2>/dev/null`).join(" || ");
+  const hard = flags.map((flag) => `ulimit -H ${flag} 2>/dev/null`).join(" || ");
+  return (
+    `{ ${set} || { h=$(${hard}); [ "$h" != unlimited ] && [ "$h" -le ${count} ]; }; } || ` +
+    `{ echo "${LAUNCHER_MARK} could not set ${name}" >&2; exit ${LAUNCHER_FAILED}; }`
+  );
 }
 
 /** O_CLOEXEC in /proc/self/fdinfo's octal `flags`. */

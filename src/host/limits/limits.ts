@@ -15,8 +15,8 @@ import {
   type CgroupPlan,
   type Controller,
 } from "./cgroup.js";
-import { LAUNCHER_FAILED, LAUNCHER_MARK } from "./launcher.js";
-import { TreeUsage } from "./process-tree.js";
+import { LAUNCHER_FAILED, LAUNCHER_MARK, machineShells, type Rlimits } from "./launcher.js";
+import { childrenOf, realProcFiles, TreeUsage, userThreads, type ProcFiles, type TreeSample } from "./process-tree.js";
 import { sandboxMissing } from "../sandbox/index.js";
 
 /** The one line that gives a host cgroups to create runs' cgroups in. */
@@ -25,11 +25,29 @@ export const CGROUP_FIX =
   "or in a cgroup v2 subtree delegated to it (e.g. systemd-run --user --scope -p Delegate=yes -- <host command>)";
 /** The one line that gives a host a sandbox (and with it a bounded /tmp). */
 const SANDBOX_FIX = "install bubblewrap (apt-get install bubblewrap) and run the guest sandboxed";
-/** How often a live run's cgroup is read: cheap (two or three small files), and the CPU limit's granularity. */
+/** How often a live run's cgroup (or, without one, its process tree) is read: the CPU, memory and process watch's granularity. */
 export const WATCH_MS = 100;
 
 /** What the cgroup of a run can do: its version and controllers, or why there is none. */
 export type CgroupOffer = { version: "v1" | "v2"; controllers: readonly Controller[] } | { version: null; reason: string };
+
+/**
+ * How a run is confined, as far as its limits care: bubblewrap gives it a private `/tmp` tmpfs of a size;
+ * another confinement without one (Landlock) bounds each file it writes by RLIMIT_FSIZE; none, nothing.
+ * `true` and `false` stand for "bubblewrap" and "none".
+ */
+export type Confinement = "bubblewrap" | "landlock" | "none" | boolean;
+
+/**
+ * What the host can use besides a cgroup: `rlimits`, a launcher shell that sets them (Linux with /bin/sh);
+ * `watchdog`, /proc's children lists to walk the run's tree (Linux); `root`, whether the host runs as root
+ * (the kernel exempts root from RLIMIT_NPROC).
+ */
+export interface HostTools {
+  rlimits: boolean;
+  watchdog: boolean;
+  root: boolean;
+}
 
 /** A run's limits, as resolved ({@link DEFAULT_HOST_LIMITS} filled in; Infinity: none). */
 export type ResourceLimits = Record<ResourceLimitName, number>;
@@ -39,9 +57,18 @@ export interface LimitPlan {
   report: Record<ResourceLimitName, LimitState>;
   /** A limit the host asked for that cannot be enforced here: the run must not start. */
   refusal?: string;
+  /** Defaults that nothing here enforces, one line each (said once per process on stderr). */
+  unenforced: string[];
   /** What the run's cgroup must write. */
   cgroupLimits: CgroupLimits;
-  /** RLIMIT_CPU for the launcher to set (no cgroup to account CPU time). */
+  /**
+   * The rlimits for the launcher. `processes` is the run's allowance: RLIMIT_NPROC is per user and
+   * machine-wide, so the launcher is given the user's threads at the start plus this.
+   */
+  rlimits: Rlimits;
+  /** What the watchdog checks the run's process tree against (no cgroup). */
+  watch: { memoryBytes?: number; processes?: number; cpuTimeMs?: number };
+  /** RLIMIT_CPU for the launcher to set (no cgroup to account CPU time); also in `rlimits`. */
   cpuRlimitSeconds?: number;
   /** The size of the sandbox's /tmp, for bubblewrap. */
   tmpBytes?: number;
@@ -52,20 +79,50 @@ function controllerOf(name: ResourceLimitName): Controller | undefined {
   return name === "memoryBytes" ? "memory" : name === "processes" ? "pids" : name === "cpuTimeMs" ? "cpu" : undefined;
 }
 
+/** The enforcer of a pair: an rlimit, the watchdog, both, or neither. */
+function pairOf(rlimit: boolean, watchdog: boolean): LimitEnforcer | null {
+  if (rlimit && watchdog) return "rlimit+watchdog";
+  return rlimit ? "rlimit" : watchdog ? "watchdog" : null;
+}
+
+/** What an rlimit and the watchdog mean for each limit, said in its report's note. */
+function fallbackNote(name: ResourceLimitName, by: LimitEnforcer): string {
+  const rlimit =
+    name === "memoryBytes"
+      ? "RLIMIT_DATA per process (allocation past it fails)"
+      : name === "processes"
+        ? "RLIMIT_NPROC, per user machine-wide, set to the user's threads at the start plus twice the limit"
+        : "RLIMIT_CPU per process, in whole seconds";
+  const watchdog =
+    name === "memoryBytes"
+      ? "the tree's resident memory"
+      : name === "processes"
+        ? "the tree's processes and threads"
+        : "the tree's CPU time";
+  const watched = `the host's watchdog over ${watchdog}, every ${WATCH_MS} ms`;
+  return by === "rlimit+watchdog" ? `${rlimit}; ${watched}` : by === "rlimit" ? rlimit : watched;
+}
+
 /**
- * Decides, for each limit, what enforces it: memoryBytes and processes a cgroup only (RLIMIT_AS and
- * RLIMIT_NPROC do not mean the same: one is address space, which V8 reserves by the gigabyte, the other
- * counts the user's processes machine-wide); cpuTimeMs a cgroup, else RLIMIT_CPU per process; tmpBytes
- * bubblewrap. A limit asked for that nothing can enforce is a refusal; a default one is reported with a note.
+ * Decides, for each limit, what enforces it. A cgroup (v1 or v2) where its controller can be used; else,
+ * on Linux, the launcher's rlimits with the host's watchdog over the run's process tree: memoryBytes by
+ * RLIMIT_DATA (a process's private writable memory: V8's PROT_NONE reservations do not count) and the
+ * tree's summed resident memory; processes by the tree's thread count and, for a host that is not root,
+ * RLIMIT_NPROC (per user, machine-wide: a backstop); cpuTimeMs by RLIMIT_CPU per process and the tree's
+ * CPU time; tmpBytes by bubblewrap's tmpfs, or RLIMIT_FSIZE per file where the confinement has no private
+ * `/tmp`. A limit asked for that nothing can enforce is a refusal; a default one is reported with a note
+ * and listed in `unenforced`.
  */
 export function limitPlan(input: {
   limits: ResourceLimits;
   requested: ReadonlySet<ResourceLimitName>;
-  confined: boolean;
+  confined: Confinement;
   cgroup: CgroupOffer;
+  tools: HostTools;
 }): LimitPlan {
-  const { limits, requested, confined, cgroup } = input;
-  const plan: LimitPlan = { report: {} as LimitPlan["report"], cgroupLimits: {} };
+  const { limits, requested, cgroup, tools } = input;
+  const confinement = input.confined === true ? "bubblewrap" : input.confined === false ? "none" : input.confined;
+  const plan: LimitPlan = { report: {} as LimitPlan["report"], unenforced: [], cgroupLimits: {}, rlimits: {}, watch: {} };
   const refusals: string[] = [];
   for (const name of RESOURCE_LIMITS) {
     const value = limits[name];
@@ -82,27 +139,84 @@ export function limitPlan(input: {
       enforcedBy = cgroup.version === "v1" ? "cgroup-v1" : "cgroup-v2";
       if (name === "memoryBytes") plan.cgroupLimits.memoryBytes = value;
       if (name === "processes") plan.cgroupLimits.processes = value;
-    } else if (name === "cpuTimeMs") {
+    } else if (controller !== undefined) {
+      // The kernel exempts root from RLIMIT_NPROC: only the watchdog bounds a root host's processes.
+      const rlimit = tools.rlimits && !(name === "processes" && tools.root);
+      enforcedBy = pairOf(rlimit, tools.watchdog);
+      if (enforcedBy === null) {
+        const why = cgroup.version === null ? cgroup.reason : `the host's cgroup has no ${controller} controller`;
+        const nor = "nor rlimits and a /proc watchdog (Linux only)";
+        missing = `no cgroup ${controller} controller can be used here (${why}), ${nor}; ${CGROUP_FIX}`;
+      } else {
+        note = fallbackNote(name, enforcedBy);
+        if (rlimit && name === "memoryBytes") plan.rlimits.dataBytes = value;
+        if (rlimit && name === "processes") plan.rlimits.processes = value;
+        if (rlimit && name === "cpuTimeMs") plan.rlimits.cpuSeconds = plan.cpuRlimitSeconds = Math.max(1, Math.ceil(value / 1000));
+        if (tools.watchdog) plan.watch[name as keyof LimitPlan["watch"]] = value;
+      }
+    } else if (confinement === "bubblewrap") {
+      enforcedBy = "bubblewrap";
+      plan.tmpBytes = value;
+    } else if (confinement === "landlock" && tools.rlimits) {
       enforcedBy = "rlimit";
-      plan.cpuRlimitSeconds = Math.max(1, Math.ceil(value / 1000));
-      note = "RLIMIT_CPU: per process, not per tree, in whole seconds";
-    } else if (name === "tmpBytes") {
-      if (confined) {
-        enforcedBy = "bubblewrap";
-        plan.tmpBytes = value;
-      } else missing = `the guest runs unconfined, so it has no private /tmp to bound; ${SANDBOX_FIX}`;
+      plan.rlimits.fileBytes = value;
+      note = "RLIMIT_FSIZE: each file the run writes, not their total (no private /tmp without bubblewrap)";
     } else {
-      const why = cgroup.version === null ? cgroup.reason : `the host's cgroup has no ${controller} controller`;
-      missing = `no cgroup ${controller} controller can be used here (${why}); ${CGROUP_FIX}`;
+      missing =
+        confinement === "none"
+          ? `the guest runs unconfined, so it has no private /tmp to bound; ${SANDBOX_FIX}`
+          : `the sandbox has no private /tmp and no rlimit can bound the files here; ${SANDBOX_FIX}`;
     }
     if (enforcedBy === null) {
       if (asked) refusals.push(`limits.${name} (${value}) was asked for but cannot be enforced: ${missing}`);
+      else plan.unenforced.push(`limits.${name} (default ${value}) is not enforced: ${missing}`);
       note = `not enforced: ${missing}`;
     }
     plan.report[name] = note === undefined ? { value, requested: asked, enforcedBy } : { value, requested: asked, enforcedBy, note };
   }
   if (refusals.length > 0) plan.refusal = refusals.join("; ");
   return plan;
+}
+
+let tools: HostTools | undefined;
+
+/** What this process can use besides a cgroup (Linux with a shell: rlimits and the watchdog), looked up once. */
+export function hostTools(): HostTools {
+  if (tools !== undefined) return tools;
+  const linux = process.platform === "linux";
+  const shells = machineShells();
+  tools = {
+    rlimits: linux && (shells.sh ?? shells.bash) !== undefined,
+    watchdog: linux && childrenOf(process.pid) !== undefined,
+    root: process.getuid?.() === 0,
+  };
+  return tools;
+}
+
+/** The defaults already said on stderr, once each per process. */
+const warned = new Set<string>();
+/** Where a default that is not enforced is said: process warnings by default; the CLI says it per run instead. */
+let warnUnenforced: ((line: string) => void) | null = (line) => process.emitWarning(line, { code: "EARS_LIMIT_NOT_ENFORCED" });
+
+/**
+ * @internal Replaces how a default limit that nothing enforces is said (once per process): `null` says
+ * nothing, for a caller that reports it itself (the CLI warns per run from `report.limits`).
+ */
+export function onUnenforcedDefault(say: ((line: string) => void) | null): ((line: string) => void) | null {
+  const before = warnUnenforced;
+  warnUnenforced = say;
+  return before;
+}
+
+/** Says each line of `lines` once per process (see {@link onUnenforcedDefault}). */
+function warnOnce(lines: readonly string[]): void {
+  for (const line of lines) {
+    // The limit's name and why: the same default said for another value is the same news.
+    const key = line.replace(/\(default [^)]*\)/, "");
+    if (warned.has(key)) continue;
+    warned.add(key);
+    warnUnenforced?.(line);
+  }
 }
 
 /** What a cgroup plan offers a run. */
@@ -129,7 +243,18 @@ export class RunLimits {
     readonly plan: LimitPlan,
     readonly cgroup: RunCgroup | undefined,
     private readonly limits: ResourceLimits,
-  ) {}
+    private readonly host: Required<RunHost> = defaultRunHost(),
+  ) {
+    const { processes } = plan.rlimits;
+    // Twice the allowance: the user's count includes the host, whose own threads grow (libuv starts its pool
+    // when first used) and its other runs; the watchdog meets a tree past its limit first, and the rlimit
+    // stops one that outruns the watchdog's 100 ms at twice its limit.
+    const nproc = processes === undefined ? undefined : host.userThreads(process.getuid?.() ?? 0) + 2 * processes;
+    this.rlimits = nproc === undefined ? plan.rlimits : { ...plan.rlimits, processes: nproc };
+  }
+
+  /** What the launcher sets: the plan's rlimits, RLIMIT_NPROC as the user's threads now plus twice the run's allowance. */
+  readonly rlimits: Rlimits;
 
   /**
    * Plans the limits for a run and creates its cgroup (whenever `cgroupPlan`, by default this host's,
@@ -139,20 +264,24 @@ export class RunLimits {
   static prepare(
     limits: ResourceLimits,
     requested: ReadonlySet<ResourceLimitName>,
-    confined: boolean,
+    confined: Confinement,
     cgroupPlan: CgroupPlan = hostCgroupPlan(),
     files?: CgroupFiles,
+    runHost: RunHost = {},
   ): RunLimits | string {
-    let plan = limitPlan({ limits, requested, confined, cgroup: offerOf(cgroupPlan) });
+    const host = { ...defaultRunHost(), ...runHost };
+    let plan = limitPlan({ limits, requested, confined, cgroup: offerOf(cgroupPlan), tools: host.tools });
     if (plan.refusal !== undefined) return plan.refusal;
-    if (cgroupPlan.version === null) return new RunLimits(plan, undefined, limits);
-    try {
-      return new RunLimits(plan, RunCgroup.create(cgroupPlan, plan.cgroupLimits, files), limits);
-    } catch (error) {
-      const reason = `the run's cgroup could not be created under ${cgroupDirOf(cgroupPlan)} (${(error as Error).message})`;
-      plan = limitPlan({ limits, requested, confined, cgroup: { version: null, reason } });
-      return plan.refusal ?? new RunLimits(plan, undefined, limits);
+    if (cgroupPlan.version !== null) {
+      try {
+        return warned$(new RunLimits(plan, RunCgroup.create(cgroupPlan, plan.cgroupLimits, files), limits, host));
+      } catch (error) {
+        const reason = `the run's cgroup could not be created under ${cgroupDirOf(cgroupPlan)} (${(error as Error).message})`;
+        plan = limitPlan({ limits, requested, confined, cgroup: { version: null, reason }, tools: host.tools });
+        if (plan.refusal !== undefined) return plan.refusal;
+      }
     }
+    return warned$(new RunLimits(plan, undefined, limits, host));
   }
 
   /**
@@ -161,9 +290,18 @@ export class RunLimits {
    */
   watch(trip: (failure: HostFailure) => void, pid?: number): void {
     if (this.cgroup === undefined) {
-      if (pid === undefined || process.platform !== "linux") return;
-      const tree = (this.tree = new TreeUsage(pid));
-      this.timer = setInterval(() => tree.sample(), WATCH_MS);
+      if (pid === undefined || !this.host.tools.watchdog) return;
+      const tree = (this.tree = new TreeUsage(pid, this.host.proc));
+      this.timer = setInterval(() => {
+        const sample = tree.sample();
+        const failure = sample === undefined ? undefined : this.checkTree(sample);
+        if (failure === undefined || this.tripped !== undefined) return;
+        this.tripped = failure;
+        // No cgroup to kill in: the processes the sample saw, now (the group's kill follows with the run's end).
+        for (const child of sample!.pids) this.host.kill(child);
+        this.stopWatch();
+        trip(failure);
+      }, WATCH_MS);
       this.timer.unref();
       return;
     }
@@ -218,7 +356,13 @@ export class RunLimits {
   private verdict(report: RunReport, read?: CgroupCounters): { failure?: HostFailure; limits: LimitPlan["report"]; usage: ResourceUsage } {
     this.stopWatch();
     const counters = read ?? this.read();
-    const failure = this.tripped ?? this.check(counters) ?? this.rlimitKill(report) ?? launcherFailure(report);
+    const failure =
+      this.tripped ??
+      this.check(counters) ??
+      this.rlimitKill(report) ??
+      this.dataRlimit(report) ??
+      launcherFailure(report) ??
+      this.processesRefused(report, counters);
     const tree = this.tree?.seen === true ? this.tree : undefined;
     const usage: ResourceUsage = {
       source: this.cgroup !== undefined ? (this.cgroup.version === "v1" ? "cgroup-v1" : "cgroup-v2") : tree !== undefined ? "proc" : "none",
@@ -250,10 +394,47 @@ export class RunLimits {
   private check(counters: CgroupCounters): HostFailure | undefined {
     const { memoryBytes, cpuTimeMs } = this.limits;
     if (this.plan.cgroupLimits.memoryBytes !== undefined && (counters.oomKills ?? 0) > 0) return failures.memoryLimitReached(memoryBytes);
-    if (cpuTimeMs !== Infinity && this.plan.cpuRlimitSeconds === undefined && (counters.cpuMs ?? 0) > cpuTimeMs) {
+    const byCgroup = this.plan.report.cpuTimeMs.enforcedBy?.startsWith("cgroup") === true;
+    if (cpuTimeMs !== Infinity && byCgroup && (counters.cpuMs ?? 0) > cpuTimeMs) {
       return failures.cpuLimitReached(cpuTimeMs, counters.cpuMs ?? 0);
     }
     return undefined;
+  }
+
+  /** The limit a sample of the process tree shows passed, if the watchdog enforces it. */
+  private checkTree(sample: TreeSample): HostFailure | undefined {
+    const { memoryBytes, processes, cpuTimeMs } = this.plan.watch;
+    if (memoryBytes !== undefined && sample.residentBytes > memoryBytes) return failures.memoryLimitReached(memoryBytes);
+    if (processes !== undefined && sample.threads > processes) return failures.processLimitReached(processes, sample.threads);
+    if (cpuTimeMs !== undefined && sample.cpuMs > cpuTimeMs) return failures.cpuLimitReached(cpuTimeMs, sample.cpuMs);
+    return undefined;
+  }
+
+  /**
+   * A run that failed on its own (crashed, no result, no hello) where RLIMIT_DATA bounds memory, and that
+   * was out of memory: a process of the tree said so on stderr (V8's "out of memory", Python's MemoryError,
+   * libc's "Cannot allocate memory", C++'s bad_alloc), or the watchdog saw one with at least half its
+   * allowance. A guest could print the words itself: it only names its own failure so.
+   */
+  private dataRlimit(report: RunReport): HostFailure | undefined {
+    const bytes = this.plan.rlimits.dataBytes;
+    if (bytes === undefined || report.outcome !== undefined || !crashed(report)) return undefined;
+    const said = /out of memory|MemoryError|Cannot allocate memory|bad_alloc/.test(report.stderr ?? "");
+    return said || (this.tree?.peakDataBytes ?? 0) * 2 >= bytes ? failures.memoryLimitReached(bytes) : undefined;
+  }
+
+  /**
+   * A run that failed (crashed, or ran out of time) after it was refused processes at its limit: the
+   * cgroup's pids.events counts each refusal; without a cgroup, the watchdog saw the tree at the limit
+   * (RLIMIT_NPROC, machine-wide, may refuse a fork there when the user's other processes grew meanwhile).
+   * The limit, not what followed from it, is the failure.
+   */
+  private processesRefused(report: RunReport, counters: CgroupCounters): HostFailure | undefined {
+    if (!crashed(report) && report.failure?.code !== "RunTimeout") return undefined;
+    const { processes } = this.limits;
+    const byCgroup = this.plan.cgroupLimits.processes !== undefined && (counters.pidsRefused ?? 0) > 0;
+    const watched = this.plan.watch.processes !== undefined && (this.tree?.peakThreads ?? 0) >= processes;
+    return byCgroup || watched ? failures.processLimitReached(processes) : undefined;
   }
 
   /** RLIMIT_CPU ends a process with SIGXCPU (bubblewrap passes it on as exit status 128 + 24). */
@@ -270,6 +451,43 @@ export class RunLimits {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
   }
+}
+
+/** A run that ended without a result of its own doing: it crashed, or its output ended before a hello or a result. */
+function crashed(report: RunReport): boolean {
+  const code = report.failure?.code;
+  return code === "GuestCrashed" || code === "NoResult" || code === "NoHello";
+}
+
+/** What a run's limits use of the machine: its tools, how /proc is read, how a process is killed, the user's threads (data in tests). */
+export interface RunHost {
+  tools?: HostTools;
+  proc?: ProcFiles;
+  kill?: (pid: number) => void;
+  userThreads?: (uid: number) => number;
+}
+
+function defaultRunHost(): Required<RunHost> {
+  return {
+    tools: hostTools(),
+    proc: realProcFiles,
+    kill(pid) {
+      // Never the host, init, or a group (0 and negatives).
+      if (!Number.isSafeInteger(pid) || pid <= 1 || pid === process.pid) return;
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone meanwhile.
+      }
+    },
+    userThreads: (uid) => userThreads(uid),
+  };
+}
+
+/** Says a run's unenforced defaults once per process; returns the run. */
+function warned$(run: RunLimits): RunLimits {
+  warnOnce(run.plan.unenforced);
+  return run;
 }
 
 /** The launcher's own failure (it exits with a status of its own and a marked stderr line): the guest never ran. */
@@ -300,19 +518,29 @@ export interface LimitSupport {
  * for (const [name, { enforcedBy, fix }] of Object.entries(support.limits)) console.log(name, enforcedBy ?? `no: ${fix}`);
  */
 export function limitSupport(sandboxed?: boolean): LimitSupport {
-  return supportOn(sandboxed ?? sandboxMissing() === undefined, hostCgroupPlan());
+  return supportOn(sandboxed ?? sandboxMissing() === undefined, hostCgroupPlan(), hostTools());
 }
 
-/** {@link limitSupport} of a machine given as data: whether runs are confined, and its cgroup plan. */
-export function supportOn(confined: boolean, cgroupPlan: CgroupPlan): LimitSupport {
+/** {@link limitSupport} of a machine given as data: how runs are confined, its cgroup plan and its other tools. */
+export function supportOn(confined: Confinement, cgroupPlan: CgroupPlan, tools: HostTools): LimitSupport {
   const offer = offerOf(cgroupPlan);
   const every = new Set<ResourceLimitName>(RESOURCE_LIMITS);
   const probe = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, 1])) as ResourceLimits;
-  const plan = limitPlan({ limits: probe, requested: every, confined, cgroup: offer });
+  const plan = limitPlan({ limits: probe, requested: every, confined, cgroup: offer, tools });
   const limits = {} as LimitSupport["limits"];
   for (const name of RESOURCE_LIMITS) {
     const { enforcedBy, note } = plan.report[name];
-    const fix = enforcedBy === null ? (name === "tmpBytes" ? SANDBOX_FIX : CGROUP_FIX) : enforcedBy === "rlimit" ? CGROUP_FIX : undefined;
+    // A cgroup bounds the whole tree exactly; anything else is the fallback, and a cgroup is the fix.
+    const fix =
+      enforcedBy === null
+        ? name === "tmpBytes"
+          ? SANDBOX_FIX
+          : CGROUP_FIX
+        : enforcedBy.startsWith("cgroup") || enforcedBy === "bubblewrap"
+          ? undefined
+          : name === "tmpBytes"
+            ? SANDBOX_FIX
+            : CGROUP_FIX;
     limits[name] = {
       enforcedBy,
       ...(note === undefined ? {} : { note: note.replace(/^not enforced: /, "") }),

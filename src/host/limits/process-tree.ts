@@ -50,6 +50,10 @@ export interface TreeSample {
   threads: number;
   /** Processes read (at most {@link MAX_SAMPLED_PROCESSES}). */
   processes: number;
+  /** The largest VmData of one of its processes (what RLIMIT_DATA bounds), in bytes. */
+  dataBytes: number;
+  /** The pids read, root first. */
+  pids: number[];
 }
 
 /**
@@ -93,7 +97,7 @@ function statusBytes(status: string, name: string): number {
 
 /** Samples the tree under `root` once; undefined when its first process is gone. */
 export function sampleTree(root: number, files: ProcFiles = realProcFiles): TreeSample | undefined {
-  const sample: TreeSample = { cpuMs: 0, residentBytes: 0, highWaterBytes: 0, threads: 0, processes: 0 };
+  const sample: TreeSample = { cpuMs: 0, residentBytes: 0, highWaterBytes: 0, threads: 0, processes: 0, dataBytes: 0, pids: [] };
   for (const pid of processTree(root, files)) {
     const stat = files.read(`/proc/${pid}/stat`);
     const status = files.read(`/proc/${pid}/status`);
@@ -109,7 +113,9 @@ export function sampleTree(root: number, files: ProcFiles = realProcFiles): Tree
     sample.threads += Number(fields[17]) || 0;
     sample.residentBytes += statusBytes(status, "VmRSS");
     sample.highWaterBytes = Math.max(sample.highWaterBytes, statusBytes(status, "VmHWM"));
+    sample.dataBytes = Math.max(sample.dataBytes, statusBytes(status, "VmData"));
     sample.processes += 1;
+    sample.pids.push(pid);
   }
   return sample;
 }
@@ -121,25 +127,48 @@ export class TreeUsage {
   peakMemoryBytes = 0;
   peakProcesses = 0;
   peakThreads = 0;
+  /** The largest VmData of one process seen. */
+  peakDataBytes = 0;
+  /** The newest sample, while the tree was there. */
+  last: TreeSample | undefined;
 
   constructor(
     private readonly root: number,
     private readonly files: ProcFiles = realProcFiles,
   ) {}
 
-  /** Takes one sample (nothing when the tree is gone). */
-  sample(): void {
+  /** Takes one sample (nothing when the tree is gone); returns it. */
+  sample(): TreeSample | undefined {
     const sample = sampleTree(this.root, this.files);
-    if (sample === undefined) return;
+    if (sample === undefined) return undefined;
     this.samples += 1;
+    this.last = sample;
+    this.peakDataBytes = Math.max(this.peakDataBytes, sample.dataBytes);
     this.cpuMs = Math.max(this.cpuMs, sample.cpuMs);
     this.peakMemoryBytes = Math.max(this.peakMemoryBytes, sample.residentBytes, sample.highWaterBytes);
     this.peakProcesses = Math.max(this.peakProcesses, sample.processes);
     this.peakThreads = Math.max(this.peakThreads, sample.threads);
+    return sample;
   }
 
   /** Whether any sample saw the tree. */
   get seen(): boolean {
     return this.samples > 0;
   }
+}
+
+/**
+ * The threads (tasks) of every process whose real uid is `uid`: what the kernel compares with RLIMIT_NPROC
+ * (it counts threads, machine-wide per user). A count made now: processes come and go meanwhile.
+ */
+export function userThreads(uid: number, files: ProcFiles = realProcFiles): number {
+  let threads = 0;
+  for (const entry of files.list("/proc") ?? []) {
+    if (!/^\d+$/.test(entry)) continue;
+    const status = files.read(`/proc/${entry}/status`);
+    const real = status === undefined ? null : /^Uid:\s+(\d+)/m.exec(status);
+    if (real === null || real === undefined || Number(real[1]) !== uid) continue;
+    threads += Number(/^Threads:\s+(\d+)$/m.exec(status!)?.[1] ?? 1);
+  }
+  return threads;
 }

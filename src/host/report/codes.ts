@@ -35,6 +35,11 @@ export const HostFailureCode = {
   MemoryLimit: "MemoryLimit",
   /** runGuest: the guest tree used more CPU time than `limits.cpuTimeMs`; the run was stopped. */
   CpuLimit: "CpuLimit",
+  /**
+   * Added, runGuest: the guest tree went past `limits.processes`: seen by the host's watchdog (no cgroup), or,
+   * with a cgroup, a run that failed after the kernel refused it processes at the limit.
+   */
+  ProcessLimit: "ProcessLimit",
   /** The guest's result frame was over `limits.maxResultBytes`; the outcome was not kept. */
   ResultTooLarge: "ResultTooLarge",
   /** A remote runner's connection ended before its run did; `mayHaveExecuted` says whether the guest was invoked. */

@@ -191,6 +191,14 @@ export function memoryLimitReached(bytes: number): HostFailure {
   };
 }
 
+export function processLimitReached(processes: number, seen?: number): HostFailure {
+  const what = seen === undefined ? "was refused processes at" : `had ${seen} threads, past`;
+  return {
+    code: HostFailureCode.ProcessLimit,
+    message: `the guest tree ${what} its limit of ${processes} processes and threads (limits.processes); the run was stopped`,
+  };
+}
+
 export function cpuLimitReached(ms: number, usedMs: number): HostFailure {
   return {
     code: HostFailureCode.CpuLimit,

@@ -4,7 +4,11 @@
  * {@link MachineView} so each verdict (and each fix) is tested in-process.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { hostCgroupPlan, type CgroupPlan } from "../limits/cgroup.js";
+import { hostTools, type HostTools } from "../limits/limits.js";
+import { environmentOf, type DeploymentFacts } from "./deployment.js";
+import { landlockAbi, type LandlockProbe } from "./landlock-probe.js";
 import { standardBinDirs } from "./bubblewrap.js";
 import { locateSandbox, sandboxStartProblem } from "./index.js";
 import { seccompArch } from "./seccomp.js";
@@ -103,7 +107,15 @@ export async function diagnoseSandbox(machine: MachineView = thisMachine()): Pro
     checks.push(
       starts
         ? { name: "sandbox starts", ok: true, detail: "a throw-away sandbox with every namespace started" }
-        : { name: "sandbox starts", ok: false, detail: problem!, fix: userns.fix ?? "see the bubblewrap error above" },
+        : {
+            name: "sandbox starts",
+            ok: false,
+            detail: problem!,
+            fix:
+              userns.fix ??
+              "bubblewrap could not make its namespaces here (the detail says which call failed): let this user create " +
+                "user namespaces, or confine with Landlock, which needs none (the deployment matrix gives the fix for this environment)",
+          },
     );
   }
   const arch = seccompArch(machine.arch);
@@ -160,4 +172,62 @@ function userNamespaces(machine: MachineView): Check {
     };
   }
   return { name: "user namespaces", ok: true, detail: `allowed (max ${max ?? "unknown"})` };
+}
+
+/** What the deployment matrix reads of the machine besides the sandbox's checks (the real machine by default; data in tests). */
+export interface DeploymentLook {
+  /** Whether a file exists (/.dockerenv, /run/.containerenv, systemd-run). */
+  exists(path: string): boolean;
+  /** The host's environment (KUBERNETES_SERVICE_HOST). */
+  env: Readonly<Record<string, string | undefined>>;
+  cgroupPlan(): CgroupPlan;
+  tools(): HostTools;
+  landlock(): LandlockProbe;
+}
+
+/** This machine. */
+export function thisDeployment(): DeploymentLook {
+  return { exists: existsSync, env: process.env, cgroupPlan: hostCgroupPlan, tools: hostTools, landlock: landlockAbi };
+}
+
+/** CAP_SYS_ADMIN's bit in /proc/self/status's CapEff. */
+const CAP_SYS_ADMIN = 21n;
+
+/** The facts of the deployment matrix, from the sandbox's checks, the machine view and the look. */
+export function deploymentFacts(machine: MachineView, checks: readonly Check[], look: DeploymentLook = thisDeployment()): DeploymentFacts {
+  const check = (name: string) => checks.find((found) => found.name === name);
+  const starts = check("sandbox starts");
+  const userns = check("user namespaces");
+  const status = machine.proc("/proc/self/status") ?? "";
+  const capEff = /^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+  const plan = look.cgroupPlan();
+  const tools = look.tools();
+  const landlock = look.landlock();
+  const facts: DeploymentFacts = {
+    platform: machine.platform,
+    root: machine.root,
+    capSysAdmin: capEff !== undefined && ((BigInt(`0x${capEff}`) >> CAP_SYS_ADMIN) & 1n) === 1n,
+    environment: environmentOf({
+      kubernetes: look.env.KUBERNETES_SERVICE_HOST !== undefined,
+      containerenv: look.exists("/run/.containerenv"),
+      dockerenv: look.exists("/.dockerenv"),
+      initCgroup: machine.proc("/proc/1/cgroup") ?? "",
+    }),
+    bubblewrap: {
+      installed: machine.bwrap !== undefined,
+      starts: starts?.ok === true,
+      ...(starts !== undefined && !starts.ok ? { problem: starts.detail } : {}),
+    },
+    landlock: landlock.abi === null ? { abi: null, reason: landlock.reason } : { abi: landlock.abi },
+    seccomp: check("seccomp")?.ok === true,
+    cgroup:
+      plan.version === null
+        ? { version: null, reason: plan.reason, v2Mounted: / - cgroup2 /.test(machine.proc("/proc/self/mountinfo") ?? "") }
+        : { version: plan.version, controllers: plan.version === "v2" ? plan.controllers : Object.keys(plan.parents) },
+    rlimits: tools.rlimits,
+    watchdog: tools.watchdog,
+    systemdRun: ["/usr/bin/systemd-run", "/bin/systemd-run"].some((path) => look.exists(path)),
+  };
+  if (userns !== undefined && !userns.ok && userns.fix !== undefined) facts.userns = { problem: userns.detail, fix: userns.fix };
+  return facts;
 }

@@ -5,7 +5,7 @@
  * runs the guest, and the host's own scan finds exactly the descriptors it inherited without close-on-exec.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -227,6 +227,30 @@ describe("the launcher's script, word for word", () => {
     expect(launcherCommand({ ...nothing, cgroupJoins: steps.cgroupJoins })).toMatchObject({ wrapped: true });
     expect(launcherCommand({ ...nothing, rlimits: { cpuSeconds: 1 } })).toMatchObject({ wrapped: true });
     expect(launcherCommand({ ...nothing, closeFds: [0, 1, 2, 7] })).toMatchObject({ wrapped: false });
+    for (const rlimits of [{ dataBytes: 1 }, { processes: 1 }, { fileBytes: 1 }]) {
+      expect(launcherCommand({ ...nothing, rlimits }), JSON.stringify(rlimits)).toMatchObject({ wrapped: true });
+    }
+  });
+
+  it("sets each rlimit in the shell's units (at least 1), or keeps a lower hard limit, else stops with a marked line", () => {
+    const made = launcherCommand({
+      ...steps,
+      closeFds: [],
+      cgroupJoins: [],
+      env: null,
+      rlimits: { dataBytes: 1025, fileBytes: 0.5, processes: 7 },
+    });
+    if (!("args" in made)) throw new Error(made.problem);
+    const fail = (name: string) => `{ echo "${LAUNCHER_MARK} could not set ${name}" >&2; exit ${LAUNCHER_FAILED}; }`;
+    expect(made.args[1]!.split("\n")).toStrictEqual([
+      `{ ulimit -d 2 2>/dev/null || { h=$(ulimit -H -d 2>/dev/null); [ "$h" != unlimited ] && [ "$h" -le 2 ]; }; } || ` +
+        fail("RLIMIT_DATA"),
+      `{ ulimit -f 1 2>/dev/null || { h=$(ulimit -H -f 2>/dev/null); [ "$h" != unlimited ] && [ "$h" -le 1 ]; }; } || ` +
+        fail("RLIMIT_FSIZE"),
+      `{ ulimit -u 7 2>/dev/null || ulimit -p 7 2>/dev/null || { h=$(ulimit -H -u 2>/dev/null || ulimit -H -p 2>/dev/null); ` +
+        `[ "$h" != unlimited ] && [ "$h" -le 7 ]; }; } || ${fail("RLIMIT_NPROC")}`,
+      'exec "$@"',
+    ]);
   });
 });
 
@@ -324,6 +348,66 @@ describe.runIf(process.platform === "linux")("the launcher, run", () => {
     const result = run({ command: "/bin/sh", args: ["-c", "ulimit -S -t; ulimit -H -t"], rlimits: { cpuSeconds: 3 } });
     expect(result.stdout.trim().split("\n")).toEqual(["3", "4"]);
   });
+
+  it("sets RLIMIT_DATA, RLIMIT_FSIZE and RLIMIT_NPROC (soft and hard, rounded up to the shell's units) through sh and through bash", () => {
+    const rlimits = { dataBytes: 300 * 1024 * 1024 + 1, fileBytes: 1000, processes: 4321 };
+    // Descriptor 40 makes the launcher bash (dash takes single digits only); none, sh.
+    for (const open of [[], [40]]) {
+      const result = run({ command: "/bin/cat", args: ["/proc/self/limits"], rlimits, closeFds: open }, open);
+      expect(result.status, result.stderr).toBe(0);
+      const limit = (name: string) => new RegExp(`^${name}\\s+(\\d+)\\s+(\\d+)`, "m").exec(result.stdout)?.slice(1);
+      expect(limit("Max data size")).toEqual([String(300 * 1024 * 1024 + 1024), String(300 * 1024 * 1024 + 1024)]);
+      expect(limit("Max file size")).toEqual(["1024", "1024"]);
+      expect(limit("Max processes")).toEqual(["4321", "4321"]);
+    }
+  });
+
+  it("a file write past RLIMIT_FSIZE fails inside the guest (EFBIG; Node ignores SIGXFSZ)", () => {
+    const file = join(dir, "big");
+    const script =
+      `try { require("fs").writeFileSync(${JSON.stringify(file)}, Buffer.alloc(4096)); console.log("written") } ` +
+      "catch (e) { console.log(e.code) }";
+    const result = run({ command: process.execPath, args: ["-e", script], rlimits: { fileBytes: 1024 }, env: {} });
+    expect(result.stdout.trim()).toBe("EFBIG");
+    expect(statSync(file).size).toBe(1024);
+  });
+
+  // A hard limit above the one the launcher's parent set cannot be raised but by root: run as another uid.
+  it.runIf(process.getuid?.() === 0 && existsSync("/usr/bin/setpriv"))(
+    "a lower hard limit the host already has stands (it cannot be raised, and is stricter), through sh and bash",
+    () => {
+      for (const open of [[], [40]]) {
+        const lowered = launcherCommand({
+          ...base,
+          shells: machineShells(),
+          command: "/bin/cat",
+          args: ["/proc/self/limits"],
+          closeFds: open,
+          rlimits: { dataBytes: 1 << 30, processes: 100_000 },
+        });
+        if ("problem" in lowered) throw new Error(lowered.problem);
+        const stdio: (number | "pipe" | "ignore")[] = ["ignore", "pipe", "pipe"];
+        for (const fd of open) {
+          while (stdio.length < fd) stdio.push("ignore");
+          stdio[fd] = openSync(root, "r");
+        }
+        const result = spawnSync(
+          "/bin/sh",
+          [
+            "-c",
+            'ulimit -d 512000 && ulimit -p 5000 && exec setpriv --reuid 65534 --regid 65534 --clear-groups "$@"',
+            "sh",
+            lowered.command,
+            ...lowered.args,
+          ],
+          { encoding: "utf8", stdio },
+        );
+        expect(result.status, result.stderr).toBe(0);
+        expect(result.stdout).toMatch(/^Max data size\s+524288000\s+524288000/m);
+        expect(result.stdout).toMatch(/^Max processes\s+5000\s+5000/m);
+      }
+    },
+  );
 });
 
 describe("finding the shells and the leaked descriptors, as data", () => {

@@ -100,6 +100,17 @@ describe("resource limits, enforced by a cgroup", () => {
       expect(leftoverCgroups()).toEqual([]);
     });
 
+    it(`${where}: a process bomb that never stops (EAGAIN ignored) ends as ProcessLimit, not RunTimeout, leaving nothing`, async () => {
+      const marker = uniqueMarker();
+      markers.push(marker);
+      const report = await consumeRun({ action: "bomb", marker }, { sandbox, limits: { processes: 40, runTimeoutMs: 3000 } });
+      expect(report.failure?.code, JSON.stringify(report.failure ?? report.outcome)).toBe("ProcessLimit");
+      expect(report.failure?.message).toContain("was refused processes at its limit of 40 processes and threads (limits.processes)");
+      expect(report.limits?.processes).toEqual({ value: 40, requested: true, enforcedBy: enforcer });
+      expect(await goneWithin(marker, 5000)).toEqual([]);
+      expect(leftoverCgroups()).toEqual([]);
+    });
+
     it(`${where}: a busy loop ends as CpuLimit, not RunTimeout`, async () => {
       const report = await consumeRun({ action: "burn", ms: 60_000 }, { sandbox, limits: { cpuTimeMs: 400, runTimeoutMs: 30_000 } });
       expect(report.failure?.code, JSON.stringify(report.failure)).toBe("CpuLimit");
@@ -208,7 +219,7 @@ describe.runIf(process.platform === "linux")("without a cgroup", () => {
       reason: "none here",
     });
     if (typeof limits === "string") throw new Error(limits);
-    expect(limits.plan.report.cpuTimeMs).toMatchObject({ value: 1000, enforcedBy: "rlimit" });
+    expect(limits.plan.report.cpuTimeMs).toMatchObject({ value: 1000, enforcedBy: "rlimit+watchdog" });
     expect(limits.plan.refusal).toBeUndefined();
     // The launcher as runGuest would build it, around a busy loop.
     const command = launcherCommand({
@@ -238,16 +249,25 @@ describe.runIf(process.platform === "linux")("without a cgroup", () => {
     expect(end.usage).toEqual({ source: "none", wallMs: 1000, calls: 0 });
   });
 
-  it("memory asked for is refused with the fix; the defaults are reported as not enforced", () => {
+  it("memory asked for is refused with the fix where nothing can enforce it; on Linux rlimits and the watchdog enforce it", () => {
     const none = { version: null, reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted" } as const;
-    const refused = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS, memoryBytes: 64 * MiB }, new Set(["memoryBytes"]), true, none);
+    const bare = { tools: { rlimits: false, watchdog: false, root: false } };
+    const refused = RunLimits.prepare(
+      { ...DEFAULT_HOST_LIMITS, memoryBytes: 64 * MiB },
+      new Set(["memoryBytes"]),
+      true,
+      none,
+      undefined,
+      bare,
+    );
     expect(refused).toMatch(
       /^limits\.memoryBytes \(67108864\) was asked for but cannot be enforced: .*systemd-run --user --scope -p Delegate=yes/,
     );
-    const defaults = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS }, new Set(), true, none);
-    if (typeof defaults === "string") throw new Error(defaults);
-    expect(defaults.cgroup).toBeUndefined();
-    expect(defaults.plan.report.memoryBytes).toMatchObject({ enforcedBy: null, note: expect.stringContaining("not enforced") });
+    const here = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS, memoryBytes: 64 * MiB }, new Set(["memoryBytes"]), true, none);
+    if (typeof here === "string") throw new Error(here);
+    expect(here.cgroup).toBeUndefined();
+    expect(here.plan.report.memoryBytes).toMatchObject({ value: 64 * MiB, enforcedBy: "rlimit+watchdog" });
+    expect(here.rlimits.dataBytes).toBe(64 * MiB);
   });
 });
 

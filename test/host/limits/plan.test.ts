@@ -7,7 +7,15 @@
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { planCgroups, ownCgroupDirs, field, type CgroupLook } from "../../../src/host/limits/cgroup.js";
-import { CGROUP_FIX, limitPlan, type CgroupOffer, type ResourceLimits } from "../../../src/host/limits/limits.js";
+import {
+  CGROUP_FIX,
+  limitPlan,
+  WATCH_MS,
+  type CgroupOffer,
+  type Confinement,
+  type HostTools,
+  type ResourceLimits,
+} from "../../../src/host/limits/limits.js";
 import type { ResourceLimitName } from "../../../src/host/types.js";
 
 const V1_MOUNTS = [
@@ -195,6 +203,10 @@ describe("the host's cgroups, from /proc/self/cgroup and the mount table", () =>
 
 const NAMES: ResourceLimitName[] = ["memoryBytes", "processes", "cpuTimeMs", "tmpBytes"];
 const DEFAULTS: ResourceLimits = { memoryBytes: 2 ** 30, processes: 256, cpuTimeMs: Infinity, tmpBytes: 2 ** 28 };
+/** Linux, not root: the launcher's rlimits and the /proc watchdog. */
+const LINUX: HostTools = { rlimits: true, watchdog: true, root: false };
+/** Nothing but cgroups. */
+const BARE: HostTools = { rlimits: false, watchdog: false, root: false };
 
 describe("the limit plan", () => {
   it("with cgroup v1 and a sandbox: memory and processes by the cgroup, /tmp by bubblewrap, CPU by the cgroup when asked", () => {
@@ -203,6 +215,7 @@ describe("the limit plan", () => {
       requested: new Set(["cpuTimeMs"]),
       confined: true,
       cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
+      tools: LINUX,
     });
     expect(plan.report).toStrictEqual({
       memoryBytes: { value: 2 ** 30, requested: false, enforcedBy: "cgroup-v1" },
@@ -214,28 +227,109 @@ describe("the limit plan", () => {
     expect(plan.tmpBytes).toBe(2 ** 28);
     expect(plan.refusal).toBeUndefined();
     expect(plan.cpuRlimitSeconds).toBeUndefined();
+    expect(plan.rlimits).toStrictEqual({});
+    expect(plan.watch).toStrictEqual({});
+    expect(plan.unenforced).toStrictEqual([]);
   });
 
-  it("without a cgroup: asked-for memory is refused with the fix, defaults are noted as not enforced, CPU falls back to RLIMIT_CPU", () => {
+  it("without a cgroup, on Linux: rlimits and the watchdog enforce memory, processes and CPU; nothing is refused", () => {
+    const none: CgroupOffer = { version: null, reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted" };
+    const plan = limitPlan({
+      limits: { ...DEFAULTS, memoryBytes: 1000, cpuTimeMs: 1500 },
+      requested: new Set(["memoryBytes", "processes"]),
+      confined: true,
+      cgroup: none,
+      tools: LINUX,
+    });
+    expect(plan.refusal).toBeUndefined();
+    expect(plan.report).toStrictEqual({
+      memoryBytes: {
+        value: 1000,
+        requested: true,
+        enforcedBy: "rlimit+watchdog",
+        note:
+          "RLIMIT_DATA per process (allocation past it fails); " +
+          `the host's watchdog over the tree's resident memory, every ${WATCH_MS} ms`,
+      },
+      processes: {
+        value: 256,
+        requested: true,
+        enforcedBy: "rlimit+watchdog",
+        note:
+          "RLIMIT_NPROC, per user machine-wide, set to the user's threads at the start plus twice the limit; " +
+          `the host's watchdog over the tree's processes and threads, every ${WATCH_MS} ms`,
+      },
+      cpuTimeMs: {
+        value: 1500,
+        requested: false,
+        enforcedBy: "rlimit+watchdog",
+        note: `RLIMIT_CPU per process, in whole seconds; the host's watchdog over the tree's CPU time, every ${WATCH_MS} ms`,
+      },
+      tmpBytes: { value: 2 ** 28, requested: false, enforcedBy: "bubblewrap" },
+    });
+    expect(plan.rlimits).toStrictEqual({ dataBytes: 1000, processes: 256, cpuSeconds: 2 });
+    expect(plan.watch).toStrictEqual({ memoryBytes: 1000, processes: 256, cpuTimeMs: 1500 });
+    expect(plan.cpuRlimitSeconds).toBe(2);
+    expect(plan.cgroupLimits).toStrictEqual({});
+    // Root: the kernel exempts it from RLIMIT_NPROC, so the watchdog alone bounds processes.
+    const root = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: true, cgroup: none, tools: { ...LINUX, root: true } });
+    expect(root.report.processes.enforcedBy).toBe("watchdog");
+    expect(root.rlimits).toStrictEqual({ dataBytes: 2 ** 30 });
+    // rlimits without the watchdog (no children lists), the watchdog without rlimits (no shell).
+    const rlimitsOnly = limitPlan({
+      limits: DEFAULTS,
+      requested: new Set(),
+      confined: true,
+      cgroup: none,
+      tools: { ...LINUX, watchdog: false },
+    });
+    expect(rlimitsOnly.report.memoryBytes).toMatchObject({
+      enforcedBy: "rlimit",
+      note: "RLIMIT_DATA per process (allocation past it fails)",
+    });
+    expect(rlimitsOnly.watch).toStrictEqual({});
+    const watchOnly = limitPlan({
+      limits: DEFAULTS,
+      requested: new Set(),
+      confined: true,
+      cgroup: none,
+      tools: { ...LINUX, rlimits: false },
+    });
+    expect(watchOnly.report.processes.enforcedBy).toBe("watchdog");
+    expect(watchOnly.rlimits).toStrictEqual({});
+  });
+
+  it("with neither cgroup nor rlimits nor watchdog: asked-for memory is refused with the fix, defaults are noted and listed", () => {
     const none: CgroupOffer = { version: null, reason: "no cgroup v1 memory, pids or cpuacct hierarchy is mounted" };
     const asked = limitPlan({
       limits: { ...DEFAULTS, memoryBytes: 1000 },
       requested: new Set(["memoryBytes"]),
       confined: true,
       cgroup: none,
+      tools: BARE,
     });
     expect(asked.refusal).toMatch(
-      /^limits\.memoryBytes \(1000\) was asked for but cannot be enforced: no cgroup memory controller .*delegated/,
+      /^limits\.memoryBytes \(1000\) was asked for but cannot be enforced: no cgroup memory controller can be used here \(no cgroup v1 .*\), nor rlimits/,
     );
     expect(asked.refusal).toContain(
       "; run the host as root where the cgroup v1 memory, pids and cpuacct hierarchies are mounted writable, " +
         "or in a cgroup v2 subtree delegated to it",
     );
-    const defaults = limitPlan({ limits: { ...DEFAULTS, cpuTimeMs: 1500 }, requested: new Set(), confined: true, cgroup: none });
+    const defaults = limitPlan({
+      limits: { ...DEFAULTS, cpuTimeMs: 1500 },
+      requested: new Set(),
+      confined: true,
+      cgroup: none,
+      tools: BARE,
+    });
     expect(defaults.refusal).toBeUndefined();
     expect(defaults.report.memoryBytes).toMatchObject({ value: 2 ** 30, enforcedBy: null, note: expect.stringMatching(/^not enforced: /) });
-    expect(defaults.report.cpuTimeMs).toMatchObject({ value: 1500, enforcedBy: "rlimit", note: expect.stringContaining("per process") });
-    expect(defaults.cpuRlimitSeconds).toBe(2);
+    expect(defaults.report.cpuTimeMs).toMatchObject({ value: 1500, enforcedBy: null });
+    expect(defaults.unenforced).toStrictEqual([
+      expect.stringMatching(/^limits\.memoryBytes \(default 1073741824\) is not enforced: no cgroup memory controller/),
+      expect.stringMatching(/^limits\.processes \(default 256\) is not enforced: no cgroup pids controller/),
+      expect.stringMatching(/^limits\.cpuTimeMs \(default 1500\) is not enforced: no cgroup cpu controller/),
+    ]);
   });
 
   it("a cgroup without a controller: the limit it would enforce is refused saying so; two refusals are both given", () => {
@@ -244,23 +338,58 @@ describe("the limit plan", () => {
       requested: new Set(["memoryBytes", "processes"]),
       confined: true,
       cgroup: { version: "v1", controllers: ["cpu"] },
+      tools: BARE,
     });
+    const nor = "nor rlimits and a /proc watchdog (Linux only)";
     expect(plan.refusal).toBe(
       [
         "limits.memoryBytes (100) was asked for but cannot be enforced: no cgroup memory controller can be used here " +
-          `(the host's cgroup has no memory controller); ${CGROUP_FIX}`,
+          `(the host's cgroup has no memory controller), ${nor}; ${CGROUP_FIX}`,
         "limits.processes (5) was asked for but cannot be enforced: no cgroup pids controller can be used here " +
-          `(the host's cgroup has no pids controller); ${CGROUP_FIX}`,
+          `(the host's cgroup has no pids controller), ${nor}; ${CGROUP_FIX}`,
       ].join("; "),
     );
+    // On Linux the same cgroup gets the fallback for what it lacks, beside the cgroup for what it has.
+    const linux = limitPlan({
+      limits: { ...DEFAULTS, memoryBytes: 100, processes: 5, cpuTimeMs: 10 },
+      requested: new Set(["memoryBytes", "processes"]),
+      confined: true,
+      cgroup: { version: "v1", controllers: ["cpu"] },
+      tools: LINUX,
+    });
+    expect([linux.report.memoryBytes.enforcedBy, linux.report.processes.enforcedBy, linux.report.cpuTimeMs.enforcedBy]).toStrictEqual([
+      "rlimit+watchdog",
+      "rlimit+watchdog",
+      "cgroup-v1",
+    ]);
+    expect(linux.watch).toStrictEqual({ memoryBytes: 100, processes: 5 });
+  });
+
+  it("Landlock (no private /tmp): tmpBytes is RLIMIT_FSIZE per file where rlimits can be set, else refused or noted", () => {
+    const cgroup: CgroupOffer = { version: "v2", controllers: ["memory", "pids", "cpu"] };
+    const plan = limitPlan({ limits: DEFAULTS, requested: new Set(["tmpBytes"]), confined: "landlock", cgroup, tools: LINUX });
+    expect(plan.report.tmpBytes).toStrictEqual({
+      value: 2 ** 28,
+      requested: true,
+      enforcedBy: "rlimit",
+      note: "RLIMIT_FSIZE: each file the run writes, not their total (no private /tmp without bubblewrap)",
+    });
+    expect(plan.rlimits).toStrictEqual({ fileBytes: 2 ** 28 });
+    expect(plan.tmpBytes).toBeUndefined();
+    const bare = limitPlan({ limits: DEFAULTS, requested: new Set(["tmpBytes"]), confined: "landlock", cgroup, tools: BARE });
+    expect(bare.refusal).toMatch(/^limits\.tmpBytes \(268435456\) was asked for but cannot be enforced: the sandbox has no private \/tmp/);
+    expect(limitPlan({ limits: DEFAULTS, requested: new Set(), confined: "bubblewrap", cgroup, tools: BARE }).tmpBytes).toBe(2 ** 28);
+    expect(
+      limitPlan({ limits: DEFAULTS, requested: new Set(), confined: "none", cgroup, tools: LINUX }).report.tmpBytes.enforcedBy,
+    ).toBeNull();
   });
 
   it("unconfined: /tmp cannot be bounded, refused when asked, reported when default", () => {
     const cgroup: CgroupOffer = { version: "v2", controllers: ["memory", "pids", "cpu"] };
-    expect(limitPlan({ limits: DEFAULTS, requested: new Set(["tmpBytes"]), confined: false, cgroup }).refusal).toMatch(
+    expect(limitPlan({ limits: DEFAULTS, requested: new Set(["tmpBytes"]), confined: false, cgroup, tools: LINUX }).refusal).toMatch(
       /limits\.tmpBytes .* unconfined/,
     );
-    const plan = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: false, cgroup });
+    const plan = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: false, cgroup, tools: LINUX });
     expect(plan.report.tmpBytes).toMatchObject({ enforcedBy: null, note: expect.stringContaining("unconfined") });
     expect(plan.report.memoryBytes.enforcedBy).toBe("cgroup-v2");
   });
@@ -271,13 +400,14 @@ describe("the limit plan", () => {
       fc.property(
         fc.record({ memoryBytes: limitArb, processes: limitArb, cpuTimeMs: limitArb, tmpBytes: limitArb }),
         fc.subarray(NAMES),
-        fc.boolean(),
+        fc.constantFrom<Confinement>(true, false, "bubblewrap", "landlock", "none"),
         fc.oneof(
           fc.constant<CgroupOffer>({ version: null, reason: "none here" }),
           fc.record({ version: fc.constantFrom<"v1" | "v2">("v1", "v2"), controllers: fc.subarray(["memory", "pids", "cpu"] as const) }),
         ),
-        (limits, requested, confined, cgroup) => {
-          const plan = limitPlan({ limits, requested: new Set(requested), confined, cgroup });
+        fc.record({ rlimits: fc.boolean(), watchdog: fc.boolean(), root: fc.boolean() }),
+        (limits, requested, confined, cgroup, tools) => {
+          const plan = limitPlan({ limits, requested: new Set(requested), confined, cgroup, tools });
           for (const name of NAMES) {
             const state = plan.report[name];
             expect(state.requested).toBe(requested.includes(name));
@@ -289,14 +419,31 @@ describe("the limit plan", () => {
             if (state.enforcedBy === null) {
               expect(state.note).toMatch(/^not enforced: /);
               if (state.requested) expect(plan.refusal).toContain(`limits.${name} (${limits[name]})`);
+              // A default nothing enforces is said (once per process, on stderr): never dropped.
+              else expect(plan.unenforced).toContainEqual(expect.stringMatching(new RegExp(`^limits\\.${name} \\(default `)));
+            } else if (!state.enforcedBy.startsWith("cgroup") && state.enforcedBy !== "bubblewrap") {
+              // A fallback says what it means.
+              expect(state.note).toBeDefined();
             }
+            // The watchdog watches exactly the limits the report says it enforces.
+            if (name !== "tmpBytes")
+              expect(plan.watch[name]).toBe(state.enforcedBy?.endsWith("watchdog") === true ? limits[name] : undefined);
+            // On Linux (rlimits and the watchdog), only /tmp outside a sandbox can go unenforced.
+            if (tools.rlimits && tools.watchdog && name !== "tmpBytes") expect(state.enforcedBy).not.toBeNull();
             // What the report says enforces a limit is what the plan hands the mechanism.
             if (name === "memoryBytes")
               expect(plan.cgroupLimits.memoryBytes).toBe(state.enforcedBy?.startsWith("cgroup") ? limits[name] : undefined);
             if (name === "processes")
               expect(plan.cgroupLimits.processes).toBe(state.enforcedBy?.startsWith("cgroup") ? limits[name] : undefined);
             if (name === "tmpBytes") expect(plan.tmpBytes).toBe(state.enforcedBy === "bubblewrap" ? limits[name] : undefined);
-            if (name === "cpuTimeMs") expect(plan.cpuRlimitSeconds !== undefined).toBe(state.enforcedBy === "rlimit");
+            if (name === "cpuTimeMs") expect(plan.cpuRlimitSeconds !== undefined).toBe(state.enforcedBy?.startsWith("rlimit") === true);
+            if (name === "cpuTimeMs") expect(plan.rlimits.cpuSeconds).toBe(plan.cpuRlimitSeconds);
+            if (name === "memoryBytes")
+              expect(plan.rlimits.dataBytes).toBe(state.enforcedBy?.startsWith("rlimit") ? limits[name] : undefined);
+            if (name === "processes")
+              expect(plan.rlimits.processes).toBe(state.enforcedBy?.startsWith("rlimit") ? limits[name] : undefined);
+            if (name === "processes" && tools.root) expect(state.enforcedBy?.startsWith("rlimit") ?? false).toBe(false);
+            if (name === "tmpBytes") expect(plan.rlimits.fileBytes).toBe(state.enforcedBy === "rlimit" ? limits[name] : undefined);
           }
           const refusedAny = NAMES.some(
             (name) => plan.report[name].requested && plan.report[name].enforcedBy === null && limits[name] !== Infinity,

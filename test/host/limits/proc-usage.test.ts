@@ -44,7 +44,7 @@ describe.runIf(process.platform === "linux")("usage without a cgroup, from /proc
       // One Node guest (and bubblewrap's two); its threads are counted apart.
       expect(usage.peakProcesses).toBe(sandbox ? 3 : 1);
       expect(usage.peakThreads).toBeGreaterThan(usage.peakProcesses!);
-      expect(report.limits?.memoryBytes.enforcedBy).toBeNull();
+      expect(report.limits?.memoryBytes.enforcedBy).toBe("rlimit+watchdog");
     });
   }
 

@@ -13,42 +13,10 @@ import {
   realProcFiles,
   sampleTree,
   TreeUsage,
+  userThreads,
   type ProcFiles,
 } from "../../../src/host/limits/process-tree.js";
-
-interface FakeProcess {
-  comm?: string;
-  ticks?: [number, number, number, number];
-  threads?: number;
-  rssKiB?: number;
-  hwmKiB?: number;
-  /** Children per task (thread id → pids). */
-  children?: Record<string, number[]>;
-}
-
-/** A /proc holding these processes. */
-function proc(processes: Record<number, FakeProcess>): ProcFiles {
-  const files = new Map<string, string>();
-  const dirs = new Map<string, string[]>();
-  for (const [pid, p] of Object.entries(processes)) {
-    const [utime, stime, cutime, cstime] = p.ticks ?? [0, 0, 0, 0];
-    // Fields 3.. after the command name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
-    // utime stime cutime cstime priority nice num_threads ...
-    const rest = ["S", 1, 1, 1, 0, -1, 0, 0, 0, 0, 0, utime, stime, cutime, cstime, 20, 0, p.threads ?? 1, 0, 0].join(" ");
-    files.set(`/proc/${pid}/stat`, `${pid} (${p.comm ?? "node"}) ${rest}`);
-    files.set(
-      `/proc/${pid}/status`,
-      `Name:\tnode\nVmHWM:\t  ${p.hwmKiB ?? 0} kB\nVmRSS:\t  ${p.rssKiB ?? 0} kB\nThreads:\t${p.threads ?? 1}\n`,
-    );
-    const tasks = Object.entries(p.children ?? { [pid]: [] });
-    dirs.set(
-      `/proc/${pid}/task`,
-      tasks.map(([task]) => task),
-    );
-    for (const [task, children] of tasks) files.set(`/proc/${pid}/task/${task}/children`, children.map((c) => `${c} `).join(""));
-  }
-  return { read: (path) => files.get(path), list: (path) => dirs.get(path) };
-}
+import { proc, type FakeProcess } from "./fake-proc.js";
 
 describe("the process tree", () => {
   it("is walked through every thread's children, each process once, a cycle or a bad word ignored", () => {
@@ -105,8 +73,8 @@ describe("a sample", () => {
 
   it("sums CPU (own and reaped children's), resident memory and threads over the tree; the high-water mark is the largest one", () => {
     const files = proc({
-      1: { comm: "a) (b c", ticks: [10, 5, 3, 2], threads: 7, rssKiB: 1000, hwmKiB: 4000, children: { 1: [2] } },
-      2: { ticks: [1, 1, 0, 0], threads: 1, rssKiB: 500, hwmKiB: 600 },
+      1: { comm: "a) (b c", ticks: [10, 5, 3, 2], threads: 7, rssKiB: 1000, hwmKiB: 4000, dataKiB: 300, children: { 1: [2] } },
+      2: { ticks: [1, 1, 0, 0], threads: 1, rssKiB: 500, hwmKiB: 600, dataKiB: 900 },
     });
     expect(sampleTree(1, files)).toEqual({
       cpuMs: 220, // (20 + 2) ticks of 10 ms
@@ -114,6 +82,9 @@ describe("a sample", () => {
       highWaterBytes: 4000 * 1024,
       threads: 8,
       processes: 2,
+      // The largest one process holds: what RLIMIT_DATA bounds, per process.
+      dataBytes: 900 * 1024,
+      pids: [1, 2],
     });
   });
 
@@ -173,5 +144,28 @@ describe("a sample", () => {
     usage.sample();
     expect(usage.seen).toBe(false);
     expect(usage.cpuMs).toBe(0);
+  });
+});
+
+describe("the user's threads (what RLIMIT_NPROC counts)", () => {
+  it("sums the threads of the processes whose real uid is the user's, skipping other entries and processes gone meanwhile", () => {
+    const files = proc({
+      10: { uid: 1000, threads: 11 },
+      11: { uid: 1000, threads: 1 },
+      12: { uid: 0, threads: 40 },
+      13: { uid: 10000, threads: 5 },
+    });
+    expect(userThreads(1000, files)).toBe(12);
+    expect(userThreads(0, files)).toBe(40);
+    expect(userThreads(1, files)).toBe(0);
+    // A status without a Threads line counts as one; an unreadable /proc as none.
+    const bare: ProcFiles = { list: () => ["7", "x"], read: () => "Uid:\t5\t5\t5\t5\n" };
+    expect(userThreads(5, bare)).toBe(1);
+    expect(userThreads(5, { list: () => undefined, read: () => undefined })).toBe(0);
+  });
+
+  it("counts this process on the real machine", () => {
+    if (process.platform !== "linux") return;
+    expect(userThreads(process.getuid!())).toBeGreaterThanOrEqual(1);
   });
 });

@@ -8,10 +8,21 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { CgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { LAUNCHER_FAILED, LAUNCHER_MARK } from "../../../src/host/limits/launcher.js";
-import { CGROUP_FIX, limitSupport, RunLimits, supportOn, WATCH_MS, type ResourceLimits } from "../../../src/host/limits/limits.js";
+import {
+  CGROUP_FIX,
+  limitSupport,
+  RunLimits,
+  supportOn,
+  WATCH_MS,
+  type HostTools,
+  type ResourceLimits,
+  type RunHost,
+} from "../../../src/host/limits/limits.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/types.js";
 import { addProcesses, fakeCgroupFiles } from "./fake-cgroup-files.js";
+import { proc, type FakeProcess } from "./fake-proc.js";
+import { onUnenforcedDefault } from "../../../src/host/limits/limits.js";
 
 const PARENTS = { memory: "/cg/memory/host", pids: "/cg/pids", cpu: "/cg/cpuacct" };
 const V1: CgroupPlan = { version: "v1", parents: PARENTS };
@@ -20,6 +31,13 @@ const V2: CgroupPlan = { version: "v2", parent: V2_PARENT, controllers: ["memory
 const NONE: CgroupPlan = { version: null, reason: "no cgroup here (test)" };
 const UNLIMITED: ResourceLimits = { memoryBytes: Infinity, processes: Infinity, cpuTimeMs: Infinity, tmpBytes: Infinity };
 const none = new Set<ResourceLimitName>();
+/** A machine with nothing but cgroups (not Linux, or no shell): no rlimits, no /proc watchdog. */
+const BARE: HostTools = { rlimits: false, watchdog: false, root: false };
+/** Linux, not root: rlimits and the watchdog. */
+const LINUX: HostTools = { rlimits: true, watchdog: true, root: false };
+const bare: RunHost = { tools: BARE, kill: (pid) => notKilled.push(pid) };
+/** What the watch would have killed, where a test gave it no kill of its own. */
+const notKilled: number[] = [];
 
 function report(fields: Partial<RunReport> = {}): RunReport {
   return { ok: true, logs: [], droppedLogs: 0, calls: [], durationMs: 42, exit: { code: 0, signal: null }, ...fields } as RunReport;
@@ -29,8 +47,10 @@ function prepared(
   limits: Partial<ResourceLimits>,
   plan: CgroupPlan = V1,
   fake = fakeCgroupFiles({ dirs: [...Object.values(PARENTS), V2_PARENT] }),
+  // Never a real kill here (a mutant under Stryker must not reach the machine's processes): recorded, not sent.
+  host: RunHost = { tools: LINUX, userThreads: () => 0, kill: (pid) => notKilled.push(pid) },
 ) {
-  const run = RunLimits.prepare({ ...UNLIMITED, ...limits }, none, true, plan, fake);
+  const run = RunLimits.prepare({ ...UNLIMITED, ...limits }, none, true, plan, fake, host);
   if (typeof run === "string") throw new Error(run);
   return { run, fake };
 }
@@ -62,7 +82,7 @@ describe("preparing a run's limits", () => {
 
   it("a limit asked for that cannot be enforced is refused before anything is made", () => {
     const fake = fakeCgroupFiles({ dirs: Object.values(PARENTS) });
-    const refusal = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), true, NONE, fake);
+    const refusal = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), true, NONE, fake, bare);
     expect(refusal).toMatch(
       /^limits\.memoryBytes \(5\) was asked for but cannot be enforced: no cgroup memory controller .*no cgroup here \(test\)/,
     );
@@ -71,13 +91,13 @@ describe("preparing a run's limits", () => {
 
   it("a cgroup that cannot be created: an asked-for limit is refused with where and why; a default runs without one, noted", () => {
     const refusing = () => fakeCgroupFiles({ dirs: Object.values(PARENTS), refuseMkdir: () => true });
-    const asked = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), true, V1, refusing());
+    const asked = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), true, V1, refusing(), bare);
     expect(asked).toMatch(
       /^limits\.memoryBytes \(5\) was asked for but cannot be enforced: no cgroup memory controller can be used here \(the run's cgroup could not be created under \/cg\/memory\/host, \/cg\/pids, \/cg\/cpuacct \(EACCES: /,
     );
-    const v2Asked = RunLimits.prepare({ ...UNLIMITED, processes: 5 }, new Set(["processes"]), true, V2, refusing());
+    const v2Asked = RunLimits.prepare({ ...UNLIMITED, processes: 5 }, new Set(["processes"]), true, V2, refusing(), bare);
     expect(v2Asked).toContain(`could not be created under ${V2_PARENT} (`);
-    const fallback = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, none, true, V1, refusing());
+    const fallback = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, none, true, V1, refusing(), bare);
     if (typeof fallback === "string") throw new Error(fallback);
     expect(fallback.cgroup).toBeUndefined();
     expect(fallback.plan.report.memoryBytes).toMatchObject({
@@ -141,6 +161,175 @@ describe("watching a run's cgroup", () => {
     const timers = vi.getTimerCount();
     bare.run.watch(() => tripped.push({} as HostFailure));
     expect(vi.getTimerCount()).toBe(timers);
+  });
+});
+
+describe("the watchdog over a run's process tree (no cgroup)", () => {
+  /** A run without a cgroup whose /proc shows `looks[at]`; what it killed. */
+  function watched(limits: Partial<ResourceLimits>, tools: HostTools = LINUX) {
+    const looks: Record<number, FakeProcess>[] = [{ 5: {} }];
+    let at = 0;
+    const killed: number[] = [];
+    const files = { list: (path: string) => proc(looks[at]!).list(path), read: (path: string) => proc(looks[at]!).read(path) };
+    const { run } = prepared(limits, NONE, undefined, { tools, proc: files, kill: (pid) => killed.push(pid), userThreads: () => 30 });
+    const tripped: HostFailure[] = [];
+    run.watch((failure) => tripped.push(failure), 5);
+    const show = (tree: Record<number, FakeProcess>) => {
+      looks.push(tree);
+      at = looks.length - 1;
+      vi.advanceTimersByTime(WATCH_MS);
+    };
+    return { run, killed, tripped, show };
+  }
+
+  it("ends the run once when the tree's resident memory passes memoryBytes, not at it, and kills the tree it saw", () => {
+    vi.useFakeTimers();
+    const { run, killed, tripped, show } = watched({ memoryBytes: 2048 * 1024 });
+    expect(run.plan.report.memoryBytes.enforcedBy).toBe("rlimit+watchdog");
+    expect(run.rlimits).toStrictEqual({ dataBytes: 2048 * 1024 });
+    show({ 5: { rssKiB: 1024, children: { 5: [6] } }, 6: { rssKiB: 1024 } });
+    expect(tripped).toStrictEqual([]);
+    show({ 5: { rssKiB: 1024, children: { 5: [6] } }, 6: { rssKiB: 1025 } });
+    expect(tripped).toStrictEqual([expect.objectContaining({ code: "MemoryLimit", message: expect.stringContaining("2097152 bytes") })]);
+    expect(killed).toStrictEqual([5, 6]);
+    expect(vi.getTimerCount()).toBe(0);
+    show({ 5: { rssKiB: 9999 } });
+    expect(tripped).toHaveLength(1);
+  });
+
+  it("ends the run as ProcessLimit when the tree has more threads than allowed; RLIMIT_NPROC is the user's threads plus it", () => {
+    vi.useFakeTimers();
+    const { run, killed, tripped, show } = watched({ processes: 12 });
+    // Twice over: the watchdog meets a tree past the limit before the rlimit refuses it a fork.
+    expect(run.rlimits).toStrictEqual({ processes: 30 + 2 * 12 });
+    show({ 5: { threads: 11, children: { 5: [7] } }, 7: { threads: 1 } });
+    expect(tripped).toStrictEqual([]);
+    show({ 5: { threads: 11, children: { 5: [7, 8] } }, 7: {}, 8: {} });
+    expect(tripped).toStrictEqual([
+      expect.objectContaining({ code: "ProcessLimit", message: expect.stringContaining("had 13 threads, past its limit of 12 processes") }),
+    ]);
+    expect(killed).toStrictEqual([5, 7, 8]);
+  });
+
+  it("ends the run as CpuLimit past the tree's CPU time; a root host gets no RLIMIT_NPROC (the kernel exempts root)", () => {
+    vi.useFakeTimers();
+    const { run, tripped, show } = watched({ cpuTimeMs: 100, processes: 50 }, { ...LINUX, root: true });
+    expect(run.rlimits).toStrictEqual({ cpuSeconds: 1 });
+    expect(run.plan.report.processes.enforcedBy).toBe("watchdog");
+    show({ 5: { ticks: [10, 0, 0, 0] } });
+    expect(tripped).toStrictEqual([]);
+    show({ 5: { ticks: [5, 3, 2, 1] } });
+    expect(tripped).toStrictEqual([expect.objectContaining({ code: "CpuLimit", message: expect.stringContaining("used 110 ms") })]);
+  });
+
+  it("watches nothing without the tools (not Linux), and checks no limit it does not enforce", () => {
+    vi.useFakeTimers();
+    const timers = vi.getTimerCount();
+    const bare = watched({}, BARE);
+    expect(vi.getTimerCount()).toBe(timers);
+    expect(bare.run.rlimits).toStrictEqual({});
+    const none = watched({});
+    none.show({ 5: { rssKiB: 1 << 30, threads: 5000, ticks: [1e6, 0, 0, 0] } });
+    expect(none.tripped).toStrictEqual([]);
+    expect(none.killed).toStrictEqual([]);
+  });
+});
+
+describe("the verdict where rlimits stand in", () => {
+  const crashedReport = (stderr: string, code = "GuestCrashed") =>
+    report({ ok: false, failure: { code, message: "x" }, stderr, exit: { code: 134, signal: null } } as Partial<RunReport>);
+
+  it("a run that crashed out of memory under RLIMIT_DATA is MemoryLimit: said on stderr, or seen near the limit by the watch", async () => {
+    const { run } = prepared({ memoryBytes: 1 << 30 }, NONE);
+    for (const said of [
+      "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
+      "MemoryError",
+      "std::bad_alloc",
+      "Cannot allocate memory",
+    ]) {
+      expect((await run.finish(crashedReport(said))).failure, said).toMatchObject({ code: "MemoryLimit" });
+    }
+    expect((await run.finish(crashedReport("Segmentation fault"))).failure).toBeUndefined();
+    expect((await run.finish(crashedReport("out of memory", "RunTimeout"))).failure).toBeUndefined();
+    expect((await run.finish(report({ stderr: "out of memory" } as Partial<RunReport>))).failure).toBeUndefined();
+    const noRlimit = prepared({}, NONE).run;
+    expect((await noRlimit.finish(crashedReport("out of memory"))).failure).toBeUndefined();
+  });
+
+  it("the watch's largest VmData of one process, at half the limit or more, names a silent crash MemoryLimit", async () => {
+    vi.useFakeTimers();
+    const looks = [{ 5: { dataKiB: 512 } }, { 5: { dataKiB: 511 } }];
+    for (const [index, look] of looks.entries()) {
+      const files = { list: (path: string) => proc(look).list(path), read: (path: string) => proc(look).read(path) };
+      const { run } = prepared({ memoryBytes: 1024 * 1024 }, NONE, undefined, {
+        tools: LINUX,
+        proc: files,
+        kill: () => {},
+        userThreads: () => 0,
+      });
+      run.watch(() => {}, 5);
+      vi.advanceTimersByTime(WATCH_MS);
+      const failure = (await run.finish(crashedReport(""))).failure;
+      expect(failure?.code).toBe(index === 0 ? "MemoryLimit" : undefined);
+    }
+  });
+
+  it("a run that failed after the cgroup refused it processes is ProcessLimit; one that went on to its result is not", async () => {
+    for (const [code, expected] of [
+      ["GuestCrashed", "ProcessLimit"],
+      ["NoResult", "ProcessLimit"],
+      ["NoHello", "ProcessLimit"],
+      ["RunTimeout", "ProcessLimit"],
+      ["Aborted", undefined],
+    ] as const) {
+      const { run, fake } = prepared({ processes: 20 });
+      fake.files.set(`${run.cgroup!.dirs.pids}/pids.events`, "max 3\n");
+      expect((await run.finish(crashedReport("", code))).failure?.code, code).toBe(expected);
+    }
+    const ok = prepared({ processes: 20 });
+    ok.fake.files.set(`${ok.run.cgroup!.dirs.pids}/pids.events`, "max 3\n");
+    expect((await ok.run.finish(report())).failure).toBeUndefined();
+    const notRefused = prepared({ processes: 20 });
+    notRefused.fake.files.set(`${notRefused.run.cgroup!.dirs.pids}/pids.events`, "max 0\n");
+    expect((await notRefused.run.finish(crashedReport(""))).failure).toBeUndefined();
+    // Without a cgroup: the watchdog saw the tree at the limit (the machine-wide RLIMIT_NPROC may refuse it there).
+    vi.useFakeTimers();
+    for (const threads of [20, 19]) {
+      const look = { 5: { threads } };
+      const files = { list: (path: string) => proc(look).list(path), read: (path: string) => proc(look).read(path) };
+      const host = { tools: LINUX, proc: files, kill: () => {}, userThreads: () => 0 };
+      const { run } = prepared({ processes: 20 }, NONE, undefined, host);
+      run.watch(() => {}, 5);
+      vi.advanceTimersByTime(WATCH_MS);
+      expect((await run.finish(crashedReport("", "RunTimeout"))).failure?.code, `${threads}`).toBe(
+        threads === 20 ? "ProcessLimit" : undefined,
+      );
+    }
+    vi.useRealTimers();
+    // Refusals with no limit of the run's own (a parent's): not this run's limit.
+    const unlimited = prepared({});
+    unlimited.fake.files.set(`${unlimited.run.cgroup!.dirs.pids}/pids.events`, "max 3\n");
+    expect((await unlimited.run.finish(crashedReport(""))).failure).toBeUndefined();
+  });
+});
+
+describe("a default nothing enforces", () => {
+  it("is said once per process (per limit), and not at all for a limit that is enforced", () => {
+    const said: string[] = [];
+    const before = onUnenforcedDefault((line) => said.push(line));
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const run = RunLimits.prepare({ ...UNLIMITED, tmpBytes: 1000 + i, memoryBytes: 5000 }, none, false, NONE, undefined, {
+          tools: LINUX,
+          userThreads: () => 0,
+        });
+        expect(typeof run).not.toBe("string");
+      }
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatch(/^limits\.tmpBytes \(default 1000\) is not enforced: the guest runs unconfined/);
+    } finally {
+      onUnenforcedDefault(before);
+    }
   });
 });
 
@@ -291,7 +480,7 @@ describe("what a machine can enforce (ears doctor)", () => {
   const SANDBOX_FIX = "install bubblewrap (apt-get install bubblewrap) and run the guest sandboxed";
 
   it("cgroup v1 and a sandbox: every limit enforced, no fix to give", () => {
-    expect(supportOn(true, V1)).toStrictEqual({
+    expect(supportOn(true, V1, LINUX)).toStrictEqual({
       cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
       limits: {
         memoryBytes: { enforcedBy: "cgroup-v1" },
@@ -302,13 +491,13 @@ describe("what a machine can enforce (ears doctor)", () => {
     });
   });
 
-  it("cgroup v2 with memory and pids only, unconfined: CPU by RLIMIT_CPU with the cgroup fix, /tmp unbounded with the sandbox fix", () => {
-    const support = supportOn(false, { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] });
+  it("cgroup v2, memory and pids only, unconfined: CPU by RLIMIT_CPU and the watchdog (cgroup fix), /tmp not (sandbox fix)", () => {
+    const support = supportOn(false, { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] }, LINUX);
     expect(support.cgroup).toStrictEqual({ version: "v2", controllers: ["memory", "pids"] });
     expect(support.limits.memoryBytes).toStrictEqual({ enforcedBy: "cgroup-v2" });
     expect(support.limits.cpuTimeMs).toStrictEqual({
-      enforcedBy: "rlimit",
-      note: "RLIMIT_CPU: per process, not per tree, in whole seconds",
+      enforcedBy: "rlimit+watchdog",
+      note: `RLIMIT_CPU per process, in whole seconds; the host's watchdog over the tree's CPU time, every ${WATCH_MS} ms`,
       fix: CGROUP_FIX,
     });
     expect(support.limits.tmpBytes).toStrictEqual({
@@ -318,17 +507,40 @@ describe("what a machine can enforce (ears doctor)", () => {
     });
   });
 
-  it("no cgroup: the reason and the fix, and memory and processes not enforced, each with the fix", () => {
-    const support = supportOn(true, NONE);
+  it("no cgroup on Linux: memory and processes by rlimits and the watchdog (root: the watchdog alone), each with the cgroup fix", () => {
+    const support = supportOn(true, NONE, LINUX);
     expect(support.cgroup).toStrictEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
-    for (const name of ["memoryBytes", "processes"] as const) {
+    expect(support.limits.memoryBytes).toStrictEqual({
+      enforcedBy: "rlimit+watchdog",
+      note: `RLIMIT_DATA per process (allocation past it fails); the host's watchdog over the tree's resident memory, every ${WATCH_MS} ms`,
+      fix: CGROUP_FIX,
+    });
+    expect(support.limits.processes).toMatchObject({ enforcedBy: "rlimit+watchdog", note: expect.stringContaining("RLIMIT_NPROC") });
+    const asRoot = supportOn(true, NONE, { ...LINUX, root: true });
+    expect(asRoot.limits.processes).toStrictEqual({
+      enforcedBy: "watchdog",
+      note: `the host's watchdog over the tree's processes and threads, every ${WATCH_MS} ms`,
+      fix: CGROUP_FIX,
+    });
+    expect(supportOn("landlock", NONE, LINUX).limits.tmpBytes).toStrictEqual({
+      enforcedBy: "rlimit",
+      note: "RLIMIT_FSIZE: each file the run writes, not their total (no private /tmp without bubblewrap)",
+      fix: SANDBOX_FIX,
+    });
+  });
+
+  it("no cgroup and no rlimits or watchdog: the reason and the fix, and memory and processes not enforced, each with the fix", () => {
+    const support = supportOn(true, NONE, BARE);
+    expect(support.cgroup).toStrictEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
+    for (const name of ["memoryBytes", "processes", "cpuTimeMs"] as const) {
       expect(support.limits[name]).toStrictEqual({
         enforcedBy: null,
-        note: expect.stringMatching(/^no cgroup (memory|pids) controller can be used here \(no cgroup here \(test\)\); /),
+        note: expect.stringMatching(/^no cgroup (memory|pids|cpu) controller can be used here \(no cgroup here \(test\)\), nor rlimits/),
         fix: CGROUP_FIX,
       });
     }
     expect(support.limits.tmpBytes).toStrictEqual({ enforcedBy: "bubblewrap" });
+    expect(supportOn("landlock", NONE, BARE).limits.tmpBytes).toMatchObject({ enforcedBy: null, fix: SANDBOX_FIX });
   });
 });
 

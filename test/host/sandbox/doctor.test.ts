@@ -81,7 +81,10 @@ describe("ears doctor's findings", () => {
       name: "sandbox starts",
       ok: false,
       detail: "bwrap: oops",
-      fix: "see the bubblewrap error above",
+      // Never "see the error above": what to do (ears doctor replaces it with the fix for the environment it detects).
+      fix:
+        "bubblewrap could not make its namespaces here (the detail says which call failed): let this user create " +
+        "user namespaces, or confine with Landlock, which needs none (the deployment matrix gives the fix for this environment)",
     });
     expect(await find(machine({}, { "/proc/self/status": "Name:\tnode\n" }), "seccomp")).toEqual({
       name: "seccomp",

@@ -1,0 +1,76 @@
+/**
+ * The deployment environments of docs/deploy.md, simulated on this machine: the attack host
+ * (fixtures/attack-host.mjs) run as root, as an unprivileged uid (`setpriv`), and inside a bubblewrap without
+ * user namespaces (`--disable-userns`: what Docker's default seccomp profile does to a container), as uid 0
+ * without capabilities and as the unprivileged uid.
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+/** The attack bodies, in the order the host runs them (the bombs last: they run only where their limit is enforced). */
+export const ATTACKS = ["readOutside", "hostEnviron", "tcp", "unixSocket", "signal", "setuid", "forkBomb", "memoryBomb"] as const;
+
+/** One run as the attack host summarises it. */
+export type RunSummary =
+  | {
+      ok: boolean;
+      failure: string | null;
+      message: string | null;
+      structured: Record<string, unknown> | null;
+      mechanism: string | null;
+      fallback: string | null;
+      limits: Record<string, string | null>;
+    }
+  | { skipped: string };
+
+/** What the attack host printed. */
+export interface HostResult {
+  uid: number;
+  runs: Record<string, RunSummary>;
+  session:
+    | { created: true; mechanism: string | null; run: RunSummary; list: string[]; kept: string | null }
+    | { created: false; error: string }
+    | null;
+  host: { victimAlive: boolean; accepted: { tcp: number; unix: number } };
+}
+
+/** An unprivileged uid and gid that exist on every Debian-like system (nobody, nogroup). */
+export const NOBODY = 65534;
+
+/** How the host is started in each environment (the command before `node attack-host.mjs`). */
+export const ENVIRONMENTS = {
+  root: [],
+  "non-root": ["setpriv", "--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups"],
+  "no user namespaces (uid 0, no capabilities)": [
+    ...["bwrap", "--unshare-user", "--disable-userns", "--uid", "0", "--gid", "0"],
+    ...["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"],
+  ],
+  "no user namespaces (non-root)": [
+    ...["setpriv", "--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups"],
+    ...["bwrap", "--unshare-user", "--disable-userns", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"],
+  ],
+} as const satisfies Record<string, readonly string[]>;
+
+export type EnvironmentName = keyof typeof ENVIRONMENTS;
+
+/** Runs the attack host of the install `app` in an environment; resolves with what it printed, rejects with its stderr. */
+export function runAttackHost(app: string, environment: EnvironmentName, attacks: readonly string[]): Promise<HostResult> {
+  const prefix: readonly string[] = ENVIRONMENTS[environment];
+  const argv = [...prefix, process.execPath, join(app, "attack-host.mjs"), attacks.join(",")];
+  return new Promise((done, fail) => {
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: app, stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, LANG: "C.UTF-8" } });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
+    child.on("error", fail);
+    child.on("close", (code) => {
+      if (code !== 0) return fail(new Error(`the attack host (${environment}) exited ${code}: ${err}`));
+      try {
+        done(JSON.parse(out.trim()) as HostResult);
+      } catch {
+        fail(new Error(`the attack host (${environment}) printed no result: ${out}${err}`));
+      }
+    });
+  });
+}

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { StreamWire } from "../wires/stdio.js";
@@ -25,7 +25,8 @@ import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
-import { isSession, sessionRun, type Session } from "./workspace/index.js";
+import { isSession, sessionCopyRun, sessionRun, type Session } from "./workspace/index.js";
+import { GATE_GO_FD, GATE_READY_FD } from "./workspace/copy-workspace.js";
 import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
 import { admissionOf, type Admission } from "./engine/admission.js";
@@ -251,8 +252,14 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   if (launch.remote !== undefined) return startRemote(launch, launch.remote, startedAt);
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
   const workspace = launch.session?.path;
-  const privateDir = launch.privateDirBytes === undefined ? undefined : { path: cwd, bytes: launch.privateDirBytes };
-  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover, workspace }, { tmpBytes, privateDir });
+  // A "copy" session's workspace: a tmpfs inside the sandbox, filled behind the gate (workspace/copy-workspace.ts).
+  const copy = launch.session === undefined ? undefined : sessionCopyRun(launch.session);
+  const privateDir = copy?.privateDir ?? (launch.privateDirBytes === undefined ? undefined : { path: cwd, bytes: launch.privateDirBytes });
+  const plan = await planSandbox(
+    sandbox,
+    { command, args, cwd, env: env ?? process.env, discover, workspace },
+    { tmpBytes, privateDir, gate: copy !== undefined },
+  );
   if (settings.signal?.aborted) return aborted();
   if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
   if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
@@ -263,7 +270,7 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
   const childEnv = confined ? {} : (env ?? process.env);
   // The seccomp program's pipe is the one descriptor above 2 the child is given on purpose.
-  const keepFds = confined && plan.seccomp !== undefined ? [SECCOMP_FD] : [];
+  const keepFds = confined ? [...(plan.seccomp !== undefined ? [SECCOMP_FD] : []), ...(plan.gate ? [GATE_GO_FD, GATE_READY_FD] : [])] : [];
   const start = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
   if ("problem" in start || "error" in start) {
     await limits.cgroup?.remove();
@@ -288,6 +295,10 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   } catch (error) {
     await limits.cgroup?.remove();
     return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
+  }
+  if (copy !== undefined && confined && plan.gate && child.pid !== undefined) {
+    const stdio = child.stdio as unknown as (Readable | Writable | null)[];
+    copy.attach(child.pid, stdio[GATE_READY_FD] as Readable, stdio[GATE_GO_FD] as Writable);
   }
   const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
   const { maxStderrBytes } = settings.limits;

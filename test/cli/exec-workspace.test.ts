@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EARS, ears } from "../helpers/spawn-ears.js";
+import { makeApp } from "../deploy/app.js";
 
 const FS = 'const fs = process.getBuiltinModule("node:fs");\n';
 const root = process.platform === "linux" && process.getuid?.() === 0;
@@ -144,26 +145,39 @@ describe.runIf(root)("ears exec --workspace", () => {
     expect(run.code).toBe(64);
   });
 
-  it("on a host that is not root: createSession's refusal as a usage error, and no DIR left behind", async () => {
+  it("on a host that is not root: the workspace is copied into each run's sandbox (no mount), and DIR keeps what the body wrote", async () => {
+    // The install copied where nobody can reach it: the checkout may be under a 0700 directory.
+    const app = makeApp(base);
+    chmodSync(base, 0o711);
     const parent = join(base, "for-nobody");
-    chmodSync(base, 0o711); // mkdtemp's 0700 would keep nobody out before any mount is tried
     mkdirSync(parent);
     chmodSync(parent, 0o777);
     const dir = join(parent, "ws");
-    const run = await new Promise<{ code: number | null; stderr: string }>((done, fail) => {
-      const child = spawn(process.execPath, [EARS, "exec", "--workspace", dir, "--code", "return 1;"], {
-        uid: 65534,
-        gid: 65534,
-        cwd: parent,
-        stdio: ["ignore", "ignore", "pipe"],
+    const cli = join(app, "node_modules", "@posoco", "ears", "dist", "cli", "main.js");
+    const exec = (code: string) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
+        const child = spawn(process.execPath, [cli, "exec", "--workspace", dir, "--workspace-size", "4M", "--code", code], {
+          uid: 65534,
+          gid: 65534,
+          cwd: parent,
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+        child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+        child.on("error", fail);
+        child.on("close", (exit) => done({ code: exit, stdout, stderr }));
       });
-      let stderr = "";
-      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-      child.on("error", fail);
-      child.on("close", (code) => done({ code, stderr }));
-    });
-    expect(run.stderr).toMatch(/ears: --workspace ".*": the workspace cannot be bounded here: .*run it as root/);
-    expect(run.code).toBe(64);
-    expect(existsSync(dir)).toBe(false);
+    const first = await exec(`${FS}fs.writeFileSync("note.txt", "kept");\nreturn "written";`);
+    expect(first.stderr).not.toMatch(/cannot be bounded/);
+    expect(first.code).toBe(0);
+    expect(readFileSync(join(dir, "note.txt"), "utf8")).toBe("kept");
+    // Past the bound the write fails inside the body, as on a root host.
+    const flood = await exec(`${FS}try { fs.writeFileSync("big.bin", Buffer.alloc(8 << 20)); return "written"; } catch (e) { return e.code; }`);
+    expect(flood.code).toBe(0);
+    expect(flood.stdout).toContain("ENOSPC");
+    const next = await exec(`${FS}return fs.readFileSync("note.txt", "utf8");`);
+    expect(next.stdout).toContain("kept");
   });
 });

@@ -43,6 +43,8 @@ export type SandboxPlan =
       /** The seccomp filter to write on descriptor {@link SECCOMP_FD}, or undefined when there is none. */
       seccomp: Buffer | undefined;
       report: SandboxReport;
+      /** The guest waits behind the workspace gate (descriptors 4 and 5: workspace/copy-workspace.ts). */
+      gate?: true;
     }
   /** Unconfined; `fallback` says why when "auto" found no sandbox to have. */
   | { kind: "unconfined"; fallback?: string }
@@ -60,7 +62,9 @@ export type ConfinedPlan = Extract<SandboxPlan, { kind: "confined" }>;
  * the end and closes before the guest starts. Throws as spawn does.
  */
 export function spawnConfined(plan: ConfinedPlan, options: { cwd: string; detached: boolean }): ChildProcessWithoutNullStreams {
-  const stdio: "pipe"[] = plan.seccomp === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe"];
+  const stdio: ("pipe" | "ignore")[] = plan.seccomp === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe"];
+  // The gate's go-ahead (4, which it reads) and its ready line (5, which it writes).
+  if (plan.gate === true) stdio.push(...(plan.seccomp === undefined ? (["ignore"] as const) : []), "pipe", "pipe");
   const child = spawn(plan.command, plan.args, {
     ...options,
     stdio,
@@ -180,7 +184,7 @@ export function hostPlaces(env: NodeJS.ProcessEnv = process.env): HostPlaces {
 export async function planSandbox(
   request: SandboxRequest,
   launch: Launch,
-  wiring: { tmpBytes?: number; privateDir?: { path: string; bytes: number }; lookup?: FileSystemView } = {},
+  wiring: { tmpBytes?: number; privateDir?: { path: string; bytes: number }; gate?: boolean; lookup?: FileSystemView } = {},
 ): Promise<SandboxPlan> {
   if (request.mode === "off") return { kind: "unconfined" };
   const found = locateSandbox(process.env.PATH, wiring.lookup);
@@ -199,8 +203,9 @@ export async function planSandbox(
       tmpBytes: wiring.tmpBytes,
       privateDir: wiring.privateDir,
       hostExecutable: process.execPath,
+      gate: wiring.gate,
     });
-    return { kind: "confined", command: bwrap, args, env: policy.env, seccomp, report };
+    return { kind: "confined", command: bwrap, args, env: policy.env, seccomp, report, ...(wiring.gate === true && { gate: true as const }) };
   } catch (error) {
     if (error instanceof SandboxPathError) return { kind: "unavailable", reason: error.message };
     if (error instanceof CommandNotFoundError) return { kind: "spawnFailed", error };

@@ -1,7 +1,9 @@
 /**
  * Sessions: a workspace that lasts between runs (issue 32). A session owns a bounded directory
  * (bounded-dir.ts: a tmpfs the host mounts, `workspaceBytes` and one file per 4 KiB of them), which
- * `runCode({ session })` and `runGuest({ session })` get as their writable working directory. Runs and
+ * `runCode({ session })` and `runGuest({ session })` get as their writable working directory. Where the
+ * host cannot mount (not root, a container), the workspace is a plain directory copied into a tmpfs of the
+ * sandbox's own for each run and read back after it, within the bounds (copy-workspace.ts). Runs and
  * the host's own file operations on one session are serialised; after each run the workspace is
  * sanitized (tree.ts: no link, special file or setuid bit is kept). A session made with `dir` is durable:
  * its files are loaded from `dir` when it opens and written back to it after every run and every host
@@ -14,6 +16,9 @@ import { promisify } from "node:util";
 import { isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { filesFor, makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
 import { entryKind, load, mirror, sanitize } from "./tree.js";
+import { CopyRun, pages, treeUsage } from "./copy-workspace.js";
+import * as failures from "../report/failures.js";
+import type { HostFailure, RunReport } from "../types.js";
 
 /** The default size of a session's workspace: 256 MiB (as `limits.tmpBytes`), and one file per 4 KiB of it. */
 export const DEFAULT_WORKSPACE_BYTES = 256 * 1024 * 1024;
@@ -33,7 +38,17 @@ export interface SessionOptions {
    * Without it the workspace is temporary: removed by `close()`, or by the watchdog if the host dies.
    */
   dir?: string;
+  /**
+   * How the workspace is bounded (default "auto": "mount" where the host can mount, else "copy"). "mount": a
+   * tmpfs the host mounts (root); the runs work in it. "copy": a plain directory of the host's, copied for each
+   * run into a tmpfs bubblewrap makes inside the sandbox and read back after it (any uid). Both fail a write past
+   * the bounds with ENOSPC inside the body; see docs/host.md, "Sessions", for what differs.
+   */
+  mechanism?: WorkspaceMechanism;
 }
+
+/** How a session's workspace is bounded: see {@link SessionOptions.mechanism}. */
+export type WorkspaceMechanism = "auto" | "mount" | "copy";
 
 /** One entry of {@link Session.list}. */
 export interface WorkspaceEntry {
@@ -57,6 +72,8 @@ export interface Session {
   readonly workspaceFiles: number;
   /** True once {@link Session.close} was called. */
   readonly closed: boolean;
+  /** How the workspace is bounded here: a tmpfs the host mounted, or copied in and out of each run's sandbox. */
+  readonly mechanism: "mount" | "copy";
   /** Writes a file (creating its directories); rejects with `ENOSPC` past the bounds. */
   writeFile(path: string, data: string | Uint8Array): Promise<void>;
   /** A file's bytes. Rejects for a missing path, a directory, and anything but a regular file. */
@@ -74,8 +91,8 @@ export interface Session {
 
 /**
  * Makes a session with a fresh workspace (empty but for `files`). Rejects when the workspace cannot be
- * bounded here (the host must be able to mount a tmpfs: root on Linux), when `dir` is not empty, or
- * when `files` do not fit. Invalid options throw TypeError or RangeError.
+ * bounded here (`mechanism: "mount"` on a host that cannot mount a tmpfs; any mechanism off Linux), when
+ * `dir` is not empty, or when `files` do not fit. Invalid options throw TypeError or RangeError.
  *
  * @example
  * const session = await createSession({ files: { "data.csv": "a,b\n1,2\n" } });
@@ -85,11 +102,12 @@ export interface Session {
  */
 export function createSession(options: SessionOptions = {}): Promise<Session> {
   if (typeof options !== "object" || options === null) throw new TypeError("createSession: options must be an object");
-  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, files = {}, dir, ...rest } = options;
+  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, files = {}, dir, mechanism = "auto", ...rest } = options;
   const unknown = Object.keys(rest);
   if (unknown.length > 0)
-    throw new TypeError(`createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, files and dir`);
+    throw new TypeError(`createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, files, dir and mechanism`);
   checkBytes(workspaceBytes, "createSession");
+  checkMechanism(mechanism, "createSession");
   if (typeof files !== "object" || files === null || Array.isArray(files)) {
     throw new TypeError("createSession: options.files must be an object of relative path to string or Uint8Array");
   }
@@ -108,7 +126,7 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
       if (readdirSync(durable).length > 0)
         throw new Error(`createSession: ${durable} is not empty; continue its session with openSession(dir)`);
     }
-    const session = WorkspaceSession.make(workspaceBytes, durable, "createSession");
+    const session = WorkspaceSession.make(workspaceBytes, durable, "createSession", mechanism);
     try {
       for (const [path, data] of Object.entries(files)) await session.writeFile(path, data);
     } catch (error) {
@@ -124,16 +142,22 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
  * `createSession({ dir })` made). Rejects when `dir` is not a directory, holds a link or special file, or
  * does not fit `workspaceBytes` (default 256 MiB).
  */
-export async function openSession(dir: string, options: { workspaceBytes?: number } = {}): Promise<Session> {
+export async function openSession(dir: string, options: { workspaceBytes?: number; mechanism?: WorkspaceMechanism } = {}): Promise<Session> {
   if (typeof dir !== "string" || dir === "") throw new TypeError("openSession: dir must be a non-empty string");
-  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES } = options;
+  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, mechanism = "auto" } = options;
   checkBytes(workspaceBytes, "openSession");
+  checkMechanism(mechanism, "openSession");
   const durable = resolve(dir);
   return (async () => {
     const stat = lstatSync(durable, { throwIfNoEntry: false });
     if (stat === undefined || !stat.isDirectory()) throw new Error(`openSession: ${durable} is not a directory`);
-    return WorkspaceSession.make(workspaceBytes, durable, "openSession");
+    return WorkspaceSession.make(workspaceBytes, durable, "openSession", mechanism);
   })();
+}
+
+function checkMechanism(mechanism: unknown, caller: string): asserts mechanism is WorkspaceMechanism {
+  if (mechanism !== "auto" && mechanism !== "mount" && mechanism !== "copy")
+    throw new TypeError(`${caller}: options.mechanism must be "auto", "mount" or "copy", got ${JSON.stringify(mechanism)}`);
 }
 
 function checkBytes(bytes: unknown, caller: string): asserts bytes is number {
@@ -168,27 +192,39 @@ class WorkspaceSession implements Session {
   /** The tail of the queue: runs and file operations, one at a time. */
   private tail: Promise<unknown> = Promise.resolve();
   private closing: Promise<void> | undefined;
+  /** The run under way's copy of the workspace ("copy" sessions). */
+  private copying: CopyRun | undefined;
 
   private constructor(
     private readonly bounded: BoundedDir,
     readonly dir: string | undefined,
     readonly workspaceBytes: number,
     readonly workspaceFiles: number,
+    readonly mechanism: "mount" | "copy",
   ) {}
 
-  /** Mounts the workspace (makeBoundedDir has the watchdog cover it), and loads a durable one's files. Throws why not. */
-  static make(bytes: number, dir: string | undefined, caller: string): WorkspaceSession {
+  /**
+   * Mounts the workspace or makes its plain directory (makeBoundedDir has the watchdog cover it), and loads a
+   * durable one's files. Throws why not.
+   */
+  static make(bytes: number, dir: string | undefined, caller: string, mechanism: WorkspaceMechanism): WorkspaceSession {
     const files = filesFor(bytes);
+    if (process.platform !== "linux") throw new Error(`${caller}: the workspace cannot be bounded here: sessions need Linux (this is ${process.platform})`);
     let bounded: BoundedDir;
     try {
-      bounded = makeBoundedDir("ears-session-", { bytes, files }, false);
+      // "auto": mounted where the host can; else the plain directory "copy" works in.
+      bounded = makeBoundedDir("ears-session-", mechanism === "copy" ? undefined : { bytes, files }, mechanism === "auto");
     } catch (error) {
-      throw new Error(`${caller}: the workspace cannot be bounded here: ${(error as Error).message}`, { cause: error });
+      throw new Error(
+        `${caller}: the workspace cannot be bounded here: ${(error as Error).message}; or give mechanism "copy" (no mount needed)`,
+        { cause: error },
+      );
     }
-    const session = new WorkspaceSession(bounded, dir, bytes, files);
+    const session = new WorkspaceSession(bounded, dir, bytes, files, bounded.bounded ? "mount" : "copy");
     if (dir !== undefined) {
       try {
         load(dir, bounded.work);
+        if (session.mechanism === "copy") session.checkBounds();
       } catch (error) {
         void session.close();
         const code = (error as NodeJS.ErrnoException).code;
@@ -204,18 +240,45 @@ class WorkspaceSession implements Session {
     return this.bounded.work;
   }
 
+  /** A "copy" workspace's bounds, checked by the host (a mounted one's are the kernel's): throws ENOSPC past them. */
+  private checkBounds(): void {
+    const used = treeUsage(this.path);
+    if (used.bytes > this.workspaceBytes || used.files > this.workspaceFiles) {
+      const error = new Error(
+        `ENOSPC: the workspace would hold ${used.bytes} bytes in ${used.files} files, past workspaceBytes (${this.workspaceBytes}) ` +
+          `or its ${this.workspaceFiles} files`,
+      ) as NodeJS.ErrnoException;
+      error.code = "ENOSPC";
+      throw error;
+    }
+  }
+
+  /** @internal The copy of the workspace for the run under way ("copy" sessions; see copy-workspace.ts). */
+  copyRun(): CopyRun | undefined {
+    return this.copying;
+  }
+
   /**
    * @internal Runs `task` (one run with this workspace) when the runs and operations before it are over;
    * then sanitizes the workspace and, for a durable session, writes it back to `dir`. Throws when closed.
    */
-  use<T>(task: () => Promise<T>, caller: string): Promise<T> {
+  use(task: () => Promise<RunReport>, caller: string): Promise<RunReport> {
     if (this.closed) throw new TypeError(`${caller}: options.session is closed (session.close() was called)`);
     return this.queue(async () => {
+      const copy = this.mechanism === "copy" ? new CopyRun(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles }) : undefined;
+      this.copying = copy;
+      let report: RunReport | undefined;
       try {
-        return await task();
+        report = await task();
       } finally {
+        this.copying = undefined;
+        // Read back whatever the run did, also when it failed (a body that wrote, then crashed), as a mounted one keeps it.
+        const problem = copy?.readBack();
         this.settle();
+        if (report !== undefined && copy?.problem !== undefined) report = failed(report, failures.workspaceNotCopied(copy.problem));
+        else if (report !== undefined && problem !== undefined) report = failed(report, failures.workspaceNotKept(problem));
       }
+      return report;
     });
   }
 
@@ -260,6 +323,20 @@ class WorkspaceSession implements Session {
       const existing = await lstat(target).catch(() => undefined);
       if (existing !== undefined && !existing.isFile())
         throw new Error(`session.writeFile: ${path} is a ${entryKind(existing)}, not a file`);
+      if (this.mechanism === "copy") {
+        // The host's write is bounded as a body's is: what the tmpfs of the next run must hold.
+        const used = treeUsage(this.path);
+        const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
+        const bytes = used.bytes - (existing === undefined ? 0 : pages(existing.size)) + pages(size);
+        const files = used.files + (existing === undefined ? 1 : 0);
+        if (bytes > this.workspaceBytes || files > this.workspaceFiles) {
+          const error = new Error(
+            `ENOSPC: session.writeFile: ${path} would take the workspace past workspaceBytes (${this.workspaceBytes}) or its ${this.workspaceFiles} files`,
+          ) as NodeJS.ErrnoException;
+          error.code = "ENOSPC";
+          throw error;
+        }
+      }
       const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600);
       try {
         await handle.writeFile(data);
@@ -371,8 +448,19 @@ class WorkspaceSession implements Session {
 }
 
 /** @internal Runs `task` as a run of `session` (runCode's and runGuest's `session` option). */
-export function sessionRun<T>(session: Session, task: () => Promise<T>, caller: string): Promise<T> {
+export function sessionRun(session: Session, task: () => Promise<RunReport>, caller: string): Promise<RunReport> {
   return (session as WorkspaceSession).use(task, caller);
+}
+
+/** @internal The copy of a "copy" session's workspace for its run under way; undefined for a mounted one. */
+export function sessionCopyRun(session: Session): CopyRun | undefined {
+  return (session as WorkspaceSession).copyRun();
+}
+
+/** A run that fails with `failure`, whatever it returned (its workspace was not kept, or never given to it). */
+function failed(report: RunReport, failure: HostFailure): RunReport {
+  const { paused: _paused, ...rest } = report;
+  return { ...rest, ok: false, failure } as RunReport;
 }
 
 /** Bytes a {@link readSessionFile} past its bound still reads from the file's start (to tell an image by its magic bytes). */

@@ -165,6 +165,8 @@ export class CopyRun {
       try {
         this.fill(pid);
       } catch (error) {
+        // A half-filled tmpfs is never read back over the workspace.
+        this.release();
         refuse(`the workspace could not be copied into the sandbox: ${(error as Error).message}`);
         return;
       }

@@ -11,9 +11,10 @@
  * assertions below are the ones that merge changes, into the attack assertions of environments.test.ts.
  */
 import { spawnSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeApp } from "./app.js";
+import { CHECKOUT, makeApp } from "./app.js";
 import { assembleRoot, dockerMissing, importImage, startDaemon, type Daemon } from "./docker.js";
 import { ATTACKS, type HostResult } from "./environments.js";
 
@@ -57,6 +58,34 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     expect(status).toMatch(/^CapEff:\s+0+$/m);
     // Docker's default profile refuses unshare(CLONE_NEWUSER) to a process without CAP_SYS_ADMIN.
     expect(() => run(["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"])).toThrow(/bwrap: .*(Operation not permitted|No permissions|namespace)/i);
+  });
+
+  it("docs/deploy's Dockerfile and pod spec ask for what this test runs: non-root, the default seccomp profile, nothing added", () => {
+    const dockerfile = readFileSync(join(CHECKOUT, "docs", "deploy", "Dockerfile"), "utf8");
+    expect(dockerfile).toMatch(/^USER 1000:1000$/m);
+    expect(dockerfile).toMatch(/apt-get install .*bubblewrap/);
+    const pod = readFileSync(join(CHECKOUT, "docs", "deploy", "pod.yaml"), "utf8");
+    for (const line of ["runAsNonRoot: true", "type: RuntimeDefault", "allowPrivilegeEscalation: false", 'drop: ["ALL"]', "readOnlyRootFilesystem: true"]) {
+      expect(pod).toContain(line);
+    }
+    // What either would need to turn confinement off or widen it (comments aside).
+    const settings = (text: string) => text.replace(/^\s*#.*$/gm, "");
+    for (const text of [dockerfile, pod]) expect(settings(text)).not.toMatch(/privileged|unconfined|SYS_ADMIN|add:|hostPID|hostNetwork/);
+  });
+
+  it("the pod spec's settings under Docker (no_new_privs, every capability dropped, a read-only root with a tmpfs /tmp): nothing reached either", () => {
+    if (daemon === undefined) throw new Error(`dockerd could not start here: ${unstartable}`);
+    const out = daemon.docker([
+      ...["run", "--rm", "--network", "none", "--user", "1000:1000", "--security-opt", "no-new-privileges", "--cap-drop", "ALL"],
+      ...["--read-only", "--tmpfs", "/tmp:rw,size=512m", IMAGE, "node", "/app/attack-host.mjs", [...ATTACKS, "session"].join(",")],
+    ]);
+    const result = JSON.parse(out.trim()) as HostResult;
+    for (const name of ATTACKS) {
+      const ran = result.runs[name]!;
+      if (!("skipped" in ran)) expect(ran, name).toMatchObject({ ok: false, failure: "SandboxUnavailable" });
+    }
+    expect(result.host).toEqual({ victimAlive: true, accepted: { tcp: 0, unix: 0 } });
+    expect(result.session).toMatchObject({ created: true, mechanism: "copy", run: { ok: false, failure: "SandboxUnavailable" } });
   });
 
   it("the recipe's host: a body the image can run unconfined (sandbox: false) gives its result, so the image is sound", () => {

@@ -9,11 +9,14 @@
  * "not enforced" today and rlimits with a watchdog (branch `limits`) enforce them. The assertions naming
  * those states are the ones those merges change.
  */
-import { rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapPath } from "../helpers/has-bwrap.js";
-import { makeApp } from "./app.js";
-import { ATTACKS, runAttackHost, type HostResult, type RunSummary } from "./environments.js";
+import { CHECKOUT, makeApp } from "./app.js";
+import { ATTACKS, runAttackHost, startOrphanRun as runOrphan, type HostResult, type RunSummary } from "./environments.js";
+import { goneWithin, killAllWith, liveWith, uniqueMarker } from "../helpers/processes.js";
 
 const root = process.platform === "linux" && process.getuid?.() === 0;
 const runnable = root && bwrapPath !== undefined;
@@ -76,6 +79,37 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     expect((result.session as { list: string[] }).list).toEqual(["kept.txt", "seed.txt"]);
     hostUnharmed(result);
   }, 240_000);
+
+  it("systemd service (non-root, no_new_privs, as docs/deploy/ears-host.service runs it): confined by bubblewrap, sessions by copy", async () => {
+    const result = await runAttackHost(app, "systemd service (non-root, no_new_privs)", [...ATTACKS, "session"]);
+    expect(result.uid).toBe(65534);
+    expectConfined(result.runs, "bubblewrap");
+    expect(result.session).toMatchObject({ created: true, mechanism: "copy", kept: "seed+run", run: { ok: true, structured: { flood: "ENOSPC" } } });
+    hostUnharmed(result);
+  }, 240_000);
+
+  it.runIf(existsSync("/usr/bin/systemd-analyze"))("docs/deploy/ears-host.service is a unit systemd accepts, with the settings docs/deploy.md promises", () => {
+    const unit = join(CHECKOUT, "docs", "deploy", "ears-host.service");
+    const verify = spawnSync("/usr/bin/systemd-analyze", ["verify", unit], { encoding: "utf8" });
+    expect(verify.status, verify.stderr).toBe(0);
+    const text = readFileSync(unit, "utf8");
+    for (const line of ["NoNewPrivileges=yes", "Delegate=yes", "PrivateTmp=yes", "User=ears-host"]) expect(text).toContain(`\n${line}\n`);
+    expect(text).not.toMatch(/^RestrictNamespaces=/m);
+  });
+
+  for (const environment of ["root", "non-root", "systemd service (non-root, no_new_privs)"] as const) {
+    it(`${environment}: a SIGKILLed host leaves no descendant, not even a body's detached child in a session of its own`, async () => {
+      const marker = uniqueMarker();
+      try {
+        const host = await runOrphan(app, environment, marker);
+        expect(liveWith(marker)).toHaveLength(1);
+        host.kill("SIGKILL");
+        expect(await goneWithin(marker, 20_000)).toEqual([]);
+      } finally {
+        killAllWith(marker);
+      }
+    }, 120_000);
+  }
 
   for (const environment of ["no user namespaces (uid 0, no capabilities)", "no user namespaces (non-root)"] as const) {
     it(`${environment}: bubblewrap cannot start, so every body is refused, never run unconfined`, async () => {

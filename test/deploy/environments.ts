@@ -4,7 +4,7 @@
  * user namespaces (`--disable-userns`: what Docker's default seccomp profile does to a container), as uid 0
  * without capabilities and as the unprivileged uid.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 
 /** The attack bodies, in the order the host runs them (the bombs last: they run only where their limit is enforced). */
@@ -41,6 +41,8 @@ export const NOBODY = 65534;
 export const ENVIRONMENTS = {
   root: [],
   "non-root": ["setpriv", "--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups"],
+  // docs/deploy/ears-host.service's process: a system user of its own, NoNewPrivileges=yes.
+  "systemd service (non-root, no_new_privs)": ["setpriv", "--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "--no-new-privs"],
   "no user namespaces (uid 0, no capabilities)": [
     ...["bwrap", "--unshare-user", "--disable-userns", "--uid", "0", "--gid", "0"],
     ...["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"],
@@ -72,5 +74,27 @@ export function runAttackHost(app: string, environment: EnvironmentName, attacks
         fail(new Error(`the attack host (${environment}) printed no result: ${out}${err}`));
       }
     });
+  });
+}
+
+/**
+ * Starts the attack host's "orphan" run (a body that leaves a detached `sleep MARKER` and waits) and resolves
+ * once the body said it spawned it, with the host's process (to SIGKILL); rejects with the host's output when it
+ * ends first (a refused run prints its summary instead).
+ */
+export function startOrphanRun(app: string, environment: EnvironmentName, marker: string): Promise<ChildProcess> {
+  const prefix: readonly string[] = ENVIRONMENTS[environment];
+  const argv = [...prefix, process.execPath, join(app, "attack-host.mjs"), "orphan"];
+  const env = { PATH: process.env.PATH, LANG: "C.UTF-8", EARS_ORPHAN_MARKER: marker };
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: app, stdio: ["ignore", "pipe", "pipe"], env });
+  return new Promise((done, fail) => {
+    let out = "";
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      if (out.includes("spawned\n")) done(child);
+    });
+    child.stderr!.resume();
+    child.on("error", fail);
+    child.on("close", () => fail(new Error(`the attack host (${environment}) ended before its body spawned: ${out}`)));
   });
 }

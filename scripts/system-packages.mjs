@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The OS packages the tests use for real: bubblewrap (the sandbox), Debian's chromium (the timeline page in
-// a browser) and openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests). Installed with
-// apt-get when missing and this process may (root, on a Debian-like system), so the README's test command
-// sets up a fresh machine by itself; .ci/run calls this too. Elsewhere it says what is missing and how to
-// install it: the sandbox tests then skip, and the browser test fails with the same advice.
+// a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests) and docker.io (dockerd:
+// the deploy recipe's test). Installed with apt-get when missing and this process may (root, on a
+// Debian-like system), so the README's test command sets up a fresh machine by itself; .ci/run calls this
+// too. Elsewhere it says what is missing and how to install it: the sandbox tests then skip, and the browser
+// test fails with the same advice.
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
@@ -13,7 +14,8 @@ const wanted = [
   { command: "bwrap", pkg: "bubblewrap", why: "the sandbox tests run guests under bubblewrap" },
   { command: "chromium", pkg: "chromium", why: "the timeline test opens its page in headless Chromium" },
   { command: "sshd", pkg: "openssh-server", why: "the remote runner tests run bodies through a real sshd on 127.0.0.1" },
-].filter(({ command }) => !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd"))));
+  { command: "dockerd", pkg: "docker.io", why: "test/deploy/docker.test.ts runs the deploy recipe in a dockerd of its own" },
+].filter(({ command }) => !(onPath(command) || (["sshd", "dockerd"].includes(command) && existsSync(`/usr/sbin/${command}`))));
 if (wanted.length === 0) process.exit(0);
 
 const canInstall = process.platform === "linux" && process.getuid?.() === 0 && onPath("apt-get");

@@ -18,7 +18,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EARS, ears } from "../helpers/spawn-ears.js";
+import { ears } from "../helpers/spawn-ears.js";
 import { makeApp } from "../deploy/app.js";
 
 const FS = 'const fs = process.getBuiltinModule("node:fs");\n';
@@ -145,7 +145,7 @@ describe.runIf(root)("ears exec --workspace", () => {
     expect(run.code).toBe(64);
   });
 
-  it("on a host that is not root: the workspace is copied into each run's sandbox (no mount), and DIR keeps what the body wrote", async () => {
+  it("on a host that is not root: the workspace is copied into each run's sandbox (no mount), DIR keeps what the body wrote", async () => {
     // The install copied where nobody can reach it: the checkout may be under a 0700 directory.
     const app = makeApp(base);
     chmodSync(base, 0o711);
@@ -174,7 +174,9 @@ describe.runIf(root)("ears exec --workspace", () => {
     expect(first.code).toBe(0);
     expect(readFileSync(join(dir, "note.txt"), "utf8")).toBe("kept");
     // Past the bound the write fails inside the body, as on a root host.
-    const flood = await exec(`${FS}try { fs.writeFileSync("big.bin", Buffer.alloc(8 << 20)); return "written"; } catch (e) { return e.code; }`);
+    const flood = await exec(
+      `${FS}try { fs.writeFileSync("big.bin", Buffer.alloc(8 << 20)); return "written"; } catch (e) { return e.code; }`,
+    );
     expect(flood.code).toBe(0);
     expect(flood.stdout).toContain("ENOSPC");
     const next = await exec(`${FS}return fs.readFileSync("note.txt", "utf8");`);

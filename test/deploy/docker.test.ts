@@ -57,7 +57,9 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     expect(status).toMatch(/^Seccomp:\s+2$/m);
     expect(status).toMatch(/^CapEff:\s+0+$/m);
     // Docker's default profile refuses unshare(CLONE_NEWUSER) to a process without CAP_SYS_ADMIN.
-    expect(() => run(["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"])).toThrow(/bwrap: .*(Operation not permitted|No permissions|namespace)/i);
+    expect(() => run(["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"])).toThrow(
+      /bwrap: .*(Operation not permitted|No permissions|namespace)/i,
+    );
   });
 
   it("docs/deploy's Dockerfile and pod spec ask for what this test runs: non-root, the default seccomp profile, nothing added", () => {
@@ -65,7 +67,13 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     expect(dockerfile).toMatch(/^USER 1000:1000$/m);
     expect(dockerfile).toMatch(/apt-get install .*bubblewrap/);
     const pod = readFileSync(join(CHECKOUT, "docs", "deploy", "pod.yaml"), "utf8");
-    for (const line of ["runAsNonRoot: true", "type: RuntimeDefault", "allowPrivilegeEscalation: false", 'drop: ["ALL"]', "readOnlyRootFilesystem: true"]) {
+    for (const line of [
+      "runAsNonRoot: true",
+      "type: RuntimeDefault",
+      "allowPrivilegeEscalation: false",
+      'drop: ["ALL"]',
+      "readOnlyRootFilesystem: true",
+    ]) {
       expect(pod).toContain(line);
     }
     // What either would need to turn confinement off or widen it (comments aside).
@@ -73,7 +81,7 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     for (const text of [dockerfile, pod]) expect(settings(text)).not.toMatch(/privileged|unconfined|SYS_ADMIN|add:|hostPID|hostNetwork/);
   });
 
-  it("the pod spec's settings under Docker (no_new_privs, every capability dropped, a read-only root with a tmpfs /tmp): nothing reached either", () => {
+  it("the pod spec's settings under Docker (no_new_privs, no capability, a read-only root with a tmpfs /tmp): nothing reached", () => {
     if (daemon === undefined) throw new Error(`dockerd could not start here: ${unstartable}`);
     const out = daemon.docker([
       ...["run", "--rm", "--network", "none", "--user", "1000:1000", "--security-opt", "no-new-privileges", "--cap-drop", "ALL"],
@@ -89,12 +97,14 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
   });
 
   it("the recipe's host: a body the image can run unconfined (sandbox: false) gives its result, so the image is sound", () => {
-    const code = 'import { runCode } from "@posoco/ears/host"; const r = await runCode({ code: "return 6 * 7;", sandbox: false }); process.stdout.write(JSON.stringify(r.outcome));';
+    const code =
+      'import { runCode } from "@posoco/ears/host"; const r = await runCode({ code: "return 6 * 7;", sandbox: false }); ' +
+      "process.stdout.write(JSON.stringify(r.outcome));";
     const out = run(["node", "--input-type=module", "-e", code]);
     expect(JSON.parse(out)).toMatchObject({ status: "success", structured: 42 });
   });
 
-  it("the recipe's host with runCode's defaults never runs a body unconfined: refused, saying why (Landlock's merge confines it instead)", () => {
+  it("the recipe's host with runCode's defaults never runs a body unconfined: refused, saying why (Landlock confines it later)", () => {
     const out = run(["node", "/app/host.mjs"], `${JSON.stringify({ code: "return 6 * 7;" })}\n`);
     const report = JSON.parse(out.trim()) as { ok: boolean; failure?: { code: string; message: string }; sandbox?: unknown };
     expect(report.ok).toBe(false);

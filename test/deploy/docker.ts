@@ -142,7 +142,8 @@ export function assembleRoot(programs: readonly string[], files: Readonly<Record
     }
     if (target !== undefined) execFileSync("ln", ["-s", target.replace(/^\/+/, ""), join(root, top)]);
   }
-  for (const dir of ["usr/bin", "usr/lib", "usr/lib64", "etc", "home/app", "proc", "dev", "sys"]) mkdirSync(join(root, dir), { recursive: true });
+  for (const dir of ["usr/bin", "usr/lib", "usr/lib64", "etc", "home/app", "proc", "dev", "sys"])
+    mkdirSync(join(root, dir), { recursive: true });
   const place = (from: string, to: string) => {
     // Through the image's own links (relative, made above), never the host's.
     const at = join(root, to);

@@ -61,7 +61,12 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     expect((fork.structured as { started: number; refused: string }).refused).toBe("EAGAIN");
     expect((fork.structured as { started: number }).started).toBeLessThan(256);
     expect(result.runs.memoryBomb).toMatchObject({ ok: false, failure: "MemoryLimit" });
-    expect(result.session).toMatchObject({ created: true, mechanism: "mount", kept: "seed+run", run: { ok: true, structured: { flood: "ENOSPC" } } });
+    expect(result.session).toMatchObject({
+      created: true,
+      mechanism: "mount",
+      kept: "seed+run",
+      run: { ok: true, structured: { flood: "ENOSPC" } },
+    });
     expect((result.session as { list: string[] }).list).toEqual(["kept.txt", "seed.txt"]);
     hostUnharmed(result);
   }, 240_000);
@@ -75,27 +80,40 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     expect(first.limits).toMatchObject({ memoryBytes: null, processes: null, tmpBytes: "bubblewrap" });
     expect(result.runs.memoryBomb).toEqual({ skipped: "memoryBytes not enforced here" });
     // Sessions without root: the workspace is a tmpfs inside the sandbox, copied in and out.
-    expect(result.session).toMatchObject({ created: true, mechanism: "copy", kept: "seed+run", run: { ok: true, structured: { flood: "ENOSPC" } } });
+    expect(result.session).toMatchObject({
+      created: true,
+      mechanism: "copy",
+      kept: "seed+run",
+      run: { ok: true, structured: { flood: "ENOSPC" } },
+    });
     expect((result.session as { list: string[] }).list).toEqual(["kept.txt", "seed.txt"]);
     hostUnharmed(result);
   }, 240_000);
 
-  it("systemd service (non-root, no_new_privs, as docs/deploy/ears-host.service runs it): confined by bubblewrap, sessions by copy", async () => {
+  it("systemd service (non-root, no_new_privs, as docs/deploy/ears-host.service runs it): bubblewrap, sessions by copy", async () => {
     const result = await runAttackHost(app, "systemd service (non-root, no_new_privs)", [...ATTACKS, "session"]);
     expect(result.uid).toBe(65534);
     expectConfined(result.runs, "bubblewrap");
-    expect(result.session).toMatchObject({ created: true, mechanism: "copy", kept: "seed+run", run: { ok: true, structured: { flood: "ENOSPC" } } });
+    expect(result.session).toMatchObject({
+      created: true,
+      mechanism: "copy",
+      kept: "seed+run",
+      run: { ok: true, structured: { flood: "ENOSPC" } },
+    });
     hostUnharmed(result);
   }, 240_000);
 
-  it.runIf(existsSync("/usr/bin/systemd-analyze"))("docs/deploy/ears-host.service is a unit systemd accepts, with the settings docs/deploy.md promises", () => {
-    const unit = join(CHECKOUT, "docs", "deploy", "ears-host.service");
-    const verify = spawnSync("/usr/bin/systemd-analyze", ["verify", unit], { encoding: "utf8" });
-    expect(verify.status, verify.stderr).toBe(0);
-    const text = readFileSync(unit, "utf8");
-    for (const line of ["NoNewPrivileges=yes", "Delegate=yes", "PrivateTmp=yes", "User=ears-host"]) expect(text).toContain(`\n${line}\n`);
-    expect(text).not.toMatch(/^RestrictNamespaces=/m);
-  });
+  it.runIf(existsSync("/usr/bin/systemd-analyze"))(
+    "docs/deploy/ears-host.service is a unit systemd accepts, with the settings docs/deploy.md promises",
+    () => {
+      const unit = join(CHECKOUT, "docs", "deploy", "ears-host.service");
+      const verify = spawnSync("/usr/bin/systemd-analyze", ["verify", unit], { encoding: "utf8" });
+      expect(verify.status, verify.stderr).toBe(0);
+      const text = readFileSync(unit, "utf8");
+      for (const line of ["NoNewPrivileges=yes", "Delegate=yes", "PrivateTmp=yes", "User=ears-host"]) expect(text).toContain(`\n${line}\n`);
+      expect(text).not.toMatch(/^RestrictNamespaces=/m);
+    },
+  );
 
   for (const environment of ["root", "non-root", "systemd service (non-root, no_new_privs)"] as const) {
     it(`${environment}: a SIGKILLed host leaves no descendant, not even a body's detached child in a session of its own`, async () => {

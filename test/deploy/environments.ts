@@ -42,7 +42,15 @@ export const ENVIRONMENTS = {
   root: [],
   "non-root": ["setpriv", "--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups"],
   // docs/deploy/ears-host.service's process: a system user of its own, NoNewPrivileges=yes.
-  "systemd service (non-root, no_new_privs)": ["setpriv", "--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "--no-new-privs"],
+  "systemd service (non-root, no_new_privs)": [
+    "setpriv",
+    "--reuid",
+    String(NOBODY),
+    "--regid",
+    String(NOBODY),
+    "--clear-groups",
+    "--no-new-privs",
+  ],
   "no user namespaces (uid 0, no capabilities)": [
     ...["bwrap", "--unshare-user", "--disable-userns", "--uid", "0", "--gid", "0"],
     ...["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"],
@@ -60,7 +68,11 @@ export function runAttackHost(app: string, environment: EnvironmentName, attacks
   const prefix: readonly string[] = ENVIRONMENTS[environment];
   const argv = [...prefix, process.execPath, join(app, "attack-host.mjs"), attacks.join(",")];
   return new Promise((done, fail) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: app, stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, LANG: "C.UTF-8" } });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: app,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env.PATH, LANG: "C.UTF-8" },
+    });
     let out = "";
     let err = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));

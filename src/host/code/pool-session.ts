@@ -57,7 +57,8 @@ export async function bindSession(session: Session, runner: SessionRunner): Prom
   }
   if (session.mechanism === "copy") {
     const reason =
-      'the session\'s workspace is copied into each run\'s own sandbox (mechanism "copy": this host cannot mount), which a runner started ahead cannot take; run it without a pool';
+      "the session's workspace is copied into each run's own sandbox (mechanism \"copy\": this host cannot mount), " +
+      "which a runner started ahead cannot take; run it without a pool";
     return { failure: failures.poolSessionNotBound(reason), unused: true };
   }
   if (runner.work === undefined || !runner.shared) {

@@ -205,7 +205,15 @@ export async function planSandbox(
       hostExecutable: process.execPath,
       gate: wiring.gate,
     });
-    return { kind: "confined", command: bwrap, args, env: policy.env, seccomp, report, ...(wiring.gate === true && { gate: true as const }) };
+    return {
+      kind: "confined",
+      command: bwrap,
+      args,
+      env: policy.env,
+      seccomp,
+      report,
+      ...(wiring.gate === true && { gate: true as const }),
+    };
   } catch (error) {
     if (error instanceof SandboxPathError) return { kind: "unavailable", reason: error.message };
     if (error instanceof CommandNotFoundError) return { kind: "spawnFailed", error };

@@ -56,7 +56,8 @@ const TMPFS_MAGIC = 0x01021994;
  * executed in its place. `sh -c SCRIPT NAME COMMAND ARGS...`: the command is `"$@"`, never parsed by the shell.
  */
 export function gateScript(): string {
-  return `echo ready >&${GATE_READY_FD} && read -r go <&${GATE_GO_FD} && [ "$go" = go ] || exit 125; exec ${GATE_GO_FD}<&- ${GATE_READY_FD}>&-; exec "$@"`;
+  const wait = `echo ready >&${GATE_READY_FD} && read -r go <&${GATE_GO_FD} && [ "$go" = go ] || exit 125`;
+  return `${wait}; exec ${GATE_GO_FD}<&- ${GATE_READY_FD}>&-; exec "$@"`;
 }
 
 /** The shell the gate runs in: the sandbox shows the system directories, where every Linux has one. */
@@ -304,7 +305,10 @@ function readInto(root: number, to: string, bound: CopyBound): ReadBackProblem {
       const shown = at === "" ? name : `${at}/${name}`;
       let fd: number;
       try {
-        fd = openSync(`/proc/self/fd/${dir}/${name}`, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
+        fd = openSync(
+          `/proc/self/fd/${dir}/${name}`,
+          constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY,
+        );
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         // A link (ELOOP), or what vanished meanwhile: not kept. A pipe without a writer opens; a socket does not (ENXIO).
@@ -337,7 +341,8 @@ function readInto(root: number, to: string, bound: CopyBound): ReadBackProblem {
       }
       const copied = copyFile(fd, join(target, name), bound.bytes - bytes);
       if (copied < 0 || (bytes += pages(copied)) > bound.bytes) {
-        return `the run left more than workspaceBytes (${bound.bytes} bytes, a file's holes counted) in the workspace; nothing of the run was kept`;
+        const past = `more than workspaceBytes (${bound.bytes} bytes, a file's holes counted)`;
+        return `the run left ${past} in the workspace; nothing of the run was kept`;
       }
     }
     return undefined;

@@ -142,7 +142,10 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
  * `createSession({ dir })` made). Rejects when `dir` is not a directory, holds a link or special file, or
  * does not fit `workspaceBytes` (default 256 MiB).
  */
-export async function openSession(dir: string, options: { workspaceBytes?: number; mechanism?: WorkspaceMechanism } = {}): Promise<Session> {
+export async function openSession(
+  dir: string,
+  options: { workspaceBytes?: number; mechanism?: WorkspaceMechanism } = {},
+): Promise<Session> {
   if (typeof dir !== "string" || dir === "") throw new TypeError("openSession: dir must be a non-empty string");
   const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, mechanism = "auto" } = options;
   checkBytes(workspaceBytes, "openSession");
@@ -209,7 +212,8 @@ class WorkspaceSession implements Session {
    */
   static make(bytes: number, dir: string | undefined, caller: string, mechanism: WorkspaceMechanism): WorkspaceSession {
     const files = filesFor(bytes);
-    if (process.platform !== "linux") throw new Error(`${caller}: the workspace cannot be bounded here: sessions need Linux (this is ${process.platform})`);
+    if (process.platform !== "linux")
+      throw new Error(`${caller}: the workspace cannot be bounded here: sessions need Linux (this is ${process.platform})`);
     let bounded: BoundedDir;
     try {
       // "auto": mounted where the host can; else the plain directory "copy" works in.
@@ -265,7 +269,8 @@ class WorkspaceSession implements Session {
   use(task: () => Promise<RunReport>, caller: string): Promise<RunReport> {
     if (this.closed) throw new TypeError(`${caller}: options.session is closed (session.close() was called)`);
     return this.queue(async () => {
-      const copy = this.mechanism === "copy" ? new CopyRun(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles }) : undefined;
+      const copy =
+        this.mechanism === "copy" ? new CopyRun(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles }) : undefined;
       this.copying = copy;
       let report: RunReport | undefined;
       try {
@@ -331,7 +336,8 @@ class WorkspaceSession implements Session {
         const files = used.files + (existing === undefined ? 1 : 0);
         if (bytes > this.workspaceBytes || files > this.workspaceFiles) {
           const error = new Error(
-            `ENOSPC: session.writeFile: ${path} would take the workspace past workspaceBytes (${this.workspaceBytes}) or its ${this.workspaceFiles} files`,
+            `ENOSPC: session.writeFile: ${path} would take the workspace past workspaceBytes ` +
+              `(${this.workspaceBytes}) or its ${this.workspaceFiles} files`,
           ) as NodeJS.ErrnoException;
           error.code = "ENOSPC";
           throw error;

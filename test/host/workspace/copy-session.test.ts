@@ -38,7 +38,9 @@ const FS = 'const fs = process.getBuiltinModule("node:fs");\n';
 
 describe("createSession's mechanism option", () => {
   it("is checked: anything but auto, mount or copy is a TypeError naming it", () => {
-    expect(() => createSession({ mechanism: "tmpfs" as never })).toThrow(/options\.mechanism must be "auto", "mount" or "copy", got "tmpfs"/);
+    expect(() => createSession({ mechanism: "tmpfs" as never })).toThrow(
+      /options\.mechanism must be "auto", "mount" or "copy", got "tmpfs"/,
+    );
   });
   it("openSession checks it too", async () => {
     await expect(openSession("/tmp", { mechanism: 1 as never })).rejects.toThrow(/options\.mechanism/);
@@ -46,7 +48,7 @@ describe("createSession's mechanism option", () => {
 });
 
 describe.runIf(canRun)("a copy session", () => {
-  it("needs no mount: a plain directory on the host; a file the host put is there for the body's first instruction, and what it wrote is kept", async () => {
+  it("needs no mount; a file the host put is there for the body's first instruction, and what it wrote is kept", async () => {
     const one = await session({ files: { "seed.txt": "seed" } });
     expect(one.mechanism).toBe("copy");
     expect(mounted(join(one.path, ".."))).toBe(false);
@@ -111,7 +113,7 @@ return fs.readdirSync(".").sort();`,
     expect(readFileSync(join(outside, "secret"), "utf8")).toBe("host secret");
   });
 
-  it("more files than workspaceFiles (a tmpfs made by bubblewrap has no inode bound): nothing of the run is kept, the run fails naming the bound", async () => {
+  it("more files than workspaceFiles (bubblewrap's tmpfs has no inode bound): nothing of the run kept, the failure names it", async () => {
     const one = await session({ workspaceBytes: 4 * MiB, files: { "before.txt": "before" } });
     expect(one.workspaceFiles).toBe(1024);
     const report = await runCode({
@@ -120,14 +122,16 @@ return fs.readdirSync(".").sort();`,
     });
     expect(report.ok).toBe(false);
     expect(report.failure).toMatchObject({ code: "WorkspaceNotKept" });
-    expect(report.failure?.message).toMatch(/more than 1024 files and directories in the workspace \(workspaceFiles\); nothing of the run was kept/);
+    expect(report.failure?.message).toMatch(
+      /more than 1024 files and directories in the workspace \(workspaceFiles\); nothing of the run was kept/,
+    );
     // The body's result is still there to see; the workspace is as it was before the run.
     expect(report.outcome?.structured).toBe("made");
     expect(readdirSync(one.path)).toEqual(["before.txt"]);
     expect(readFileSync(join(one.path, "before.txt"), "utf8")).toBe("before");
   });
 
-  it("a sparse file past the bound (holes take no room in the tmpfs) is never written back: the run fails naming workspaceBytes", async () => {
+  it("a sparse file past the bound (holes take no room in the tmpfs) is never written back: fails naming workspaceBytes", async () => {
     const one = await session({ workspaceBytes: 4 * MiB, files: { "before.txt": "before" } });
     const report = await runCode({
       code: `${FS}const fd = fs.openSync("sparse", "w"); fs.ftruncateSync(fd, 1024 * 1024 * 1024); fs.closeSync(fd);
@@ -140,14 +144,14 @@ return fs.statSync("sparse").size;`,
     expect(readdirSync(one.path)).toEqual(["before.txt"]);
   });
 
-  it("a directory the body made unreadable: as root it is read all the same and kept (the owner's access back, so the host can use it)", async () => {
+  it("a directory the body made unreadable: as root it is read all the same and kept, the owner's access back", async () => {
     const one = await session();
     await runCode({ code: `${FS}fs.mkdirSync("closed"); fs.writeFileSync("closed/a", "a"); fs.chmodSync("closed", 0);`, session: one });
     expect(readFileSync(join(one.path, "closed", "a"), "utf8")).toBe("a");
     expect(lstatSync(join(one.path, "closed")).mode & 0o777).toBe(0o700);
   });
 
-  it("a workspace that no longer fits its tmpfs (the host's directory changed behind the session): the guest never runs, the run fails saying why", async () => {
+  it("a workspace that no longer fits its tmpfs (changed behind the session): the guest never runs, the run fails saying why", async () => {
     const one = await session({ workspaceBytes: 4 * MiB });
     writeFileSync(join(one.path, "grown"), Buffer.alloc(6 * MiB));
     const report = await runCode({ code: `${FS}fs.writeFileSync("ran", "yes"); return "ran";`, session: one });

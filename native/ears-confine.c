@@ -56,6 +56,15 @@
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+/* linux/openat2.h */
+struct open_how {
+  uint64_t flags, mode, resolve;
+};
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_NO_SYMLINKS 0x04
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #define LANDLOCK_RULE_PATH_BENEATH 1
 struct ruleset_attr {
@@ -140,15 +149,18 @@ static void die(int code, const char *format, ...) {
 }
 
 static const char *usage_text =
-    "usage: ears-confine [--ro PATH]... [--rw PATH]... [--env NAME=VALUE]... [--tmp DIR] [--seccomp-fd N]\n"
+    "usage: ears-confine [--ro PATH]... [--rw PATH]... [--list DIR]... [--env NAME=VALUE]... [--tmp DIR] [--seccomp-fd N]\n"
     "                    [--net] [--abi-min N] [--parent PID] -- /absolute/command [ARG]...\n"
     "       ears-confine --self-test [--abi-min N]\n";
 
 /* ---- Arguments ---------------------------------------------------------------------------------- */
 
+/* What a rule grants beneath its path. */
+enum grant { GRANT_LIST, GRANT_READ, GRANT_WRITE };
+
 struct rule {
   const char *path;
-  int writable;
+  enum grant grant;
 };
 
 struct options {
@@ -208,7 +220,7 @@ static void parse(int argc, char **argv, struct options *o) {
       o->self_test = 1;
       continue;
     }
-    if (strcmp(arg, "--ro") == 0 || strcmp(arg, "--rw") == 0 || strcmp(arg, "--tmp") == 0) {
+    if (strcmp(arg, "--ro") == 0 || strcmp(arg, "--rw") == 0 || strcmp(arg, "--list") == 0 || strcmp(arg, "--tmp") == 0) {
       if (value == NULL) USAGE("%s needs a path", arg);
       if (value[0] != '/') USAGE("%s needs an absolute path, not \"%.200s\"", arg, value);
       if (strlen(value) >= PATH_MAX) USAGE("%s path is longer than %d bytes", arg, PATH_MAX - 1);
@@ -217,7 +229,7 @@ static void parse(int argc, char **argv, struct options *o) {
         o->tmp = value;
       } else {
         o->rules[o->rule_count].path = value;
-        o->rules[o->rule_count].writable = arg[3] == 'w';
+        o->rules[o->rule_count].grant = arg[2] == 'l' ? GRANT_LIST : arg[3] == 'w' ? GRANT_WRITE : GRANT_READ;
         o->rule_count++;
       }
       i++;
@@ -303,16 +315,20 @@ static int make_ruleset(const struct options *o, int abi, const char *tmp_dir) {
   size_t count = o->rule_count + (tmp_dir != NULL ? 1 : 0);
   for (size_t r = 0; r < count; r++) {
     const char *path = r < o->rule_count ? o->rules[r].path : tmp_dir;
-    int writable = r < o->rule_count ? o->rules[r].writable : 1;
-    const char *flag = writable ? "--rw" : "--ro";
-    /* No link is followed: the host names real paths, and a link swapped in since would widen the grant. */
-    int target = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+    enum grant grant = r < o->rule_count ? o->rules[r].grant : GRANT_WRITE;
+    const char *flag = grant == GRANT_WRITE ? "--rw" : grant == GRANT_READ ? "--ro" : "--list";
+    /* No link is followed on the way: the host names real paths, and a link swapped in since would widen the grant. */
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .mode = 0, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    int target = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+    if (target < 0 && errno == ELOOP) die(EXIT_RULE, "ears-confine: cannot apply %s %s: a symbolic link is on its way (give real paths)", flag, path);
     if (target < 0) die(EXIT_RULE, "ears-confine: cannot apply %s %s: %s", flag, path, strerror(errno));
     struct stat st;
     if (fstat(target, &st) != 0) die(EXIT_RULE, "ears-confine: cannot apply %s %s: %s", flag, path, strerror(errno));
-    if (S_ISLNK(st.st_mode)) die(EXIT_RULE, "ears-confine: cannot apply %s %s: it is a symbolic link", flag, path);
-    uint64_t allowed = writable ? fs_rights(abi) : (FS_EXECUTE | FS_READ_FILE | FS_READ_DIR);
-    if (!S_ISDIR(st.st_mode)) allowed &= file_only;
+    uint64_t allowed = grant == GRANT_WRITE ? fs_rights(abi) : grant == GRANT_READ ? (FS_EXECUTE | FS_READ_FILE | FS_READ_DIR) : FS_READ_DIR;
+    if (!S_ISDIR(st.st_mode)) {
+      if (grant == GRANT_LIST) die(EXIT_RULE, "ears-confine: cannot apply --list %s: not a directory", path);
+      allowed &= file_only;
+    }
     struct path_beneath_attr rule = {.allowed_access = allowed & fs_rights(abi), .parent_fd = target};
     if (syscall(SYS_landlock_add_rule, fd, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
       die(EXIT_RULE, "ears-confine: cannot apply %s %s: %s", flag, path, strerror(errno));
@@ -572,6 +588,15 @@ int main(int argc, char **argv) {
   }
   close(ruleset);
   free(filter.filter);
+  /*
+   * The guest alone holds its stdio now: the host sees end-of-file when the guest's tree closes its output, as
+   * with an unconfined guest. Nothing is written here after this (failures before exec were the child's).
+   */
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    for (int fd = 0; fd <= 2; fd++) (void)dup2(null, fd);
+    if (null > 2) close(null);
+  }
 
   int status = 0, done = 0, ended_by = 0;
   while (!done && ended_by == 0) {

@@ -16,7 +16,11 @@ const wanted = [
   { command: "chromium", pkg: "chromium", why: "the timeline test opens its page in headless Chromium" },
   { command: "sshd", pkg: "openssh-server", why: "the remote runner tests run bodies through a real sshd on 127.0.0.1" },
   { command: "musl-gcc", pkg: "musl-tools", why: "npm run build compiles the Landlock helper for linux-x64 with it" },
-  { command: "aarch64-linux-gnu-gcc", pkg: "gcc-aarch64-linux-gnu", why: "npm run build cross-compiles the Landlock helper for linux-arm64" },
+  {
+    command: "aarch64-linux-gnu-gcc",
+    pkg: "gcc-aarch64-linux-gnu",
+    why: "npm run build cross-compiles the Landlock helper for linux-arm64",
+  },
   { command: "qemu-aarch64-static", pkg: "qemu-user-static", why: "the helper's tests run the arm64 build under qemu" },
 ].filter(({ command }) => !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd"))));
 if (wanted.length === 0) process.exit(0);

@@ -19,6 +19,7 @@ import { DEFAULT_HOST_LIMITS, graceMs, hostSettings, RESOURCE_LIMITS, type HostS
 import type { RunObserver } from "./observe/observer.js";
 import { traced } from "./observe/tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process/process-group.js";
+import { confineFailure } from "./sandbox/landlock.js";
 import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport, type SandboxRequest } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report/report.js";
 import { RunLimits, type ResourceLimits } from "./limits/limits.js";
@@ -258,7 +259,8 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
   const confined = plan.kind === "confined";
   const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
-  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined);
+  // Only bubblewrap gives the guest a private /tmp to bound; under Landlock there is no mount.
+  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined && plan.report.mechanism === "bubblewrap");
   if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
   // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
   const childEnv = confined ? {} : (env ?? process.env);
@@ -292,7 +294,8 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
   const { maxStderrBytes } = settings.limits;
   const guest = new GuestProcess(child, group, launch.killGraceMs, maxStderrBytes, launch.onStderr, undefined, launch.disposable);
-  if (confined) guest.watchOutput();
+  // Bubblewrap's own processes hold the guest's stdout; the Landlock helper lets go of its copy once the guest runs.
+  if (confined && plan.report.mechanism === "bubblewrap") guest.watchOutput();
   const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
   const spawned = confined ? plan.command : command;
   const report = confined ? plan.report : null;
@@ -475,7 +478,9 @@ export class StartedGuest {
     const [end] = await Promise.all([this.limits.finish(report), this.removeScratch(true)]);
     // Only now: a host killed while the cgroup or the directory was being removed still has the watchdog remove them.
     this.group.release();
-    return runReport({ ...report, ...end, failure: end.failure ?? report.failure });
+    const refused = this.sandbox?.mechanism === "landlock" ? confineFailure(report) : undefined;
+    const failure = refused !== undefined ? failures.sandboxUnavailable(refused) : (end.failure ?? report.failure);
+    return runReport({ ...report, ...end, failure });
   }
 }
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// The OS packages the tests use for real: bubblewrap (the sandbox), Debian's chromium (the timeline page in
-// a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests) and docker.io (dockerd:
-// the deploy recipe's test). Installed with apt-get when missing and this process may (root, on a
-// Debian-like system), so the README's test command sets up a fresh machine by itself; .ci/run calls this
-// too. Elsewhere it says what is missing and how to install it: the sandbox tests then skip, and the browser
-// test fails with the same advice.
+// The OS packages the build and tests use for real: bubblewrap (the sandbox), Debian's chromium (the timeline
+// page in a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests), musl-tools and
+// gcc-aarch64-linux-gnu (the Landlock helper's compilers, scripts/build-native.mjs), qemu-user-static (its
+// arm64 build run in the tests) and docker.io (dockerd: the deploy recipe's test). Installed with
+// apt-get when missing and this process may (root, on a Debian-like system), so the README's test command
+// sets up a fresh machine by itself; .ci/run calls this too. Elsewhere it says what is missing and how to
+// install it: the sandbox tests then skip, and the browser test fails with the same advice.
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
@@ -14,6 +15,13 @@ const wanted = [
   { command: "bwrap", pkg: "bubblewrap", why: "the sandbox tests run guests under bubblewrap" },
   { command: "chromium", pkg: "chromium", why: "the timeline test opens its page in headless Chromium" },
   { command: "sshd", pkg: "openssh-server", why: "the remote runner tests run bodies through a real sshd on 127.0.0.1" },
+  { command: "musl-gcc", pkg: "musl-tools", why: "npm run build compiles the Landlock helper for linux-x64 with it" },
+  {
+    command: "aarch64-linux-gnu-gcc",
+    pkg: "gcc-aarch64-linux-gnu",
+    why: "npm run build cross-compiles the Landlock helper for linux-arm64",
+  },
+  { command: "qemu-aarch64-static", pkg: "qemu-user-static", why: "the helper's tests run the arm64 build under qemu" },
   { command: "dockerd", pkg: "docker.io", why: "test/deploy/docker.test.ts runs the deploy recipe in a dockerd of its own" },
 ].filter(({ command }) => !(onPath(command) || (["sshd", "dockerd"].includes(command) && existsSync(`/usr/sbin/${command}`))));
 if (wanted.length === 0) process.exit(0);

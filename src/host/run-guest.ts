@@ -19,6 +19,7 @@ import { DEFAULT_HOST_LIMITS, graceMs, hostSettings, RESOURCE_LIMITS, type HostS
 import type { RunObserver } from "./observe/observer.js";
 import { traced } from "./observe/tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process/process-group.js";
+import { confineFailure } from "./sandbox/landlock.js";
 import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport, type SandboxRequest } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report/report.js";
 import { RunLimits, type ResourceLimits } from "./limits/limits.js";
@@ -263,9 +264,14 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   if (settings.signal?.aborted) return aborted();
   if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
   if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
+  // A "copy" workspace is bounded by the tmpfs bubblewrap makes; a mechanism without a mount namespace has none.
+  if (copy !== undefined && plan.kind === "confined" && plan.gate !== true) {
+    return blank(failures.sandboxUnavailable(copyNeedsBubblewrap(plan.report.mechanism)));
+  }
   const confined = plan.kind === "confined";
   const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
-  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined);
+  // Only bubblewrap gives the guest a private /tmp to bound; under Landlock there is no mount.
+  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined && plan.report.mechanism === "bubblewrap");
   if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
   // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
   const childEnv = confined ? {} : (env ?? process.env);
@@ -303,7 +309,8 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
   const { maxStderrBytes } = settings.limits;
   const guest = new GuestProcess(child, group, launch.killGraceMs, maxStderrBytes, launch.onStderr, undefined, launch.disposable);
-  if (confined) guest.watchOutput();
+  // Bubblewrap's own processes hold the guest's stdout; the Landlock helper lets go of its copy once the guest runs.
+  if (confined && plan.report.mechanism === "bubblewrap") guest.watchOutput();
   const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
   const spawned = confined ? plan.command : command;
   const report = confined ? plan.report : null;
@@ -486,7 +493,9 @@ export class StartedGuest {
     const [end] = await Promise.all([this.limits.finish(report), this.removeScratch(true)]);
     // Only now: a host killed while the cgroup or the directory was being removed still has the watchdog remove them.
     this.group.release();
-    return runReport({ ...report, ...end, failure: end.failure ?? report.failure });
+    const refused = this.sandbox?.mechanism === "landlock" ? confineFailure(report) : undefined;
+    const failure = refused !== undefined ? failures.sandboxUnavailable(refused) : (end.failure ?? report.failure);
+    return runReport({ ...report, ...end, failure });
   }
 }
 
@@ -526,4 +535,13 @@ function guestLaunch(
     }
     return { error: error as Error };
   }
+}
+
+/** Why a "copy" session's run cannot run confined by `mechanism` (one without a mount namespace). */
+function copyNeedsBubblewrap(mechanism: string): string {
+  return (
+    `this session's workspace is a "copy" one, bounded by a tmpfs bubblewrap makes inside the sandbox, and ${mechanism} ` +
+    "confines this run without one (it would write the host's directory unbounded); run the host where bubblewrap can " +
+    "create its namespaces, or as root with a mounted workspace (docs/deploy.md)"
+  );
 }

@@ -5,18 +5,18 @@
  * and no added capability. Inside, the recipe's host (docs/deploy/host.mjs) and the attack host
  * (fixtures/attack-host.mjs) run bodies with runCode's defaults.
  *
- * What holds today: Docker's default profile refuses the namespaces bubblewrap needs, so `sandbox: "auto"`
- * refuses every body (SandboxUnavailable) rather than run it unconfined, and no attack reaches anything.
- * With the Landlock mechanism (branch `landlock`) the same runs are confined instead: the refusal
- * assertions below are the ones that merge changes, into the attack assertions of environments.test.ts.
+ * Docker's default profile refuses the namespaces bubblewrap needs, so `sandbox: "auto"` confines the bodies
+ * with Landlock (the ears-confine helper in the package's dist/native/), and every attack fails inside. A
+ * "copy" session's run needs bubblewrap's tmpfs, so it is refused here, saying why.
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECKOUT, makeApp } from "./app.js";
-import { assembleRoot, dockerMissing, importImage, startDaemon, type Daemon } from "./docker.js";
-import { ATTACKS, type HostResult } from "./environments.js";
+import { assembleRoot, DOCKER, dockerMissing, importImage, startDaemon, type Daemon } from "./docker.js";
+import { ATTACKS, expectConfined, type HostResult } from "./environments.js";
+import { countReaches, goneWithin, killAllWith, liveWith, processTable, uniqueMarker } from "../helpers/processes.js";
 
 const missing = dockerMissing();
 const IMAGE = `ears-deploy-test:${process.pid}`;
@@ -81,17 +81,14 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     for (const text of [dockerfile, pod]) expect(settings(text)).not.toMatch(/privileged|unconfined|SYS_ADMIN|add:|hostPID|hostNetwork/);
   });
 
-  it("the pod spec's settings under Docker (no_new_privs, no capability, a read-only root with a tmpfs /tmp): nothing reached", () => {
+  it("the pod spec's settings under Docker (no_new_privs, no capability, a read-only root with a tmpfs /tmp): every attack fails", () => {
     if (daemon === undefined) throw new Error(`dockerd could not start here: ${unstartable}`);
     const out = daemon.docker([
       ...["run", "--rm", "--network", "none", "--user", "1000:1000", "--security-opt", "no-new-privileges", "--cap-drop", "ALL"],
       ...["--read-only", "--tmpfs", "/tmp:rw,size=512m", IMAGE, "node", "/app/attack-host.mjs", [...ATTACKS, "session"].join(",")],
     ]);
     const result = JSON.parse(out.trim()) as HostResult;
-    for (const name of ATTACKS) {
-      const ran = result.runs[name]!;
-      if (!("skipped" in ran)) expect(ran, name).toMatchObject({ ok: false, failure: "SandboxUnavailable" });
-    }
+    expectConfined(result.runs, "landlock");
     expect(result.host).toEqual({ victimAlive: true, accepted: { tcp: 0, unix: 0 } });
     expect(result.session).toMatchObject({ created: true, mechanism: "copy", run: { ok: false, failure: "SandboxUnavailable" } });
   });
@@ -104,29 +101,44 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     expect(JSON.parse(out)).toMatchObject({ status: "success", structured: 42 });
   });
 
-  it("the recipe's host with runCode's defaults never runs a body unconfined: refused, saying why (Landlock confines it later)", () => {
+  it("the recipe's host with runCode's defaults: the body runs, confined by Landlock", () => {
     const out = run(["node", "/app/host.mjs"], `${JSON.stringify({ code: "return 6 * 7;" })}\n`);
-    const report = JSON.parse(out.trim()) as { ok: boolean; failure?: { code: string; message: string }; sandbox?: unknown };
-    expect(report.ok).toBe(false);
-    expect(report.failure?.code).toBe("SandboxUnavailable");
-    expect(report.failure?.message).toMatch(/bubblewrap is installed but cannot create a sandbox here/);
+    const report = JSON.parse(out.trim()) as { ok: boolean; outcome?: { structured: unknown }; sandbox?: { mechanism: string } };
+    expect(report).toMatchObject({ ok: true, outcome: { structured: 42 }, sandbox: { mechanism: "landlock" } });
   });
 
-  it("every attack body in the container reaches nothing: each run refused, the host's process alive, no connection made", () => {
+  it("every attack body in the container fails: confined by Landlock, the host's process alive, no connection made", () => {
     const out = run(["node", "/app/attack-host.mjs", [...ATTACKS, "session"].join(",")]);
     const result = JSON.parse(out.trim()) as HostResult;
     expect(result.uid).toBe(1000);
-    for (const name of ATTACKS) {
-      const ran = result.runs[name]!;
-      if ("skipped" in ran) {
-        // The bombs run only where their limit is enforced; today nothing runs here at all.
-        expect(ran.skipped).toMatch(/not enforced here/);
-        continue;
-      }
-      expect(ran, name).toMatchObject({ ok: false, failure: "SandboxUnavailable" });
-    }
+    expectConfined(result.runs, "landlock");
+    // No cgroup a uid 1000 container can write: the bombs run only where their limit is enforced.
+    expect(result.runs.memoryBomb).toEqual({ skipped: "memoryBytes not enforced here" });
     expect(result.host).toEqual({ victimAlive: true, accepted: { tcp: 0, unix: 0 } });
-    // A session needs no mount any more (copy mode), and its run is refused like every other.
-    expect(result.session).toMatchObject({ created: true, mechanism: "copy", run: { ok: false, failure: "SandboxUnavailable" } });
+    // A session needs no mount (copy); its run needs bubblewrap's tmpfs, so it is refused, saying why.
+    const refused = { ok: false, failure: "SandboxUnavailable" };
+    expect(result.session).toMatchObject({ created: true, mechanism: "copy", list: ["seed.txt"], run: refused });
   });
+
+  it("a host SIGKILLed in the container leaves no descendant: not even a body's detached child in a session of its own", async () => {
+    if (daemon === undefined) throw new Error(`dockerd could not start here: ${unstartable}`);
+    const marker = uniqueMarker();
+    const name = `ears-orphan-${process.pid}`;
+    try {
+      // sh stays the container's first process, so the host can die alone and the container live on.
+      daemon.docker([
+        ...["run", "-d", "--name", name, "--network", "none", "--user", "1000:1000", "-e", `EARS_ORPHAN_MARKER=${marker}`, IMAGE],
+        ...["sh", "-c", "node /app/attack-host.mjs orphan & wait"],
+      ]);
+      // The container's processes are this machine's: the body's child is seen from here once it started.
+      expect(await countReaches(() => liveWith(marker).length, 1, 60_000)).toBe(1);
+      const host = processTable().find((entry) => entry.command.startsWith("node /app/attack-host.mjs orphan"));
+      expect(host).toBeDefined();
+      process.kill(host!.pid, "SIGKILL");
+      expect(await goneWithin(marker, 20_000)).toEqual([]);
+    } finally {
+      killAllWith(marker);
+      spawnSync(DOCKER, ["rm", "-f", name], { env: daemon.env });
+    }
+  }, 120_000);
 });

@@ -4,10 +4,9 @@
  * attack fails inside it; where no mechanism can confine it, every run is refused and nothing is reached;
  * either way the host's own process lives and no connection reaches its listeners.
  *
- * Rows that change with other work: without user namespaces, runs are refused today (bubblewrap cannot start)
- * and the Landlock mechanism (branch `landlock`) confines them instead; as non-root, memory and processes are
- * "not enforced" today and rlimits with a watchdog (branch `limits`) enforce them. The assertions naming
- * those states are the ones those merges change.
+ * Without user namespaces bubblewrap cannot start and Landlock confines the bodies (the ears-confine helper).
+ * As non-root, memory and processes are "not enforced" here: rlimits with a watchdog (branch `limits`) change
+ * that, and the assertions naming that state are the ones its merge changes.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
@@ -15,34 +14,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapPath } from "../helpers/has-bwrap.js";
 import { CHECKOUT, makeApp } from "./app.js";
-import { ATTACKS, runAttackHost, startOrphanRun as runOrphan, type HostResult, type RunSummary } from "./environments.js";
+import { ATTACKS, expectConfined, runAttackHost, startOrphanRun as runOrphan, type HostResult, type RunSummary } from "./environments.js";
 import { goneWithin, killAllWith, liveWith, uniqueMarker } from "../helpers/processes.js";
 
 const root = process.platform === "linux" && process.getuid?.() === 0;
 const runnable = root && bwrapPath !== undefined;
-
-/** The attacks that fail inside a confined body, and what each body saw. */
-function expectConfined(runs: Record<string, RunSummary>, mechanism: string): void {
-  const seen = (name: string) => {
-    const ran = runs[name]!;
-    if ("skipped" in ran) throw new Error(`${name} was skipped: ${ran.skipped}`);
-    expect(ran.mechanism, name).toBe(mechanism);
-    return ran;
-  };
-  // Nothing outside the policy is there: the secret's directory does not exist inside.
-  expect(seen("readOutside").structured).toEqual({ error: "ENOENT" });
-  // The host's /proc entry is not there (its own PID namespace).
-  expect(seen("hostEnviron").structured).toEqual({ error: "ENOENT" });
-  // No network: the socket families are refused by the seccomp program.
-  expect(seen("tcp").structured).toEqual({ error: "EAFNOSUPPORT" });
-  // The host's unix socket, at depth in a directory the body is not shown.
-  expect(seen("unixSocket").structured).toEqual({ error: "ENOENT" });
-  // The host's process is not there to signal.
-  expect(seen("signal").structured).toEqual({ error: "ESRCH" });
-  // A setuid or setgid bit is refused; the file keeps its plain mode.
-  expect(seen("setuid").structured).toMatchObject({ error: "EPERM" });
-  expect(((seen("setuid").structured as { mode: number }).mode & 0o6000) === 0).toBe(true);
-}
 
 describe.skipIf(!runnable)("the deployment environments, simulated (root host with bubblewrap)", () => {
   let app: string;
@@ -115,14 +91,24 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     },
   );
 
-  for (const environment of ["root", "non-root", "systemd service (non-root, no_new_privs)"] as const) {
+  for (const environment of [
+    "root",
+    "non-root",
+    "systemd service (non-root, no_new_privs)",
+    "no user namespaces (uid 0, no capabilities)",
+    "no user namespaces (non-root)",
+  ] as const) {
     it(`${environment}: a SIGKILLed host leaves no descendant, not even a body's detached child in a session of its own`, async () => {
       const marker = uniqueMarker();
       try {
-        const host = await runOrphan(app, environment, marker);
-        expect(liveWith(marker)).toHaveLength(1);
-        host.kill("SIGKILL");
-        expect(await goneWithin(marker, 20_000)).toEqual([]);
+        const { host, started } = await runOrphan(app, environment, marker);
+        try {
+          expect(liveWith(marker)).toHaveLength(1);
+          process.kill(host, "SIGKILL");
+          expect(await goneWithin(marker, 20_000)).toEqual([]);
+        } finally {
+          started.kill("SIGKILL");
+        }
       } finally {
         killAllWith(marker);
       }
@@ -130,16 +116,14 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
   }
 
   for (const environment of ["no user namespaces (uid 0, no capabilities)", "no user namespaces (non-root)"] as const) {
-    it(`${environment}: bubblewrap cannot start, so every body is refused, never run unconfined`, async () => {
+    it(`${environment}: bubblewrap cannot start, so the bodies are confined by Landlock and every attack fails`, async () => {
       const result = await runAttackHost(app, environment, [...ATTACKS, "session"]);
-      for (const name of ATTACKS) {
-        const ran = result.runs[name]!;
-        if ("skipped" in ran) continue; // the bombs: nothing enforced, nothing run
-        // What the landlock branch changes: these runs are confined by Landlock instead.
-        expect(ran, name).toMatchObject({ ok: false, failure: "SandboxUnavailable", mechanism: null });
-        expect((ran as { message: string }).message).toMatch(/bubblewrap is installed but cannot create a sandbox here/);
-      }
-      expect(result.session).toMatchObject({ created: true, mechanism: "copy", run: { ok: false, failure: "SandboxUnavailable" } });
+      expectConfined(result.runs, "landlock");
+      // A "copy" session needs bubblewrap's tmpfs: refused here, saying why, rather than written unbounded.
+      const refused = { ok: false, failure: "SandboxUnavailable" };
+      expect(result.session).toMatchObject({ created: true, mechanism: "copy", list: ["seed.txt"], run: refused });
+      const session = result.session as { run: { message: string } };
+      expect(session.run.message).toMatch(/"copy" one, bounded by a tmpfs bubblewrap makes .* landlock confines this run without one/);
       hostUnharmed(result);
     }, 240_000);
   }

@@ -6,6 +6,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
+import { expect } from "vitest";
+import { processTable } from "../helpers/processes.js";
 
 /** The attack bodies, in the order the host runs them (the bombs last: they run only where their limit is enforced). */
 export const ATTACKS = ["readOutside", "hostEnviron", "tcp", "unixSocket", "signal", "setuid", "forkBomb", "memoryBomb"] as const;
@@ -91,10 +93,15 @@ export function runAttackHost(app: string, environment: EnvironmentName, attacks
 
 /**
  * Starts the attack host's "orphan" run (a body that leaves a detached `sleep MARKER` and waits) and resolves
- * once the body said it spawned it, with the host's process (to SIGKILL); rejects with the host's output when it
- * ends first (a refused run prints its summary instead).
+ * once the body said it spawned it, with the pid of the host's own Node process (to SIGKILL: in the environments
+ * started through bubblewrap, the process spawned here is bubblewrap) and the process spawned (to end after the
+ * test); rejects with the host's output when it ends first.
  */
-export function startOrphanRun(app: string, environment: EnvironmentName, marker: string): Promise<ChildProcess> {
+export function startOrphanRun(
+  app: string,
+  environment: EnvironmentName,
+  marker: string,
+): Promise<{ host: number; started: ChildProcess }> {
   const prefix: readonly string[] = ENVIRONMENTS[environment];
   const argv = [...prefix, process.execPath, join(app, "attack-host.mjs"), "orphan"];
   const env = { PATH: process.env.PATH, LANG: "C.UTF-8", EARS_ORPHAN_MARKER: marker };
@@ -103,10 +110,50 @@ export function startOrphanRun(app: string, environment: EnvironmentName, marker
     let out = "";
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk;
-      if (out.includes("spawned\n")) done(child);
+      if (!out.includes("spawned\n")) return;
+      const script = `${process.execPath} ${join(app, "attack-host.mjs")} orphan`;
+      const host = processTable().find((entry) => entry.command.trim() === script);
+      if (host === undefined) fail(new Error(`the attack host (${environment}) said it spawned, but its process is not in /proc`));
+      else done({ host: host.pid, started: child });
     });
     child.stderr!.resume();
     child.on("error", fail);
     child.on("close", () => fail(new Error(`the attack host (${environment}) ended before its body spawned: ${out}`)));
   });
+}
+
+/**
+ * What each attack body saw inside a confined run, by mechanism: bubblewrap hides what is outside (its own
+ * mount and PID namespaces), Landlock refuses it (EACCES on reads, EPERM on signals) and its seccomp program
+ * refuses every socket but socketpair (EAFNOSUPPORT, host unix sockets included).
+ */
+const SEEN = {
+  bubblewrap: {
+    readOutside: { error: "ENOENT" },
+    hostEnviron: { error: "ENOENT" },
+    tcp: { error: "EAFNOSUPPORT" },
+    unixSocket: { error: "ENOENT" },
+    signal: { error: "ESRCH" },
+  },
+  landlock: {
+    readOutside: { error: "EACCES" },
+    hostEnviron: { error: "EACCES" },
+    tcp: { error: "EAFNOSUPPORT" },
+    unixSocket: { error: "EAFNOSUPPORT" },
+    signal: { error: "EPERM" },
+  },
+} as const;
+
+/** Every attack failed inside a body confined by `mechanism`. */
+export function expectConfined(runs: Record<string, RunSummary>, mechanism: keyof typeof SEEN): void {
+  const seen = (name: string) => {
+    const ran = runs[name]!;
+    if ("skipped" in ran) throw new Error(`${name} was skipped: ${ran.skipped}`);
+    expect(ran.mechanism, name).toBe(mechanism);
+    return ran;
+  };
+  for (const [name, structured] of Object.entries(SEEN[mechanism])) expect(seen(name).structured, name).toEqual(structured);
+  // A setuid or setgid bit is refused (seccomp); the file keeps its plain mode.
+  expect(seen("setuid").structured).toMatchObject({ error: "EPERM" });
+  expect(((seen("setuid").structured as { mode: number }).mode & 0o6000) === 0).toBe(true);
 }

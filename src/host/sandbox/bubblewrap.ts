@@ -165,6 +165,7 @@ export function bubblewrapArgs(
       network: policy.network,
       env: Object.keys(policy.env),
       seccomp: wiring.seccompFd !== undefined,
+      gaps: [],
     },
   };
 }

@@ -372,21 +372,17 @@ describe.runIf(root)("ears mcp sessions: processes, --session-dir, --no-session"
     }
   });
 
-  it("on a host that is not root: serves without a session, saying why; --session-dir is refused", async () => {
+  it('on a host that is not root: serves with a "copy" session, its bodies cold (no pool can take it); --session-dir too', async () => {
     const dir = join(base, "for-nobody");
     mkdirSync(dir);
     chmodSync(dir, 0o777);
-    const served = await refused(["--pool", "0"], { uid: 65534, cwd: dir });
-    expect(served.stderr).toMatch(
-      /ears mcp: no session, so each body works in a private empty directory and no file is kept between calls: the workspace cannot be bounded here: .*run it as root/,
-    );
+    const served = await refused([], { uid: 65534, cwd: dir });
+    expect(served.stderr).toContain("ears mcp: the session's workspace is copied into each run's sandbox (this host cannot mount)");
+    expect(served.stderr).not.toMatch(/no session/);
     expect(served.code).toBe(0);
-    const run = await refused(["--session-dir", join(dir, "s")], { uid: 65534, cwd: dir });
-    expect(run.stderr).toMatch(/ears: --session-dir ".*": the workspace cannot be bounded here: .*run it as root/);
-    expect(run.code).toBe(64);
-    expect(existsSync(join(dir, "s"))).toBe(false);
-    const sized = await refused(["--workspace-size", "8M"], { uid: 65534, cwd: dir });
-    expect(sized.stderr).toMatch(/ears: --workspace-size: the workspace cannot be bounded here: .*run it as root/);
-    expect(sized.code).toBe(64);
+    const run = await refused(["--session-dir", join(dir, "s"), "--workspace-size", "8M"], { uid: 65534, cwd: dir });
+    expect(run.stderr).not.toMatch(/cannot be bounded/);
+    expect(run.code).toBe(0);
+    expect(existsSync(join(dir, "s"))).toBe(true);
   });
 });

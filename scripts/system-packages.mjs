@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// The OS packages the tests use for real: bubblewrap (the sandbox), Debian's chromium (the timeline page in
-// a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests) and redis-server (redisLedger). Installed with
-// a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests) and tmux (a real terminal
-// for the approval question). Installed with
+// The OS packages the build and tests use for real: bubblewrap (the sandbox), Debian's chromium (the timeline
+// page in a browser), openssh-server (sshd, with ssh and ssh-keygen: the remote runner tests), redis-server
+// (redisLedger), gcc and coreutils (the session walk tests), tmux (a real terminal for the approval question),
+// util-linux's setpriv (hosts as an unprivileged uid), musl-tools and gcc-aarch64-linux-gnu (the Landlock
+// helper's compilers, scripts/build-native.mjs), qemu-user-static (its arm64 build run in the tests) and
+// docker.io (dockerd: the deploy recipe's test). Installed with
 // apt-get when missing and this process may (root, on a Debian-like system), so the README's test command
 // sets up a fresh machine by itself; .ci/run calls this too. Elsewhere it says what is missing and how to
 // install it: the sandbox tests then skip, and the browser test fails with the same advice.
@@ -24,9 +26,18 @@ const wanted = [
     pkg: "util-linux",
     why: "the limits tests run a host as an unprivileged uid (test/host/limits/environments.test.ts)",
   },
+  { command: "musl-gcc", pkg: "musl-tools", why: "npm run build compiles the Landlock helper for linux-x64 with it" },
+  {
+    command: "aarch64-linux-gnu-gcc",
+    pkg: "gcc-aarch64-linux-gnu",
+    why: "npm run build cross-compiles the Landlock helper for linux-arm64",
+  },
+  { command: "qemu-aarch64-static", pkg: "qemu-user-static", why: "the helper's tests run the arm64 build under qemu" },
+  { command: "dockerd", pkg: "docker.io", why: "test/deploy/docker.test.ts runs the deploy recipe in a dockerd of its own" },
 ].filter(
   ({ command }) =>
-    !(onPath(command) || (command === "sshd" && existsSync("/usr/sbin/sshd")) || (command === "setpriv" && existsSync("/usr/bin/setpriv"))),
+    !(onPath(command) || (["sshd", "dockerd", "setpriv"].includes(command) && existsSync(`/usr/sbin/${command}`)) ||
+      (command === "setpriv" && existsSync("/usr/bin/setpriv"))),
 );
 if (wanted.length === 0) process.exit(0);
 

@@ -103,9 +103,10 @@ Options:
                             Default: the working directory.
 ${CONNECTOR_HELP}
 ${FILES_DIR_HELP}
-  --sandbox                 Require an OS sandbox (Linux: bubblewrap); without one the guest is
-                            not started (SandboxUnavailable, exit 2). Default: a sandbox when one
-                            can start here, else unconfined with a one-line note on stderr.
+  --sandbox                 Require an OS sandbox; without one the guest is not started
+                            (SandboxUnavailable, exit 2). Default on Linux as well (bubblewrap
+                            where it starts, else Landlock); elsewhere the default runs unconfined
+                            with a one-line note on stderr.
   --no-sandbox              Run the guest unconfined, with your rights (no note).
   --sandbox-read <path>     Let the sandboxed guest read this file or directory; repeatable.
   --sandbox-write <path>    Let the sandboxed guest read and write this path; repeatable.
@@ -113,10 +114,13 @@ ${FILES_DIR_HELP}
                             directories the guest sees (default: masked, they cannot be read).
   --sandbox-allow-broad     Allow /, a home directory or the temporary directory's root as the
                             working directory or a sandbox path (default: refused).
+  --sandbox-mechanism <m>   bubblewrap, landlock or auto (the default: bubblewrap where it starts,
+                            else Landlock, Linux 6.12+). A mechanism that cannot start here refuses
+                            the run.
   --env NAME | NAME=value   Pass this environment variable (the host's value, or the one given)
                             into the sandbox; repeatable. The sandbox has only PATH, HOME (an
                             empty private directory), LANG, PWD and TZ besides these.
-                            --sandbox-read, --sandbox-write, the two above and --env imply
+                            --sandbox-read, --sandbox-write, the three above and --env imply
                             --sandbox.
   --record <file>           Write every frame, both directions, to an NDJSON transcript
                             ({"from":"guest"|"host","at":ms,"frame":{...}} a line), with the guest's
@@ -192,7 +196,7 @@ Options:
   --quiet                   Do not stream logs or the guest's stderr, nor write notes, to stderr
                             (errors still appear, and the guest's stderr tail after a broken run).
   --sandbox, --no-sandbox, --sandbox-read <path>, --sandbox-write <path>, --sandbox-show-secrets,
-  --sandbox-allow-broad, --env NAME[=value]
+  --sandbox-allow-broad, --sandbox-mechanism <m>, --env NAME[=value]
                             As for "ears run": the guest runs in an OS sandbox by default.
   -h, --help                Show this help.
 
@@ -236,7 +240,7 @@ ${WORKSPACE_SIZE_HELP}
   --no-record-code          Keep the body out of the --record transcript and the --verbose
                             timeline (by default they hold its first 64 Ki characters).
   Every option of "ears run" (--allow, --approve, --input, --capabilities, --root, --sandbox, --no-sandbox,
-  --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --env, --record,
+  --sandbox-read, --sandbox-write, --sandbox-show-secrets, --sandbox-allow-broad, --sandbox-mechanism, --env, --record,
   --timeout, --call-timeout, --memory, --processes, --cpu-time, --tmp-size, --json, --quiet,
   --verbose, --mcp-config, --files-dir, --fetch-allow, --fetch-header), with the same meaning; see
   ears run --help.
@@ -361,7 +365,7 @@ Options:
 ${CONNECTOR_HELP}
 ${FILES_DIR_HELP}
   --allow, --capabilities, --root, --sandbox, --no-sandbox, --sandbox-read, --sandbox-write,
-  --sandbox-show-secrets, --sandbox-allow-broad, --env, --timeout, --call-timeout, --memory,
+  --sandbox-show-secrets, --sandbox-allow-broad, --sandbox-mechanism, --env, --timeout, --call-timeout, --memory,
   --processes, --cpu-time, --tmp-size, --quiet
                             As for ears run, for every body (sizes with K, M or G; --memory at
                             least 16M, default 1G). --timeout is ${MCP_RUN_TIMEOUT_MS / 1000} seconds by default

@@ -91,8 +91,16 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
   try {
     const admitted = mcpAdmission(values["max-runs"], values.pool === undefined ? undefined : poolSizeOf(values.pool));
     admission = admitted.admission;
-    const { size } = admitted;
+    let { size } = admitted;
     session = await sessionOf(wanted, host.sandbox, io, values.quiet ?? false);
+    // A "copy" workspace (a host that cannot mount) goes into each run's own sandbox: no runner started ahead can take it.
+    if (session?.mechanism === "copy" && size > 0) {
+      if (!(values.quiet ?? false))
+        io.stderr.write(
+          "ears mcp: the session's workspace is copied into each run's sandbox (this host cannot mount), so bodies start cold\n",
+        );
+      size = 0;
+    }
     pool = size === 0 ? undefined : createRunPool({ size, sandbox: host.sandbox, limits: poolLimitsOf(host.limits), admission });
   } catch (error) {
     await session?.close();

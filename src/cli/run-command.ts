@@ -46,6 +46,7 @@ export const SESSION_OPTIONS = {
   "sandbox-write": { type: "string", multiple: true },
   "sandbox-show-secrets": { type: "boolean" },
   "sandbox-allow-broad": { type: "boolean" },
+  "sandbox-mechanism": { type: "string" },
   env: { type: "string", multiple: true },
 } as const;
 
@@ -229,8 +230,8 @@ export async function reportRun(report: RunReport, values: HostValues, io: CliIo
 }
 
 /**
- * The sandbox from --sandbox, --no-sandbox, --sandbox-read, --sandbox-write and --env. Like the
- * options object of runGuest, a path or --env requires the sandbox. Paths must exist (usage error).
+ * The sandbox from --sandbox, --no-sandbox, --sandbox-read, --sandbox-write, --sandbox-mechanism and --env. Like
+ * the options object of runGuest, a path, a mechanism or --env requires the sandbox. Paths must exist (usage error).
  */
 export function sandboxOf(
   values: {
@@ -240,10 +241,15 @@ export function sandboxOf(
     "sandbox-write"?: string[];
     "sandbox-show-secrets"?: boolean;
     "sandbox-allow-broad"?: boolean;
+    "sandbox-mechanism"?: string;
     env?: string[];
   },
   cwd: string,
 ): SandboxSetting {
+  const mechanism = values["sandbox-mechanism"];
+  if (mechanism !== undefined && mechanism !== "auto" && mechanism !== "bubblewrap" && mechanism !== "landlock") {
+    throw new UsageError(`--sandbox-mechanism must be auto, bubblewrap or landlock, not ${JSON.stringify(mechanism)}`);
+  }
   const readable = values["sandbox-read"] ?? [];
   const writable = values["sandbox-write"] ?? [];
   const env = values.env ?? [];
@@ -254,6 +260,7 @@ export function sandboxOf(
     ...(writable.length > 0 ? ["--sandbox-write"] : []),
     ...(showSecrets ? ["--sandbox-show-secrets"] : []),
     ...(allowBroadPaths ? ["--sandbox-allow-broad"] : []),
+    ...(mechanism !== undefined ? ["--sandbox-mechanism"] : []),
     ...(env.length > 0 ? ["--env"] : []),
   ];
   if (values["no-sandbox"]) {
@@ -282,6 +289,7 @@ export function sandboxOf(
     env,
     ...(showSecrets ? { showSecrets } : {}),
     ...(allowBroadPaths ? { allowBroadPaths } : {}),
+    ...(mechanism !== undefined ? { mechanism } : {}),
   };
 }
 

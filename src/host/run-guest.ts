@@ -8,7 +8,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { StreamWire } from "../wires/stdio.js";
@@ -19,13 +19,15 @@ import { DEFAULT_HOST_LIMITS, graceMs, hostSettings, RESOURCE_LIMITS, type HostS
 import type { RunObserver } from "./observe/observer.js";
 import { traced } from "./observe/tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process/process-group.js";
+import { confineFailure } from "./sandbox/landlock.js";
 import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport, type SandboxRequest } from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report/report.js";
 import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
-import { isSession, sessionRun, type Session } from "./workspace/index.js";
+import { isSession, sessionCopyRun, sessionRun, type Session } from "./workspace/index.js";
+import { GATE_GO_FD, GATE_READY_FD } from "./workspace/copy-workspace.js";
 import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
 import { admissionOf, type Admission } from "./engine/admission.js";
@@ -251,19 +253,30 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   if (launch.remote !== undefined) return startRemote(launch, launch.remote, startedAt);
   const tmpBytes = resourceLimits.tmpBytes === Infinity ? undefined : resourceLimits.tmpBytes;
   const workspace = launch.session?.path;
-  const privateDir = launch.privateDirBytes === undefined ? undefined : { path: cwd, bytes: launch.privateDirBytes };
-  const plan = await planSandbox(sandbox, { command, args, cwd, env: env ?? process.env, discover, workspace }, { tmpBytes, privateDir });
+  // A "copy" session's workspace: a tmpfs inside the sandbox, filled behind the gate (workspace/copy-workspace.ts).
+  const copy = launch.session === undefined ? undefined : sessionCopyRun(launch.session);
+  const privateDir = copy?.privateDir ?? (launch.privateDirBytes === undefined ? undefined : { path: cwd, bytes: launch.privateDirBytes });
+  const plan = await planSandbox(
+    sandbox,
+    { command, args, cwd, env: env ?? process.env, discover, workspace },
+    { tmpBytes, privateDir, gate: copy !== undefined },
+  );
   if (settings.signal?.aborted) return aborted();
   if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
   if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
+  // A "copy" workspace is bounded by the tmpfs bubblewrap makes; a mechanism without a mount namespace has none.
+  if (copy !== undefined && plan.kind === "confined" && plan.gate !== true) {
+    return blank(failures.sandboxUnavailable(copyNeedsBubblewrap(plan.report.mechanism)));
+  }
   const confined = plan.kind === "confined";
   const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
-  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined);
+  // Only bubblewrap gives the guest a private /tmp to bound; under Landlock there is no mount.
+  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined && plan.report.mechanism === "bubblewrap");
   if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
   // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
   const childEnv = confined ? {} : (env ?? process.env);
   // The seccomp program's pipe is the one descriptor above 2 the child is given on purpose.
-  const keepFds = confined && plan.seccomp !== undefined ? [SECCOMP_FD] : [];
+  const keepFds = confined ? [...(plan.seccomp !== undefined ? [SECCOMP_FD] : []), ...(plan.gate ? [GATE_GO_FD, GATE_READY_FD] : [])] : [];
   const start = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
   if ("problem" in start || "error" in start) {
     await limits.cgroup?.remove();
@@ -289,10 +302,15 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
     await limits.cgroup?.remove();
     return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
   }
+  if (copy !== undefined && confined && plan.gate && child.pid !== undefined) {
+    const stdio = child.stdio as unknown as (Readable | Writable | null)[];
+    copy.attach(child.pid, stdio[GATE_READY_FD] as Readable, stdio[GATE_GO_FD] as Writable);
+  }
   const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
   const { maxStderrBytes } = settings.limits;
   const guest = new GuestProcess(child, group, launch.killGraceMs, maxStderrBytes, launch.onStderr, undefined, launch.disposable);
-  if (confined) guest.watchOutput();
+  // Bubblewrap's own processes hold the guest's stdout; the Landlock helper lets go of its copy once the guest runs.
+  if (confined && plan.report.mechanism === "bubblewrap") guest.watchOutput();
   const wire = new StreamWire(child.stdout, child.stdin, settings.limits.maxFrameBytes);
   const spawned = confined ? plan.command : command;
   const report = confined ? plan.report : null;
@@ -482,7 +500,9 @@ export class StartedGuest {
     const [end] = await Promise.all([this.limits.finish(report), this.removeScratch(true)]);
     // Only now: a host killed while the cgroup or the directory was being removed still has the watchdog remove them.
     this.group.release();
-    return runReport({ ...report, ...end, failure: end.failure ?? report.failure });
+    const refused = this.sandbox?.mechanism === "landlock" ? confineFailure(report) : undefined;
+    const failure = refused !== undefined ? failures.sandboxUnavailable(refused) : (end.failure ?? report.failure);
+    return runReport({ ...report, ...end, failure });
   }
 }
 
@@ -522,4 +542,13 @@ function guestLaunch(
     }
     return { error: error as Error };
   }
+}
+
+/** Why a "copy" session's run cannot run confined by `mechanism` (one without a mount namespace). */
+function copyNeedsBubblewrap(mechanism: string): string {
+  return (
+    `this session's workspace is a "copy" one, bounded by a tmpfs bubblewrap makes inside the sandbox, and ${mechanism} ` +
+    "confines this run without one (it would write the host's directory unbounded); run the host where bubblewrap can " +
+    "create its namespaces, or as root with a mounted workspace (docs/deploy.md)"
+  );
 }

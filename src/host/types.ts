@@ -301,7 +301,8 @@ export type HostFailureCode =
   | "RunnerLost"
   | "ReplayDiverged"
   | "RunQueueFull"
-  | "QueueTimeout";
+  | "QueueTimeout"
+  | "WorkspaceNotKept";
 
 /** The session-level failure in a {@link RunReport}. */
 export interface HostFailure {

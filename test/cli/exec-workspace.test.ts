@@ -134,16 +134,26 @@ describe.runIf(root)("ears exec --workspace", () => {
     expect(run.code).toBe(64);
   });
 
-  it("on a host that is not root: createSession's refusal as a usage error, and no DIR left behind", async () => {
+  it("on a host that is not root: the workspace is copied into each run's sandbox (no mount), DIR keeps what the body wrote", async () => {
     // As nobody, from a copy it can reach: the checkout's parents may be 0700 (a clone under /root).
-    const copy = copyForUser();
+    const copy = copyForUser({ packages: ["amaro"] });
     try {
       const parent = copy.dir("for-nobody");
       const dir = join(parent, "ws");
-      const run = await runAs(copy, [copy.ears, "exec", "--workspace", dir, "--code", "return 1;"], { cwd: parent });
-      expect(run.stderr).toMatch(/ears: --workspace ".*": the workspace cannot be bounded here: .*run it as root/);
-      expect(run.code).toBe(64);
-      expect(existsSync(dir)).toBe(false);
+      const exec = (code: string) =>
+        runAs(copy, [copy.ears, "exec", "--workspace", dir, "--workspace-size", "4M", "--code", code], { cwd: parent });
+      const first = await exec(`${FS}fs.writeFileSync("note.txt", "kept");\nreturn "written";`);
+      expect(first.stderr).not.toMatch(/cannot be bounded/);
+      expect(first.code).toBe(0);
+      expect(readFileSync(join(dir, "note.txt"), "utf8")).toBe("kept");
+      // Past the bound the write fails inside the body, as on a root host.
+      const flood = await exec(
+        `${FS}try { fs.writeFileSync("big.bin", Buffer.alloc(8 << 20)); return "written"; } catch (e) { return e.code; }`,
+      );
+      expect(flood.code).toBe(0);
+      expect(flood.stdout).toContain("ENOSPC");
+      const next = await exec(`${FS}return fs.readFileSync("note.txt", "utf8");`);
+      expect(next.stdout).toContain("kept");
     } finally {
       copy.remove();
     }

@@ -40,22 +40,27 @@ describe.runIf(process.platform === "linux")("ears mcp requires a sandbox unless
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.runIf(canHideBubblewrap)("on a machine without bubblewrap a body is refused (SandboxUnavailable), never run unconfined", async () => {
-    const bin = join(dir, "bin");
-    mkdirSync(bin);
-    symlinkSync(process.execPath, join(bin, "node"));
-    for (const pool of ["0", "1"]) {
-      const client = await connect(withoutBubblewrap(mkdtempSync(join(dir, "hide-"))), ["--pool", pool], { PATH: bin });
-      clients.push(client);
-      const result = await client.callTool({
-        name: "run_code",
-        arguments: { code: 'return (process.getBuiltinModule("node:fs")).readFileSync("/etc/passwd", "utf8");' },
-      });
-      expect(result.isError, `--pool ${pool}`).toBe(true);
-      expect(textOf(result)).toMatch(/^SandboxUnavailable: /);
-      expect(textOf(result)).not.toContain("root:");
-    }
-  });
+  it.runIf(canHideBubblewrap)(
+    "on a machine with neither bubblewrap nor Landlock a body is refused (SandboxUnavailable), never run unconfined",
+    async () => {
+      const bin = join(dir, "bin");
+      mkdirSync(bin);
+      symlinkSync(process.execPath, join(bin, "node"));
+      for (const pool of ["0", "1"]) {
+        const client = await connect(withoutBubblewrap(mkdtempSync(join(dir, "hide-")), { landlock: false }), ["--pool", pool], {
+          PATH: bin,
+        });
+        clients.push(client);
+        const result = await client.callTool({
+          name: "run_code",
+          arguments: { code: 'return (process.getBuiltinModule("node:fs")).readFileSync("/etc/passwd", "utf8");' },
+        });
+        expect(result.isError, `--pool ${pool}`).toBe(true);
+        expect(textOf(result)).toMatch(/^SandboxUnavailable: /);
+        expect(textOf(result)).not.toContain("root:");
+      }
+    },
+  );
 
   it("with --no-sandbox every result says the body ran unconfined: a success, a failure outcome, a compile error, a crash", async () => {
     const client = await connect([], ["--no-sandbox", "--pool", "1"]);

@@ -43,6 +43,8 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
   let noBwrap: NodeJS.ProcessEnv;
   /** Runs the CLI as on a machine without bubblewrap (not on PATH, nor in the standard places). */
   let hidden: string[];
+  /** …and without the Landlock helper: neither mechanism. */
+  let neither: string[];
   const markers: string[] = [];
 
   beforeAll(() => {
@@ -54,6 +56,7 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     symlinkSync(process.execPath, join(bin, "node"));
     noBwrap = { PATH: bin };
     hidden = withoutBubblewrap(mkdtempSync(join(dir, "hide-")));
+    neither = withoutBubblewrap(mkdtempSync(join(dir, "hide-")), { landlock: false });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   afterEach(() => {
@@ -122,23 +125,36 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
   });
 
   const withoutBwrap =
-    "without bubblewrap: auto runs unconfined with a one-line note (none with --quiet); --sandbox refuses to start the guest (exit 2)";
+    "without bubblewrap: auto and --sandbox run under Landlock, no note; --sandbox-mechanism=bubblewrap refuses (exit 2) naming it";
   it.runIf(canHideBubblewrap)(withoutBwrap, async () => {
-    const auto = await earsWith(["run", "--input", "{}", "--", "node", PROBE], noBwrap, undefined, hidden);
-    expect(auto.code).toBe(0);
-    expect(auto.stderr).toMatch(
-      /^ears: the guest ran without a sandbox: bubblewrap \(bwrap\) is not installed \(not on PATH, nor in \/usr\/local\/bin, \/usr\/bin, \/bin\); install the OS package bubblewrap \(--sandbox requires one, --no-sandbox silences this note\)$/m,
+    for (const flags of [[], ["--sandbox"], ["--sandbox-mechanism", "landlock"]]) {
+      const run = await earsWith(["run", "--json", ...flags, "--input", "{}", "--", "node", PROBE], noBwrap, undefined, hidden);
+      expect(run.code, flags.join(" ")).toBe(0);
+      expect((JSON.parse(run.stdout) as RunReport).sandbox?.mechanism).toBe("landlock");
+      expect(run.stderr).not.toContain("without a sandbox");
+    }
+    const bubblewrap = await earsWith(
+      ["run", "--json", "--sandbox-mechanism", "bubblewrap", "--", "node", PROBE],
+      noBwrap,
+      undefined,
+      hidden,
     );
-    expect(auto.stderr.split("\n").filter((line) => line.includes("without a sandbox"))).toHaveLength(1);
-    const quiet = await earsWith(["run", "--quiet", "--input", "{}", "--", "node", PROBE], noBwrap, undefined, hidden);
-    // Quiet, but a limit that did not hold is still said: unconfined, /tmp has no bound.
-    expect(quiet.stderr).toMatch(/^ears: warning: limits\.tmpBytes \(--tmp-size, default 256 MiB\) is not enforced: [^\n]*\n$/);
-    const required = await earsWith(["run", "--sandbox", "--json", "--", "node", PROBE], noBwrap, undefined, hidden);
-    expect(required.code).toBe(2);
-    const report = JSON.parse(required.stdout) as RunReport;
-    expect(report.failure?.code).toBe("SandboxUnavailable");
-    expect(report.pid).toBeUndefined();
-    expect(required.stderr).toContain("SandboxUnavailable");
+    expect(bubblewrap.code).toBe(2);
+    expect((JSON.parse(bubblewrap.stdout) as RunReport).failure?.message).toMatch(/bubblewrap \(bwrap\) is not installed/);
+  });
+
+  // Issue 42: auto used to run the guest unconfined here, with a note.
+  const withNeither = "with neither bubblewrap nor Landlock: auto and --sandbox refuse to start the guest (exit 2), saying what to do";
+  it.runIf(canHideBubblewrap)(withNeither, async () => {
+    for (const flags of [[], ["--sandbox"]]) {
+      const run = await earsWith(["run", "--json", ...flags, "--", "node", PROBE], noBwrap, undefined, neither);
+      expect(run.code).toBe(2);
+      const report = JSON.parse(run.stdout) as RunReport;
+      expect(report.failure?.code).toBe("SandboxUnavailable");
+      expect(report.failure?.message).toContain("or pass sandbox: false (--no-sandbox) to run the guest unconfined");
+      expect(report.pid).toBeUndefined();
+      expect(run.stderr).toContain("SandboxUnavailable");
+    }
   });
 
   it.each([

@@ -3,15 +3,19 @@
  * /usr/local/bin, /usr/bin and /bin, so a PATH without it no longer hides it: the program runs in a mount namespace
  * (made by bwrap itself) in which each of those directories that holds `bwrap` is a tmpfs of links to everything
  * else in it. `scratch` is an empty directory of the test's own (the real directories are mounted inside it).
+ * `landlock: false` hides the Landlock helper as well (an empty dist/native), as on a machine with neither mechanism.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { bwrapPath } from "./has-bwrap.js";
 
-export function withoutBubblewrap(scratch: string): string[] {
+export function withoutBubblewrap(scratch: string, { landlock = true }: { landlock?: boolean } = {}): string[] {
   if (bwrapPath === undefined) return [];
   const args = ["--dev-bind", "/", "/"];
+  // Without Landlock too: this checkout's helpers (dist/native) are hidden, so neither mechanism can be had.
+  if (!landlock) args.push("--tmpfs", fileURLToPath(new URL("../../dist/native", import.meta.url)));
   const hidden = new Set<string>();
   for (const dir of ["/usr/local/bin", "/usr/bin", "/bin"]) {
     if (!existsSync(join(dir, "bwrap"))) continue;

@@ -257,7 +257,7 @@ describe.runIf(process.platform === "linux")("runGuest's sandbox options", () =>
  * Runs a runGuest call in a child Node whose PATH has node but no bwrap, in a mount namespace where the standard
  * places hold none either (test/helpers/no-bwrap.ts), and returns its reports.
  */
-function withoutBubblewrap(): Promise<{ required: RunReport; auto: RunReport; off: RunReport }> {
+function withoutBubblewrap(landlock: boolean): Promise<{ required: RunReport; auto: RunReport; off: RunReport }> {
   const bin = mkdtempSync(join(tmpdir(), "ears-no-bwrap-"));
   // Paths as JavaScript string literals for the script.
   const echoGuest = JSON.stringify(`${root}fixtures/guests/echo.mjs`);
@@ -270,7 +270,7 @@ function withoutBubblewrap(): Promise<{ required: RunReport; auto: RunReport; of
   `;
   // Only node on PATH: the guest's "node" resolves, bwrap does not.
   symlinkSync(process.execPath, join(bin, "node"));
-  const [command, ...prefix] = [...hideBubblewrap(mkdtempSync(join(bin, "hide-"))), process.execPath];
+  const [command, ...prefix] = [...hideBubblewrap(mkdtempSync(join(bin, "hide-")), { landlock }), process.execPath];
   return new Promise((resolve, reject) => {
     execFile(command!, [...prefix, "--input-type=module", "-e", script], { env: { PATH: bin } }, (error, stdout) => {
       rmSync(bin, { recursive: true, force: true });
@@ -281,17 +281,32 @@ function withoutBubblewrap(): Promise<{ required: RunReport; auto: RunReport; of
 }
 
 describe.runIf(process.platform === "linux" && canHideBubblewrap)("runGuest without bubblewrap", () => {
-  it("true: SandboxUnavailable and the guest never starts; auto: unconfined, with the reason; false: unconfined, no reason", async () => {
-    const { required, auto, off } = await withoutBubblewrap();
-    expect(required.failure?.code).toBe("SandboxUnavailable");
-    expect(required.failure?.message).toMatch(/bubblewrap \(bwrap\) is not installed/);
-    expect(required.pid).toBeUndefined();
-    expect(required.hello).toBeUndefined();
-    expect(auto.ok).toBe(true);
-    expect(auto.sandbox).toBeNull();
-    expect(auto.sandboxFallback).toMatch(/bubblewrap \(bwrap\) is not installed/);
+  it("with the Landlock helper: true and auto run confined under Landlock; false: unconfined, no reason", async () => {
+    const { required, auto, off } = await withoutBubblewrap(true);
+    for (const report of [required, auto]) {
+      expect(report.ok).toBe(true);
+      expect(report.sandbox?.mechanism).toBe("landlock");
+      expect(report.sandbox?.gaps).toEqual(expect.arrayContaining([expect.stringMatching(/^proc: /)]));
+      expect(report.sandboxFallback).toBeUndefined();
+    }
     expect(off.ok).toBe(true);
     expect(off.sandbox).toBeNull();
     expect(off.sandboxFallback).toBeUndefined();
+  });
+
+  // Issue 42: "auto" used to run unconfined here ("bubblewrap not installed").
+  it("with neither mechanism: true and auto are both SandboxUnavailable with the fix, the guest never starts; false runs", async () => {
+    const { required, auto, off } = await withoutBubblewrap(false);
+    for (const report of [required, auto]) {
+      expect(report.failure?.code).toBe("SandboxUnavailable");
+      expect(report.failure?.message).toMatch(
+        /no sandbox can start here: bubblewrap \(bwrap\) is not installed.*Landlock helper.*--no-sandbox/,
+      );
+      expect(report.pid).toBeUndefined();
+      expect(report.hello).toBeUndefined();
+      expect(report.sandboxFallback).toBeUndefined();
+    }
+    expect(off.ok).toBe(true);
+    expect(off.sandbox).toBeNull();
   });
 });

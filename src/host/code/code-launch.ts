@@ -8,7 +8,7 @@ import { checkLaunch, withPaths, type CheckedLaunch } from "../run-guest.js";
 import type { GuestCommand, HostFailure } from "../types.js";
 import { builtScript } from "./built-script.js";
 import { filesFor, makeBoundedDir } from "../workspace/bounded-dir.js";
-import { sandboxMissing } from "../sandbox/index.js";
+import { expectedMechanism } from "../sandbox/index.js";
 import { RUNNER_MAIN_FILE, RUNNER_START_FILE } from "../../protocol/code-body.js";
 
 let runnerPath: string | undefined;
@@ -84,10 +84,11 @@ export function withWorkDir(
 }
 
 /**
- * Whether a launch's guest will run in bubblewrap: a sandbox required (else the run fails and starts nothing),
- * or "auto" with one installed. The same look planSandbox takes; a sandbox uninstalled between the two leaves
- * that one run's directory unbounded (docs/code.md).
+ * Whether a launch's guest will run in bubblewrap, which mounts the private directory inside the sandbox: bubblewrap
+ * installed and not known to fail here, or asked for. The same look planSandbox takes; a sandbox uninstalled
+ * between the two, or found unable to start by that run's probe (it goes on under Landlock), leaves that one run's
+ * directory unbounded (docs/code.md).
  */
 function willBeConfined(launch: CheckedLaunch): boolean {
-  return launch.sandbox.mode === "required" || (launch.sandbox.mode === "auto" && sandboxMissing() === undefined);
+  return expectedMechanism(launch.sandbox) === "bubblewrap";
 }

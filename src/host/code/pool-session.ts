@@ -55,6 +55,12 @@ export async function bindSession(session: Session, runner: SessionRunner): Prom
     const reason = "the pool's runners run unconfined (sandbox \"auto\" found no sandbox here), and a session's runs are sandboxed";
     return { failure: failures.sandboxUnavailable(reason), unused: true };
   }
+  if (session.mechanism === "copy") {
+    const reason =
+      "the session's workspace is copied into each run's own sandbox (mechanism \"copy\": this host cannot mount), " +
+      "which a runner started ahead cannot take; run it without a pool";
+    return { failure: failures.poolSessionNotBound(reason), unused: true };
+  }
   if (runner.work === undefined || !runner.shared) {
     const reason = "the runner's working directory is not a shared mount (the host could not mount one: it needs CAP_SYS_ADMIN)";
     return { failure: failures.poolSessionNotBound(reason), unused: true };

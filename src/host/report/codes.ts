@@ -50,6 +50,11 @@ export const HostFailureCode = {
   RunQueueFull: "RunQueueFull",
   /** Added: the run waited `queueTimeoutMs` for a slot of the run admission; nothing was started, it may be tried again. */
   QueueTimeout: "QueueTimeout",
+  /**
+   * Added: a session's run left its workspace past its bounds where the host, not the kernel, counts them (a "copy"
+   * workspace's files; a file's holes), or unreadable; nothing of the run was kept, the workspace is as it was before.
+   */
+  WorkspaceNotKept: "WorkspaceNotKept",
 } as const satisfies { [Code in HostFailureCodeType]: Code };
 /** Why a session did not end in a valid result (the union of the values above). */
 export type HostFailureCode = HostFailureCodeType;

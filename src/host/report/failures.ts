@@ -92,6 +92,14 @@ export function poolClosed(): HostFailure {
 }
 
 /** A session's pooled run: its workspace could not be bound onto the runner's working directory (code/pool-session.ts). */
+export function workspaceNotKept(reason: string): HostFailure {
+  return { code: HostFailureCode.WorkspaceNotKept, message: `the session's workspace was not kept: ${reason}` };
+}
+
+export function workspaceNotCopied(reason: string): HostFailure {
+  return { code: HostFailureCode.SpawnFailed, message: `the session's workspace could not be given to the run, so nothing ran: ${reason}` };
+}
+
 export function poolSessionNotBound(reason: string): HostFailure {
   return {
     code: HostFailureCode.SpawnFailed,

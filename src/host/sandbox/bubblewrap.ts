@@ -11,6 +11,7 @@ import { delimiter, isAbsolute, join } from "node:path";
 import type { FileSystemView } from "./file-system-view.js";
 import { SANDBOX_HOME, SANDBOX_PATH, type SandboxPolicy } from "./policy.js";
 import type { SandboxReport } from "./types.js";
+import { GATE_SHELL, gateScript } from "../workspace/copy-workspace.js";
 
 // The lists below are built when asked (once per run), not at load: a module-level table would make each
 // of its values a mutant that every test must run for (npm run mutate).
@@ -89,6 +90,11 @@ export interface BubblewrapWiring {
    * every argument equal to its executable's path, so such a path is spelt differently here (`/./`).
    */
   hostExecutable?: string;
+  /**
+   * The guest starts behind the workspace gate (a "copy" session's run: workspace/copy-workspace.ts): a shell
+   * that waits for the host to fill `privateDir` before it executes the guest.
+   */
+  gate?: boolean;
 }
 
 /** The bwrap arguments that run `policy` (after `bwrap` itself), and what the report says about it. */
@@ -150,7 +156,9 @@ export function bubblewrapArgs(
   // checkout's dist, /root/.cache above a Node under a home) would be writable, without a size bound: read-only,
   // so only /tmp and the writable binds take writes (test/host/sandbox/node-under-home.test.ts).
   args.push("--remount-ro", "/");
-  args.push("--chdir", policy.cwd, "--", spell(policy.executable), ...policy.args);
+  args.push("--chdir", policy.cwd, "--");
+  if (wiring.gate === true) args.push(GATE_SHELL, "-c", gateScript(), "ears-workspace-gate");
+  args.push(spell(policy.executable), ...policy.args);
   return {
     args,
     report: {
@@ -161,6 +169,7 @@ export function bubblewrapArgs(
       network: policy.network,
       env: Object.keys(policy.env),
       seccomp: wiring.seccompFd !== undefined,
+      gaps: [],
     },
   };
 }

@@ -246,7 +246,7 @@ export interface HostPlaces {
  * function in messages.
  */
 export function checkSandboxOptions(options: SandboxOptions, caller: string): void {
-  const known = ["readable", "writable", "network", "env", "showSecrets", "allowBroadPaths"];
+  const known = ["readable", "writable", "network", "env", "showSecrets", "allowBroadPaths", "mechanism"];
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) throw new TypeError(`${caller}: unknown option sandbox.${key} (known: ${known.join(", ")})`);
   }
@@ -263,6 +263,12 @@ export function checkSandboxOptions(options: SandboxOptions, caller: string): vo
     if (options[key] !== undefined && typeof options[key] !== "boolean") {
       throw new TypeError(`${caller}: options.sandbox.${key} must be a boolean`);
     }
+  }
+  const { mechanism } = options;
+  if (mechanism !== undefined && mechanism !== "auto" && mechanism !== "bubblewrap" && mechanism !== "landlock") {
+    throw new TypeError(
+      `${caller}: options.sandbox.mechanism must be "auto", "bubblewrap" or "landlock", not ${JSON.stringify(mechanism)}`,
+    );
   }
   for (const entry of options.env ?? []) {
     const problem = envEntryProblem(entry);

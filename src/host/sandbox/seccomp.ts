@@ -16,7 +16,8 @@
  *   channel to its hypervisor and host, which shares the host's port space), nor the many other
  *   families whose kernel code is reachable without one. Allowed: AF_UNIX (Node's own pipes and socket
  *   pairs) and AF_NETLINK's routing protocol only (the interface list, `os.networkInterfaces()`: in the
- *   sandbox's own network namespace, its loopback); with the network also AF_INET and AF_INET6.
+ *   sandbox's own network namespace, its loopback); with the network also AF_INET and AF_INET6. Under
+ *   Landlock (no mount namespace, landlock.ts) `socket(AF_UNIX)` is refused too, `socketpair` keeps it.
  * Anything not listed is allowed: the sandbox's namespaces and dropped capabilities do the rest.
  */
 
@@ -50,6 +51,12 @@ export interface AllowedValue {
 export interface SeccompOptions {
   /** Whether the guest shares the host's network (more socket families are then allowed). */
   network: boolean;
+  /**
+   * Whether `socket(AF_UNIX)` is allowed (default true). Under bubblewrap the mount namespace shows no host
+   * socket; under Landlock (up to ABI 7, which does not mediate connecting to a pathname socket) a unix socket
+   * could reach any the host has, so only `socketpair` keeps AF_UNIX (Node's own pipes).
+   */
+  unixSockets?: boolean;
 }
 
 export interface SeccompRule {
@@ -99,8 +106,10 @@ const deny: SeccompAction = { kind: "deny" };
  */
 export function seccompRules(options: SeccompOptions = { network: false }): readonly SeccompRule[] {
   const families: SeccompAction = { kind: "allowOnly", arg: 0, values: socketFamilies(options), errno: EAFNOSUPPORT };
+  const socketValues = socketFamilies(options).filter(({ value }) => options.unixSockets !== false || value !== AF_UNIX);
+  const sockets: SeccompAction = { kind: "allowOnly", arg: 0, values: socketValues, errno: EAFNOSUPPORT };
   return [
-    { name: "socket", numbers: { x64: 41, arm64: 198 }, action: families },
+    { name: "socket", numbers: { x64: 41, arm64: 198 }, action: sockets },
     { name: "socketpair", numbers: { x64: 53, arm64: 199 }, action: families },
     { name: "chmod", numbers: { x64: 90 }, action: setId(1) },
     { name: "fchmod", numbers: { x64: 91, arm64: 52 }, action: setId(1) },

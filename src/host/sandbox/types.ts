@@ -26,22 +26,33 @@ export interface SandboxOptions {
    * directory, the temporary directory's root or an ancestor of one; default false: refused.
    */
   allowBroadPaths?: boolean;
+  /**
+   * The mechanism to confine with: `"bubblewrap"` (namespaces: the strongest), `"landlock"` (Landlock, seccomp and
+   * no_new_privs through this package's helper: where user namespaces cannot be created), or `"auto"` (the
+   * default): bubblewrap where it starts, else Landlock where the kernel offers it (ABI 6, Linux 6.12), else
+   * the run fails with `SandboxUnavailable` saying what to fix. One named here that cannot start fails the run.
+   */
+  mechanism?: SandboxMechanism | "auto";
 }
 
+/** The OS mechanisms that confine a guest (Linux). */
+export type SandboxMechanism = "bubblewrap" | "landlock";
+
 /**
- * How to confine a guest. `"auto"` (the default): the OS sandbox; unconfined only where there is none
- * to have (bubblewrap not installed, or a platform without one: the report's `sandboxFallback` says
- * which). An installed sandbox that fails to start fails the run with `SandboxUnavailable` and is tried
- * again on the next run: a transient failure never turns confinement off. `true`: required; without an
- * OS sandbox the run fails with `SandboxUnavailable` and the guest is never started. `false`: unconfined.
- * An options object implies `true`.
+ * How to confine a guest. `"auto"` (the default): the OS sandbox. On Linux that is bubblewrap where it starts,
+ * else Landlock (see {@link SandboxOptions.mechanism}); with neither the run fails with `SandboxUnavailable`
+ * and the fix, and the guest is never started: on Linux "auto" never runs a guest unconfined. Elsewhere (no
+ * OS sandbox is supported yet) "auto" runs unconfined, and the report's `sandboxFallback` says why. A
+ * bubblewrap that is slow to start fails that run and is tried again on the next: a transient failure never
+ * turns confinement off. `true`: required on every platform. `false`: unconfined, the only way to have that
+ * on Linux. An options object implies `true`.
  */
 export type SandboxSetting = "auto" | boolean | SandboxOptions;
 
 /** What confined a run: the mechanism and the policy in effect (all paths absolute, as bound). */
 export interface SandboxReport {
-  /** The OS mechanism; only "bubblewrap" (Linux) today. */
-  mechanism: "bubblewrap";
+  /** The OS mechanism: "bubblewrap", or "landlock" where bubblewrap cannot start (see `gaps`). */
+  mechanism: SandboxMechanism;
   /** Paths the guest can read, read-only: system directories, the working and script directories, `readable`. */
   readable: string[];
   /** Paths the guest can write: its private `/tmp` (and `HOME` inside it), then each `writable` path. */
@@ -54,4 +65,9 @@ export interface SandboxReport {
   network: boolean;
   /** Names of the environment variables the guest received. */
   env: string[];
+  /**
+   * What this mechanism does not do that bubblewrap does, one entry each ("proc: …", "tmp: …"; docs/host.md,
+   * "Landlock"); empty for bubblewrap.
+   */
+  gaps: string[];
 }

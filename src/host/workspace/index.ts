@@ -1,7 +1,9 @@
 /**
  * Sessions: a workspace that lasts between runs (issue 32). A session owns a bounded directory
  * (bounded-dir.ts: a tmpfs the host mounts, `workspaceBytes` and one file per 4 KiB of them), which
- * `runCode({ session })` and `runGuest({ session })` get as their writable working directory. Runs and
+ * `runCode({ session })` and `runGuest({ session })` get as their writable working directory. Where the
+ * host cannot mount (not root, a container), the workspace is a plain directory copied into a tmpfs of the
+ * sandbox's own for each run and read back after it, within the bounds (copy-workspace.ts). Runs and
  * the host's own file operations on one session are serialised; after each run the workspace is
  * cleaned once the run's whole process tree is gone (walk.ts: no link, special file, setuid bit, byte
  * name, or anything past the bounds is kept). A session made with `dir` is durable:
@@ -16,6 +18,9 @@ import { isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
 import { LOCK_NAME, lockDir, type DirLock } from "./lock.js";
 import { cleanTree, kindOf, mirrorTree, removePath, surveyTree, TreeRefused } from "./walk.js";
+import { CopyRun, pages, treeUsage } from "./copy-workspace.js";
+import * as failures from "../report/failures.js";
+import type { HostFailure, RunReport } from "../types.js";
 
 /** The default size of a session's workspace: 256 MiB (as `limits.tmpBytes`). */
 export const DEFAULT_WORKSPACE_BYTES = 256 * 1024 * 1024;
@@ -47,7 +52,17 @@ export interface SessionOptions {
    * Without it the workspace is temporary: removed by `close()`, or by the watchdog if the host dies.
    */
   dir?: string;
+  /**
+   * How the workspace is bounded (default "auto": "mount" where the host can mount, else "copy"). "mount": a
+   * tmpfs the host mounts (root); the runs work in it. "copy": a plain directory of the host's, copied for each
+   * run into a tmpfs bubblewrap makes inside the sandbox and read back after it (any uid). Both fail a write past
+   * the bounds with ENOSPC inside the body; see docs/host.md, "Sessions", for what differs.
+   */
+  mechanism?: WorkspaceMechanism;
 }
+
+/** How a session's workspace is bounded: see {@link SessionOptions.mechanism}. */
+export type WorkspaceMechanism = "auto" | "mount" | "copy";
 
 /** One entry of {@link Session.list}. */
 export interface WorkspaceEntry {
@@ -69,6 +84,8 @@ export interface Session {
   /** The workspace's bounds. */
   readonly workspaceBytes: number;
   readonly workspaceFiles: number;
+  /** How the workspace is bounded here: a tmpfs the host mounted, or copied in and out of each run's sandbox. */
+  readonly mechanism: "mount" | "copy";
   /** True once {@link Session.close} was called. */
   readonly closed: boolean;
   /** Writes a file (creating its directories); rejects with `ENOSPC` past the bounds. */
@@ -99,14 +116,22 @@ export interface Session {
  */
 export function createSession(options: SessionOptions = {}): Promise<Session> {
   if (typeof options !== "object" || options === null) throw new TypeError("createSession: options must be an object");
-  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, workspaceFiles = DEFAULT_WORKSPACE_FILES, files = {}, dir, ...rest } = options;
+  const {
+    workspaceBytes = DEFAULT_WORKSPACE_BYTES,
+    workspaceFiles = DEFAULT_WORKSPACE_FILES,
+    files = {},
+    dir,
+    mechanism = "auto",
+    ...rest
+  } = options;
   const unknown = Object.keys(rest);
   if (unknown.length > 0)
     throw new TypeError(
-      `createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, workspaceFiles, files and dir`,
+      `createSession: unknown option ${JSON.stringify(unknown[0])}; it takes workspaceBytes, workspaceFiles, files, dir and mechanism`,
     );
   checkBytes(workspaceBytes, "createSession");
   checkFiles(workspaceFiles, "createSession");
+  checkMechanism(mechanism, "createSession");
   if (typeof files !== "object" || files === null || Array.isArray(files)) {
     throw new TypeError("createSession: options.files must be an object of relative path to string or Uint8Array");
   }
@@ -127,7 +152,7 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
         throw new Error(`createSession: ${durable} is not empty; continue its session with openSession(dir)`);
       lock = await lockDir(durable, "createSession");
     }
-    const session = await WorkspaceSession.make(workspaceBytes, workspaceFiles, durable, lock, "createSession");
+    const session = await WorkspaceSession.make(workspaceBytes, workspaceFiles, durable, lock, "createSession", mechanism);
     try {
       for (const [path, data] of Object.entries(files)) await session.writeFile(path, data);
     } catch (error) {
@@ -145,17 +170,21 @@ export function createSession(options: SessionOptions = {}): Promise<Session> {
  * open session holds `dir` (in this process or another: a durable directory is locked while its session
  * is open, see docs/host.md).
  */
-export async function openSession(dir: string, options: { workspaceBytes?: number; workspaceFiles?: number } = {}): Promise<Session> {
+export async function openSession(
+  dir: string,
+  options: { workspaceBytes?: number; workspaceFiles?: number; mechanism?: WorkspaceMechanism } = {},
+): Promise<Session> {
   if (typeof dir !== "string" || dir === "") throw new TypeError("openSession: dir must be a non-empty string");
-  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, workspaceFiles = DEFAULT_WORKSPACE_FILES } = options;
+  const { workspaceBytes = DEFAULT_WORKSPACE_BYTES, workspaceFiles = DEFAULT_WORKSPACE_FILES, mechanism = "auto" } = options;
   checkBytes(workspaceBytes, "openSession");
   checkFiles(workspaceFiles, "openSession");
+  checkMechanism(mechanism, "openSession");
   const durable = resolve(dir);
   return (async () => {
     const stat = lstatSync(durable, { throwIfNoEntry: false });
     if (stat === undefined || !stat.isDirectory()) throw new Error(`openSession: ${durable} is not a directory`);
     const lock = await lockDir(durable, "openSession");
-    return WorkspaceSession.make(workspaceBytes, workspaceFiles, durable, lock, "openSession");
+    return WorkspaceSession.make(workspaceBytes, workspaceFiles, durable, lock, "openSession", mechanism);
   })();
 }
 
@@ -163,6 +192,11 @@ function checkBytes(bytes: unknown, caller: string): asserts bytes is number {
   if (typeof bytes !== "number" || !Number.isSafeInteger(bytes) || bytes < 1024 * 1024) {
     throw new RangeError(`${caller}: options.workspaceBytes must be an integer of at least 1 MiB (1048576), got ${String(bytes)}`);
   }
+}
+
+function checkMechanism(mechanism: unknown, caller: string): asserts mechanism is WorkspaceMechanism {
+  if (mechanism !== "auto" && mechanism !== "mount" && mechanism !== "copy")
+    throw new TypeError(`${caller}: options.mechanism must be "auto", "mount" or "copy", got ${JSON.stringify(mechanism)}`);
 }
 
 function checkFiles(files: unknown, caller: string): asserts files is number {
@@ -197,6 +231,8 @@ class WorkspaceSession implements Session {
   /** The tail of the queue: runs and file operations, one at a time. */
   private tail: Promise<unknown> = Promise.resolve();
   private closing: Promise<void> | undefined;
+  /** The run under way's copy of the workspace ("copy" sessions). */
+  private copying: CopyRun | undefined;
 
   private constructor(
     private readonly bounded: BoundedDir,
@@ -204,11 +240,12 @@ class WorkspaceSession implements Session {
     private readonly lock: DirLock | undefined,
     readonly workspaceBytes: number,
     readonly workspaceFiles: number,
+    readonly mechanism: "mount" | "copy",
   ) {}
 
   /**
-   * Mounts the workspace (makeBoundedDir has the watchdog cover it), and loads a durable one's files. Rejects
-   * why not (the lock released).
+   * Mounts the workspace or makes its plain directory (makeBoundedDir has the watchdog cover it), and loads a
+   * durable one's files. Rejects why not (the lock released).
    */
   static async make(
     bytes: number,
@@ -216,16 +253,22 @@ class WorkspaceSession implements Session {
     dir: string | undefined,
     lock: DirLock | undefined,
     caller: string,
+    mechanism: WorkspaceMechanism,
   ): Promise<WorkspaceSession> {
     let bounded: BoundedDir;
     try {
-      // Two inodes more than the files: the mount's top and the workspace directory in it.
-      bounded = makeBoundedDir("ears-session-", { bytes, files: files + 2 }, false);
+      if (process.platform !== "linux") throw new Error(`sessions need Linux (this is ${process.platform})`);
+      // Two inodes more than the files: the mount's top and the workspace directory in it. "auto": mounted
+      // where the host can; else the plain directory "copy" works in.
+      bounded = makeBoundedDir("ears-session-", mechanism === "copy" ? undefined : { bytes, files: files + 2 }, mechanism === "auto");
     } catch (error) {
       await lock?.release();
-      throw new Error(`${caller}: the workspace cannot be bounded here: ${(error as Error).message}`, { cause: error });
+      throw new Error(
+        `${caller}: the workspace cannot be bounded here: ${(error as Error).message}; or give mechanism "copy" (no mount needed)`,
+        { cause: error },
+      );
     }
-    const session = new WorkspaceSession(bounded, dir, lock, bytes, files);
+    const session = new WorkspaceSession(bounded, dir, lock, bytes, files, bounded.bounded ? "mount" : "copy");
     if (dir !== undefined) {
       try {
         await surveyTree(dir, { bytes, files }, LOCK_NAME);
@@ -245,18 +288,33 @@ class WorkspaceSession implements Session {
     return this.bounded.work;
   }
 
+  /** @internal The copy of the workspace for the run under way ("copy" sessions; see copy-workspace.ts). */
+  copyRun(): CopyRun | undefined {
+    return this.copying;
+  }
+
   /**
    * @internal Runs `task` (one run with this workspace) when the runs and operations before it are over;
    * then sanitizes the workspace and, for a durable session, writes it back to `dir`. Throws when closed.
    */
-  use<T>(task: () => Promise<T>, caller: string): Promise<T> {
+  use(task: () => Promise<RunReport>, caller: string): Promise<RunReport> {
     if (this.closed) throw new TypeError(`${caller}: options.session is closed (session.close() was called)`);
     return this.queue(async () => {
+      const copy =
+        this.mechanism === "copy" ? new CopyRun(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles }) : undefined;
+      this.copying = copy;
+      let report: RunReport | undefined;
       try {
-        return await task();
+        report = await task();
       } finally {
+        this.copying = undefined;
+        // Read back whatever the run did, also when it failed (a body that wrote, then crashed), as a mounted one keeps it.
+        const problem = copy?.readBack();
         await this.settle();
+        if (report !== undefined && copy?.problem !== undefined) report = failed(report, failures.workspaceNotCopied(copy.problem));
+        else if (report !== undefined && problem !== undefined) report = failed(report, failures.workspaceNotKept(problem));
       }
+      return report;
     });
   }
 
@@ -313,6 +371,14 @@ class WorkspaceSession implements Session {
       if (parent !== this.path) await mkdir(parent, { recursive: true, mode: 0o700 });
       const existing = await lstat(target).catch(() => undefined);
       if (existing !== undefined && !existing.isFile()) throw new Error(`session.writeFile: ${path} is a ${kindOf(existing)}, not a file`);
+      if (this.mechanism === "copy") {
+        // The host's write is bounded as a body's is: what the tmpfs of the next run must hold.
+        const used = treeUsage(this.path);
+        const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
+        const bytes = used.bytes - (existing === undefined ? 0 : pages(existing.size)) + pages(size);
+        const files = used.files + (existing === undefined ? 1 : 0);
+        if (bytes > this.workspaceBytes || files > this.workspaceFiles) throw bounds(Object.assign(new Error("ENOSPC"), { code: "ENOSPC" }), this);
+      }
       const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600).catch(
         (error: unknown) => {
           throw bounds(error, this);
@@ -452,7 +518,7 @@ export function sessionSettled(session: Session): Promise<void> {
 }
 
 /** @internal Runs `task` as a run of `session` (runCode's and runGuest's `session` option). */
-export function sessionRun<T>(session: Session, task: () => Promise<T>, caller: string): Promise<T> {
+export function sessionRun(session: Session, task: () => Promise<RunReport>, caller: string): Promise<RunReport> {
   return (session as WorkspaceSession).use(task, caller);
 }
 
@@ -477,4 +543,15 @@ export function readSessionFile(session: Session, path: string, maxBytes: number
 /** @internal Whether `value` is a session made by createSession or openSession. */
 export function isSession(value: unknown): value is Session {
   return value instanceof WorkspaceSession;
+}
+
+/** @internal The copy of a "copy" session's workspace for its run under way; undefined for a mounted one. */
+export function sessionCopyRun(session: Session): CopyRun | undefined {
+  return (session as WorkspaceSession).copyRun();
+}
+
+/** A run that fails with `failure`, whatever it returned (its workspace was not kept, or never given to it). */
+function failed(report: RunReport, failure: HostFailure): RunReport {
+  const { paused: _paused, ...rest } = report;
+  return { ...rest, ok: false, failure } as RunReport;
 }

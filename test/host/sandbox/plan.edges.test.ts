@@ -51,7 +51,7 @@ describe("the sandbox option's message", () => {
     expect(() => sandboxRequest("yes", "runCode")).toThrow(
       new TypeError(
         'runCode: options.sandbox must be "auto", true, false or an options object ' +
-          "{ readable, writable, network, env, showSecrets, allowBroadPaths }",
+          "{ readable, writable, network, env, showSecrets, allowBroadPaths, mechanism }",
       ),
     );
   });
@@ -95,16 +95,26 @@ describe.runIf(process.platform === "linux")("the probe of a throw-away sandbox"
     expect(await sandboxStartProblem(path)).toMatch(/^bubblewrap is installed but cannot create a sandbox here \(exit code 1\)/);
   });
 
-  // 28.5: installed and found, but unable to start a sandbox: refused, never unconfined.
-  it("a bubblewrap that is found but cannot start a sandbox refuses the run, auto as well as required", async () => {
+  // 28.5: installed and found, but unable to start a sandbox: never unconfined. Issue 42: Landlock confines instead,
+  // unless bubblewrap was asked for by name.
+  it("a bubblewrap found but unable to start: auto and required go on under Landlock; asked for by name, refused", async () => {
     const failing = standIn("refusing", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1");
     const launch = { command: "/bin/sh", args: [], cwd: dir, env: {} };
     const reason =
       "bubblewrap is installed but cannot create a sandbox here (bwrap: No permissions to create new namespace); " +
       "run `ears doctor` for the fix";
     await withPathFirst(failing.dir, async () => {
-      expect(await planSandbox({ mode: "auto", options: {} }, launch)).toEqual({ kind: "unavailable", reason });
-      expect(await planSandbox({ mode: "required", options: {} }, launch)).toEqual({ kind: "unavailable", reason });
+      forgetSandboxStart();
+      expect(await planSandbox({ mode: "required", options: { mechanism: "bubblewrap" } }, launch)).toEqual({
+        kind: "unavailable",
+        reason,
+      });
+      for (const mode of ["auto", "required"] as const) {
+        const plan = await planSandbox({ mode, options: {} }, launch);
+        expect(plan).toMatchObject({ kind: "confined", report: { mechanism: "landlock" } });
+        expect((plan as ConfinedPlan).command).toMatch(/ears-confine-linux-(x64|arm64)$/);
+      }
+      forgetSandboxStart();
     });
   });
 });

@@ -60,26 +60,47 @@ describe("the sandbox option", () => {
     expect(sandboxMissing("/usr/local/bin", installed)).toBeUndefined();
   });
 
+  // On Linux "auto" never runs a guest unconfined: with neither mechanism the run is refused with both reasons and the fix.
   it.runIf(process.platform === "linux")(
-    "without bubblewrap: auto runs unconfined with the reason, required is refused with it",
+    "without bubblewrap nor the Landlock helper: auto and required are both refused, saying why and what to do",
     async () => {
       const launch = { command: "/bin/sh", args: [], cwd: tmpdir(), env: {} };
       const lookup = new FakeFileSystem({ "/usr/bin/": "" });
-      expect(await planSandbox({ mode: "auto", options: {} }, launch, { lookup })).toEqual({ kind: "unconfined", fallback: NOT_INSTALLED });
-      expect(await planSandbox({ mode: "required", options: {} }, launch, { lookup })).toEqual({
+      for (const mode of ["auto", "required"] as const) {
+        const plan = await planSandbox({ mode, options: {} }, launch, { lookup });
+        expect(plan.kind).toBe("unavailable");
+        const { reason } = plan as { reason: string };
+        expect(reason).toContain(`no sandbox can start here: ${NOT_INSTALLED}; and the Landlock helper (dist/native/ears-confine-linux-`);
+        expect(reason).toContain("or pass sandbox: false (--no-sandbox) to run the guest unconfined");
+      }
+      // Asked for by name, each mechanism's own reason.
+      expect(await planSandbox({ mode: "required", options: { mechanism: "bubblewrap" } }, launch, { lookup })).toEqual({
         kind: "unavailable",
         reason: NOT_INSTALLED,
+      });
+      const landlock = await planSandbox({ mode: "required", options: { mechanism: "landlock" } }, launch, { lookup });
+      expect(landlock).toMatchObject({
+        kind: "unavailable",
+        reason: expect.stringMatching(/is missing .*; sandbox.mechanism "landlock" was asked for$/),
       });
     },
   );
 
   // Was a hole (28.5): a bwrap that is there but cannot be run counted as "not installed", and "auto" ran unconfined.
-  it.runIf(process.platform === "linux")("a bubblewrap installed but unusable refuses the run, auto as well as required", async () => {
+  it.runIf(process.platform === "linux")("a bubblewrap installed but unusable is never a reason to run unconfined", async () => {
     const launch = { command: "/bin/sh", args: [], cwd: tmpdir(), env: {} };
     const lookup = new FakeFileSystem({ "/usr/bin/bwrap": "not executable" });
     const reason = "bubblewrap is installed at /usr/bin/bwrap but is not an executable file; reinstall the OS package bubblewrap";
-    expect(await planSandbox({ mode: "auto", options: {} }, launch, { lookup })).toEqual({ kind: "unavailable", reason });
-    expect(await planSandbox({ mode: "required", options: {} }, launch, { lookup })).toEqual({ kind: "unavailable", reason });
+    for (const mode of ["auto", "required"] as const) {
+      expect(await planSandbox({ mode, options: {} }, launch, { lookup })).toMatchObject({
+        kind: "unavailable",
+        reason: expect.stringContaining(`no sandbox can start here: ${reason}; and `),
+      });
+    }
+    expect(await planSandbox({ mode: "auto", options: { mechanism: "bubblewrap" } }, launch, { lookup })).toEqual({
+      kind: "unavailable",
+      reason,
+    });
     expect(locateSandbox("", lookup)).toEqual({ unusable: reason });
     expect(sandboxMissing("", lookup)).toBeUndefined();
   });

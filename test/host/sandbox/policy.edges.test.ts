@@ -46,7 +46,9 @@ describe("the policy's errors", () => {
 
   it("names every known option when refusing an unknown one, and refuses a list holding a non-string with its own message", () => {
     expect(() => checkSandboxOptions({ nope: 1 } as SandboxOptions, "runGuest")).toThrow(
-      new TypeError("runGuest: unknown option sandbox.nope (known: readable, writable, network, env, showSecrets, allowBroadPaths)"),
+      new TypeError(
+        "runGuest: unknown option sandbox.nope (known: readable, writable, network, env, showSecrets, allowBroadPaths, mechanism)",
+      ),
     );
     for (const key of ["readable", "writable", "env"]) {
       expect(() => checkSandboxOptions({ [key]: [1] } as SandboxOptions, "runGuest")).toThrow(

@@ -205,6 +205,30 @@ describe.each(ARCHES)("the seccomp filter on %s", (arch) => {
     expect(socketCall("socket", withNetwork(), [AF_VSOCK, 1, 0])).toBe(ERRNO(EAFNOSUPPORT));
   });
 
+  // Under Landlock (up to ABI 7) connecting to a pathname unix socket is not mediated: socket(AF_UNIX) is refused,
+  // socketpair(AF_UNIX) (Node's own pipes) kept; the other families as with bubblewrap.
+  it("without unix sockets: socket(AF_UNIX) is refused, socketpair(AF_UNIX) allowed, the rest as before (fast-check)", () => {
+    const socketCall = (name: string, options: { network: boolean; unixSockets?: boolean }, args: number[]) =>
+      run(seccompInstructions(arch, options), { arch: AUDIT_ARCH[arch], nr: number(name, arch)!, args });
+    fc.assert(
+      fc.property(
+        fc.constantFrom("socket", "socketpair"),
+        fc.oneof(fc.constantFrom(AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_VSOCK, 0), fc.nat()),
+        fc.boolean(),
+        fc.nat({ max: 3 }),
+        (name, family, network, protocol) => {
+          const args = [family, 1, protocol];
+          const withUnix = socketCall(name, { network }, args);
+          const without = socketCall(name, { network, unixSockets: false }, args);
+          if (family === AF_UNIX) expect(without).toBe(name === "socket" ? ERRNO(EAFNOSUPPORT) : RET_ALLOW);
+          else expect(without).toBe(withUnix);
+          expect(socketCall(name, { network, unixSockets: true }, args)).toBe(withUnix);
+        },
+      ),
+      { seed: 42, numRuns: 300 },
+    );
+  });
+
   it("allows every call it has no rule for (fast-check over the numbers)", () => {
     const ruled = new Set(
       seccompRules()

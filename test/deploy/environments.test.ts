@@ -1,0 +1,130 @@
+/**
+ * docs/deploy.md's environment table, row by row: the attack host (a deployment's install, runCode with its
+ * defaults) in each environment simulated on this machine. Where the body runs, it is confined and every
+ * attack fails inside it; where no mechanism can confine it, every run is refused and nothing is reached;
+ * either way the host's own process lives and no connection reaches its listeners.
+ *
+ * Without user namespaces bubblewrap cannot start and Landlock confines the bodies (the ears-confine helper).
+ * As non-root, memory and processes are "not enforced" here: rlimits with a watchdog (branch `limits`) change
+ * that, and the assertions naming that state are the ones its merge changes.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bwrapPath } from "../helpers/has-bwrap.js";
+import { CHECKOUT, makeApp } from "./app.js";
+import { ATTACKS, expectConfined, runAttackHost, startOrphanRun as runOrphan, type HostResult, type RunSummary } from "./environments.js";
+import { goneWithin, killAllWith, liveWith, uniqueMarker } from "../helpers/processes.js";
+
+const root = process.platform === "linux" && process.getuid?.() === 0;
+const runnable = root && bwrapPath !== undefined;
+
+describe.skipIf(!runnable)("the deployment environments, simulated (root host with bubblewrap)", () => {
+  let app: string;
+  beforeAll(() => {
+    app = makeApp();
+  });
+  afterAll(() => rmSync(app, { recursive: true, force: true }));
+
+  const hostUnharmed = (result: HostResult) => expect(result.host).toEqual({ victimAlive: true, accepted: { tcp: 0, unix: 0 } });
+
+  it("root: confined by bubblewrap, every attack fails, the memory bomb ends as MemoryLimit and the fork bomb is bounded", async () => {
+    const result = await runAttackHost(app, "root", [...ATTACKS, "session"]);
+    expectConfined(result.runs, "bubblewrap");
+    const fork = result.runs.forkBomb as Extract<RunSummary, { ok: boolean }>;
+    expect(fork.limits.processes).toBe("cgroup-v1");
+    expect((fork.structured as { started: number; refused: string }).refused).toBe("EAGAIN");
+    expect((fork.structured as { started: number }).started).toBeLessThan(256);
+    expect(result.runs.memoryBomb).toMatchObject({ ok: false, failure: "MemoryLimit" });
+    expect(result.session).toMatchObject({
+      created: true,
+      mechanism: "mount",
+      kept: "seed+run",
+      run: { ok: true, structured: { flood: "ENOSPC" } },
+    });
+    expect((result.session as { list: string[] }).list).toEqual(["kept.txt", "seed.txt"]);
+    hostUnharmed(result);
+  }, 240_000);
+
+  it("non-root: confined by bubblewrap, every attack fails; memory and processes not enforced yet (no writable cgroup)", async () => {
+    const result = await runAttackHost(app, "non-root", [...ATTACKS, "session"]);
+    expect(result.uid).toBe(65534);
+    expectConfined(result.runs, "bubblewrap");
+    // What the limits branch changes: rlimits and a watchdog where no cgroup can be written.
+    const first = result.runs.readOutside as Extract<RunSummary, { ok: boolean }>;
+    expect(first.limits).toMatchObject({ memoryBytes: null, processes: null, tmpBytes: "bubblewrap" });
+    expect(result.runs.memoryBomb).toEqual({ skipped: "memoryBytes not enforced here" });
+    // Sessions without root: the workspace is a tmpfs inside the sandbox, copied in and out.
+    expect(result.session).toMatchObject({
+      created: true,
+      mechanism: "copy",
+      kept: "seed+run",
+      run: { ok: true, structured: { flood: "ENOSPC" } },
+    });
+    expect((result.session as { list: string[] }).list).toEqual(["kept.txt", "seed.txt"]);
+    hostUnharmed(result);
+  }, 240_000);
+
+  it("systemd service (non-root, no_new_privs, as docs/deploy/ears-host.service runs it): bubblewrap, sessions by copy", async () => {
+    const result = await runAttackHost(app, "systemd service (non-root, no_new_privs)", [...ATTACKS, "session"]);
+    expect(result.uid).toBe(65534);
+    expectConfined(result.runs, "bubblewrap");
+    expect(result.session).toMatchObject({
+      created: true,
+      mechanism: "copy",
+      kept: "seed+run",
+      run: { ok: true, structured: { flood: "ENOSPC" } },
+    });
+    hostUnharmed(result);
+  }, 240_000);
+
+  it.runIf(existsSync("/usr/bin/systemd-analyze"))(
+    "docs/deploy/ears-host.service is a unit systemd accepts, with the settings docs/deploy.md promises",
+    () => {
+      const unit = join(CHECKOUT, "docs", "deploy", "ears-host.service");
+      const verify = spawnSync("/usr/bin/systemd-analyze", ["verify", unit], { encoding: "utf8" });
+      expect(verify.status, verify.stderr).toBe(0);
+      const text = readFileSync(unit, "utf8");
+      for (const line of ["NoNewPrivileges=yes", "Delegate=yes", "PrivateTmp=yes", "User=ears-host"]) expect(text).toContain(`\n${line}\n`);
+      expect(text).not.toMatch(/^RestrictNamespaces=/m);
+    },
+  );
+
+  for (const environment of [
+    "root",
+    "non-root",
+    "systemd service (non-root, no_new_privs)",
+    "no user namespaces (uid 0, no capabilities)",
+    "no user namespaces (non-root)",
+  ] as const) {
+    it(`${environment}: a SIGKILLed host leaves no descendant, not even a body's detached child in a session of its own`, async () => {
+      const marker = uniqueMarker();
+      try {
+        const { host, started } = await runOrphan(app, environment, marker);
+        try {
+          expect(liveWith(marker)).toHaveLength(1);
+          process.kill(host, "SIGKILL");
+          expect(await goneWithin(marker, 20_000)).toEqual([]);
+        } finally {
+          started.kill("SIGKILL");
+        }
+      } finally {
+        killAllWith(marker);
+      }
+    }, 120_000);
+  }
+
+  for (const environment of ["no user namespaces (uid 0, no capabilities)", "no user namespaces (non-root)"] as const) {
+    it(`${environment}: bubblewrap cannot start, so the bodies are confined by Landlock and every attack fails`, async () => {
+      const result = await runAttackHost(app, environment, [...ATTACKS, "session"]);
+      expectConfined(result.runs, "landlock");
+      // A "copy" session needs bubblewrap's tmpfs: refused here, saying why, rather than written unbounded.
+      const refused = { ok: false, failure: "SandboxUnavailable" };
+      expect(result.session).toMatchObject({ created: true, mechanism: "copy", list: ["seed.txt"], run: refused });
+      const session = result.session as { run: { message: string } };
+      expect(session.run.message).toMatch(/"copy" one, bounded by a tmpfs bubblewrap makes .* landlock confines this run without one/);
+      hostUnharmed(result);
+    }, 240_000);
+  }
+});

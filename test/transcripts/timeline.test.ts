@@ -310,11 +310,11 @@ describe("the body's code in a recording and its timeline (issue 29.12)", () => 
 });
 
 describe("the end of a run on its timeline", () => {
-  const ran = [
+  const ran: TranscriptEntry[] = [
     { from: "guest", at: 820, frame: { type: "hello", protocol: 1 } },
     { from: "host", at: 821, frame: { type: "invoke", protocol: 1, allowed: [], input: null } },
     { from: "guest", at: 830, frame: { type: "result", outcome: { status: "success", content: "" } } },
-  ] as const;
+  ];
 
   it("a kill after the result with nothing failed is a normal end, placed at the report note, after hello", () => {
     // A pooled runner said hello long before the run began: the report's 595 ms count from the run's start.

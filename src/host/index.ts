@@ -72,3 +72,26 @@ export {
 export { fetchCapability, FETCH_SPEC, FetchFailureCode, type FetchCapabilityOptions, type ResolvedAddress } from "./connectors/fetch.js";
 export { jsonSchema, type JsonSchema } from "../contract/json-schema.js";
 export { composeContracts, type ComposedSpecs, type ContractPart } from "../contract/compose.js";
+// Recording and replaying production runs: the transcript `ears timeline` draws and `ears replay` replays.
+export type { RunRecorder } from "./observe/record.js";
+export {
+  recordTo,
+  recordToStream,
+  readTranscript,
+  TranscriptError,
+  type Recorder,
+  type RecordOptions,
+  type ReadTranscriptOptions,
+  type TranscriptEntry,
+  type TranscriptNote,
+  type Direction,
+} from "../transcripts/transcript.js";
+export {
+  replayGuestCommand,
+  REPLAY_DIVERGED,
+  type ReplayCommand,
+  type ReplayOptions,
+  type ReplayReport,
+  type ReplayMatched,
+  type ReplayDiverged,
+} from "../transcripts/replay.js";

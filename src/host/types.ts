@@ -10,6 +10,7 @@ import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
 import type { Session } from "./workspace/index.js";
 import type { ApprovalOptions, ApprovalRecord, PausedRun } from "./engine/approval.js";
 import type { RunAdmission } from "./engine/admission.js";
+import type { RunRecorder } from "./observe/record.js";
 
 // The handler types belong to the capability contract, which the guest side shares; the host API exports them too.
 export type { CapabilityContext, Capability, Capabilities } from "../contract/contract.js";
@@ -466,6 +467,13 @@ export interface GuestCommand extends HostOptions {
    * A pooled run has its pool's. See docs/host.md, "Run admission".
    */
   admission?: RunAdmission;
+  /**
+   * Added: record the run as it happens into a transcript, the file `ears timeline` draws and `ears replay`
+   * replays: pass `recordTo("run.ndjson", { timed: true })` (from `@posoco/ears/host`). Every frame, the
+   * guest's stderr, runCode's body and, at the end, the report go into it, besides `onFrame` and `onStderr`.
+   * Close it after the run (`await recorder.close()`, which rejects if a write failed). See docs/observability.md.
+   */
+  record?: RunRecorder;
 }
 
 /** One worker of a remote runner list, as a pool reports it (`pool.workers`). */

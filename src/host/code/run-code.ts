@@ -22,6 +22,7 @@ import { sessionRun } from "../workspace/index.js";
 import type { CheckedLaunch } from "../run-guest.js";
 import type { PausedState, Replay } from "../engine/approval.js";
 import { sealToken } from "./approval-token.js";
+import { recordedRun } from "../observe/record.js";
 
 /** Options for {@link runCode}: the body, plus everything {@link runGuest} takes but the command. */
 export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
@@ -96,7 +97,8 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
 /** @internal runCode, or resumeCode's run with the paused run's steps to replay. */
 export function runCodeWith(options: CodeOptions, replay: Replay | undefined): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError("runCode: options must be an object with code");
-  const { code, typecheck = false, contract, inputSchema, pool, maxCodeBytes = DEFAULT_MAX_CODE_BYTES, ...rest } = options;
+  const recording = recordedRun(options, "runCode");
+  const { code, typecheck = false, contract, inputSchema, pool, maxCodeBytes = DEFAULT_MAX_CODE_BYTES, ...rest } = recording.options;
   if (typeof code !== "string") throw new TypeError("runCode: options.code must be a string (the body of an async function)");
   if (!(Number.isSafeInteger(maxCodeBytes) && maxCodeBytes > 0))
     throw new RangeError(`runCode: options.maxCodeBytes must be a positive integer (bytes), got ${String(maxCodeBytes)}`);
@@ -113,6 +115,7 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
   const refused = (problem: string) => notStartedReport(failures.codeNotCompiled(problem), performance.now() - startedAt);
   // Looked for before tracing starts: a missing amaro must throw synchronously, as documented.
   requireStripper();
+  recording.begin(code);
   const run = () =>
     traced(trace, { api: "runCode", input, code }, async (observer) => {
       const compiled = await compileBody(code, maxCodeBytes);
@@ -144,7 +147,7 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined): P
         }).then(ran);
       });
     });
-  return launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode");
+  return (launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode")).then(recording.finish);
 }
 
 /**

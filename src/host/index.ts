@@ -7,6 +7,7 @@ export { runHost } from "./run-host.js";
 export { runGuest, DEFAULT_KILL_GRACE_MS } from "./run-guest.js";
 export { DEFAULT_HOST_LIMITS } from "./settings.js";
 export { HostFailureCode, HostReplyCode } from "./report/codes.js";
+export { modelResult, isHostFailure, isPaused, isFailureOutcome, type ModelResult } from "./report/model-result.js";
 export type {
   Capability,
   Capabilities,
@@ -17,6 +18,9 @@ export type {
   CallRecord,
   HostFailure,
   RunReport,
+  RunSucceeded,
+  RunFailedOutcome,
+  RunBroken,
   RunPaused,
   GuestCommand,
   RemoteRunner,

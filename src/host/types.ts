@@ -399,8 +399,11 @@ export interface RunPaused extends RunDetails {
 
 /**
  * Everything a run produced: a union on `ok`. After `if (!report.ok) ...` returns or throws,
- * `report.outcome` is a {@link Success}; when `ok` is false, `failure` or a failure `outcome` says why,
- * or `paused` holds the token of a run that paused for approval.
+ * `report.outcome` is a {@link Success}. When `ok` is false the run ended one of three ways, and only one
+ * of them sets `failure`: the guest's result is a failure (the body returned one or threw: `outcome` is a
+ * {@link Failure}, `failure` is absent; `isFailureOutcome`), the host ended the run (`failure`;
+ * `isHostFailure`), or it paused for approval (`paused`; `isPaused`). `modelResult(report)` turns any of
+ * them into the text a model should see.
  */
 export type RunReport = RunSucceeded | RunFailedOutcome | RunBroken | RunPaused;
 

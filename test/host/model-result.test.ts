@@ -24,7 +24,7 @@ describe("modelResult", () => {
   it("a success is its content and its structured value as JSON, then the logs", () => {
     const report = runReport({
       outcome: Outcome.success("done", { sum: 3 }),
-      logs: [{ level: "info", content: "adding" }],
+      logs: [{ level: "info", content: "adding", atMs: 0 }],
       durationMs: 1,
     });
     expect(modelResult(report)).toEqual({
@@ -71,7 +71,7 @@ describe("modelResult", () => {
   });
 
   it("logs are bounded as a code tool bounds them", () => {
-    const logs = Array.from({ length: 80 }, (_, i) => ({ level: "info" as const, content: `line ${i}` }));
+    const logs = Array.from({ length: 80 }, (_, i) => ({ level: "info", content: `line ${i}`, atMs: i }));
     const result = modelResult(runReport({ outcome: Outcome.success("ok"), logs, durationMs: 1 }));
     expect(result.logs).toHaveLength(51);
     expect(result.logs.at(-1)).toBe("(30 more log lines not shown)");

@@ -2,7 +2,16 @@
 // and { fetch: FETCH_SPEC } merge into one contract where the user's names keep their types, with no cast.
 import { expectTypeOf } from "vitest";
 import { z } from "zod";
-import { composeContracts, defineCapabilities, serve, stdio, type Contract, type Failure, type Outcome, type TypedSuccess } from "@posoco/ears";
+import {
+  composeContracts,
+  defineCapabilities,
+  serve,
+  stdio,
+  type Contract,
+  type Failure,
+  type Outcome,
+  type TypedSuccess,
+} from "@posoco/ears";
 import { FETCH_SPEC, runCode, type McpConnection } from "@posoco/ears/host";
 
 declare const servers: McpConnection<"everything">;
@@ -74,6 +83,13 @@ await serve({
 
 // How the README writes it: connectMcpServers with a literal configuration names its servers.
 declare const connect: typeof import("@posoco/ears/host").connectMcpServers;
-const everything = await connect({ mcpServers: { everything: { command: "npx", args: ["-y", "@modelcontextprotocol/server-everything"] } } });
+const everything = await connect({
+  mcpServers: { everything: { command: "npx", args: ["-y", "@modelcontextprotocol/server-everything"] } },
+});
 expectTypeOf(everything.contract.names).toEqualTypeOf<readonly `everything.${string}`[]>();
-void runCode({ code: "return 1;", contract: everything.contract, capabilities: everything.capabilities, allowed: everything.contract.names });
+void runCode({
+  code: "return 1;",
+  contract: everything.contract,
+  capabilities: everything.capabilities,
+  allowed: everything.contract.names,
+});

@@ -104,13 +104,16 @@ describe("layering of src/", () => {
     for (const [file, text] of files) {
       for (const { specifier, line } of importsOf(text)) {
         const target = relative(src, resolve(src, dirname(file), specifier));
-        if (layerOf(file) === "host" && layerOf(target) === "transcripts" && file !== join("host", "index.ts")) crossing.push(`${file}:${line}`);
+        if (layerOf(file) === "host" && layerOf(target) === "transcripts" && file !== join("host", "index.ts"))
+          crossing.push(`${file}:${line}`);
         if (layerOf(file) === "transcripts" && target === join("host", "index.js")) crossing.push(`${file}:${line}`);
       }
     }
     expect(crossing).toEqual([]);
     const violating = new Map([[join("host", "run-guest.ts"), 'import { recordTo } from "../transcripts/transcript.js";']]);
-    expect(layerViolations(violating)).toEqual([`${join("host", "run-guest.ts")}:1: host imports transcripts (../transcripts/transcript.js)`]);
+    expect(layerViolations(violating)).toEqual([
+      `${join("host", "run-guest.ts")}:1: host imports transcripts (../transcripts/transcript.js)`,
+    ]);
   });
 
   it("finds the imports of a file: named, type-only, side-effect, re-exports and import()", () => {

@@ -34,10 +34,12 @@ export function printTimeline(timeline: Timeline, stderr: Writable): void {
       return { at: call.startMs, text: `#${call.id} ${oneLine(call.name, 80)} ${oneLine(call.arguments, 80)}  ${duration}  ${outcome}` };
     }),
     // The end comes last, after the result (below): it is what the report said once the run was over.
-    ...timeline.marks.filter((mark) => mark.kind !== "end").map((mark) => ({
-      at: mark.atMs,
-      text: `${MARK_LABELS[mark.kind] ?? `[${label(mark.level ?? "info")}]`} ${oneLine(mark.text.replace(/\r?\n$/, ""), 120)}`,
-    })),
+    ...timeline.marks
+      .filter((mark) => mark.kind !== "end")
+      .map((mark) => ({
+        at: mark.atMs,
+        text: `${MARK_LABELS[mark.kind] ?? `[${label(mark.level ?? "info")}]`} ${oneLine(mark.text.replace(/\r?\n$/, ""), 120)}`,
+      })),
   ].sort((a, b) => a.at - b.at);
   for (const row of rows.slice(0, MAX_ROWS)) stderr.write(`ears: | ${ms(row.at).padStart(10)}  ${row.text}\n`);
   const hidden = rows.length - MAX_ROWS + timeline.droppedCalls + timeline.droppedMarks;

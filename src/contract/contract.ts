@@ -120,14 +120,18 @@ export type JsonSafe<T> = T extends Json ? T : T extends NotJson ? never : T ext
  * names the type spells out: an index signature (`${server}.${string}`, `string`: names known at run time)
  * has no schema to require, and would swallow the literal names it matches if they were taken as a union.
  */
+// `{} extends { [Key in Name]: unknown }` holds exactly for an index signature's key (no property is required).
 export type NamesWithArguments<Specs> = keyof {
-  [Name in keyof Specs as Name extends string
-    ? {} extends { [Key in Name]: unknown }
-      ? never
-      : Specs[Name] extends { readonly arguments: StandardSchemaV1 }
-        ? Name
-        : never
-    : never]: 0;
+  [
+    Name in keyof Specs as Name extends string
+      ? // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+        {} extends { [Key in Name]: unknown }
+        ? never
+        : Specs[Name] extends { readonly arguments: StandardSchemaV1 }
+          ? Name
+          : never
+      : never
+  ]: 0;
 };
 
 /** The other names (every name of an untyped handle): their arguments are any JSON. */

@@ -332,7 +332,9 @@ function constraintsOf(schema: Record<string, unknown>): string[] {
   const said: string[] = [];
   const alternatives = Array.isArray(schema.anyOf) ? schema.anyOf : Array.isArray(schema.oneOf) ? schema.oneOf : undefined;
   if (alternatives !== undefined) {
-    const values = alternatives.filter((item): item is Record<string, unknown> => typeof item === "object" && item !== null && "const" in item);
+    const values = alternatives.filter(
+      (item): item is Record<string, unknown> => typeof item === "object" && item !== null && "const" in item,
+    );
     if (values.length === alternatives.length && values.some((item) => typeof item.description === "string")) {
       said.push(`one of: ${values.map((item) => meaning(item.const, item.description)).join("; ")}`);
     }
@@ -361,7 +363,8 @@ function constraintsOf(schema: Record<string, unknown>): string[] {
   if (Array.isArray(schema.enum) && Array.isArray(described) && described.some((text) => typeof text === "string")) {
     said.push(`one of: ${schema.enum.map((value, index) => meaning(value, described[index])).join("; ")}`);
   }
-  if ("default" in schema && schema.default !== undefined) said.push(`default ${docText(JSON.stringify(schema.default) ?? "", VALUE_CHARS)}`);
+  if ("default" in schema && schema.default !== undefined)
+    said.push(`default ${docText(JSON.stringify(schema.default) ?? "", VALUE_CHARS)}`);
   return said;
 }
 
@@ -385,7 +388,10 @@ function meaning(value: unknown, description: unknown): string {
  * Cut to `max` characters.
  */
 function docText(text: string, max: number): string {
-  const escaped = text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
+  const escaped = text.replace(
+    /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`,
+  );
   return escaped.length > max ? `${escaped.slice(0, max)}…` : escaped;
 }
 

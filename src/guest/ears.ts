@@ -6,7 +6,6 @@ import {
   specOf,
   type ArgumentsOf,
   type CallResult,
-  type JsonArgumentRest,
   type UntypedCallRest,
   type NamesWithArguments,
   type NamesWithoutArguments,

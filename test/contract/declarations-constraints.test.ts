@@ -31,7 +31,11 @@ describe("declarations: each field's constraints in its doc comment", () => {
         arguments: z.object({
           page: z.number().int().min(1).max(10).default(1).describe("Page of results"),
           ratio: z.number().gt(0).lt(1).multipleOf(0.25),
-          query: z.string().min(2).max(80).regex(/^[a-z ]+$/),
+          query: z
+            .string()
+            .min(2)
+            .max(80)
+            .regex(/^[a-z ]+$/),
           code: z.string().length(3),
           email: z.email(),
           tags: z.array(z.string()).min(1).max(5),
@@ -121,9 +125,9 @@ describe("declarations: a capability with no declared result type", () => {
     ].join("\n");
     expect(typeErrors(tools.declarations(), body)).toBe("");
     // Without checking status, `code` is not there: the failure is still a value to branch on.
-    expect(typeErrors(tools.declarations(), 'const r = await ears.call("echo", { message: "hi" });\nconst c: string = r.code;\nreturn c;\n')).toMatch(
-      /TS2339/,
-    );
+    expect(
+      typeErrors(tools.declarations(), 'const r = await ears.call("echo", { message: "hi" });\nconst c: string = r.code;\nreturn c;\n'),
+    ).toMatch(/TS2339/);
   });
 });
 
@@ -137,7 +141,15 @@ function typeErrors(declarations: string, body: string): string {
   writeFileSync(
     join(dir, "tsconfig.json"),
     JSON.stringify({
-      compilerOptions: { target: "ES2022", module: "NodeNext", lib: ["ES2023", "DOM"], strict: true, noEmit: true, skipLibCheck: false, types: [] },
+      compilerOptions: {
+        target: "ES2022",
+        module: "NodeNext",
+        lib: ["ES2023", "DOM"],
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: [],
+      },
       include: ["declarations.d.ts", "body.mts"],
     }),
   );

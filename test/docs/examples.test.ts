@@ -36,7 +36,9 @@ describe("documentation examples", () => {
     const fragments = blocks.filter((block) => block.markers.some((marker) => marker.startsWith("fragment")));
     for (const block of fragments) expect(block.fragment ?? "", `${block.file}:${block.line}`).toMatch(/\w{3,}.*\w{3,}/);
     const known = /^(run|fragment:.*|(code-)?example: [\w-]+|mcp-client-config)$/;
-    const unknown = blocks.flatMap((block) => block.markers.filter((marker) => !known.test(marker)).map((marker) => `${block.file}:${block.line}: ${marker}`));
+    const unknown = blocks.flatMap((block) =>
+      block.markers.filter((marker) => !known.test(marker)).map((marker) => `${block.file}:${block.line}: ${marker}`),
+    );
     expect(unknown).toEqual([]);
   });
 

@@ -11,7 +11,11 @@ import { describe, expect, it } from "vitest";
 import { documentationFiles } from "../helpers/doc-blocks.js";
 
 const root = resolve(import.meta.dirname, "../..");
-const packaged = [...(JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { files: string[] }).files, "LICENSE", "package.json"];
+const packaged = [
+  ...(JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { files: string[] }).files,
+  "LICENSE",
+  "package.json",
+];
 
 /**
  * Pages another piece of work writes, linked before they exist here: the link is checked once the page is
@@ -34,7 +38,9 @@ function userText(file: string): string | undefined {
   if (file.startsWith("docs/guides/")) return text;
   if (file !== "README.md") return undefined;
   // Sections for a clone are blanked, keeping the line count.
-  return text.replace(/^## (The two commands|Dependencies, and why)\n[\s\S]*?(?=^## |(?![\s\S]))/gm, (section) => section.replace(/[^\n]/g, " "));
+  return text.replace(/^## (The two commands|Dependencies, and why)\n[\s\S]*?(?=^## |(?![\s\S]))/gm, (section) =>
+    section.replace(/[^\n]/g, " "),
+  );
 }
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
@@ -83,7 +89,8 @@ function problemOf(link: Link): string | undefined {
   const target = path === "" ? link.file : normalize(relative(root, resolve(root, dirname(link.file), path))).replace(/\\/g, "/");
   if (target.startsWith("..")) return `leads outside the repository (${link.target})`;
   const shipped = packaged.some((entry) => target === entry || target.startsWith(`${entry}/`) || `${target}/` === `${entry}/`);
-  if (!shipped) return MARKED.test(link.before) ? undefined : `${target} is not in the package: mark it as the repository's, or link the web`;
+  if (!shipped)
+    return MARKED.test(link.before) ? undefined : `${target} is not in the package: mark it as the repository's, or link the web`;
   if (!existsSync(join(root, target))) return WRITTEN_ELSEWHERE.has(target) ? undefined : `${target} does not exist`;
   if (anchor === undefined || statSync(join(root, target)).isDirectory() || !target.endsWith(".md")) return undefined;
   return anchorsOf(join(root, target)).has(anchor) ? undefined : `${target} has no heading #${anchor}`;

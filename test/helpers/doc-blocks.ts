@@ -57,7 +57,8 @@ export function documentationBlocks(root: string): Block[] {
       }
       const body: string[] = [];
       let end = at + 1;
-      for (; end < lines.length && !/^\s*```\s*$/.test(lines[end]!); end++) body.push(lines[end]!.slice(Math.min(indent, /^ */.exec(lines[end]!)![0].length)));
+      for (; end < lines.length && !/^\s*```\s*$/.test(lines[end]!); end++)
+        body.push(lines[end]!.slice(Math.min(indent, /^ */.exec(lines[end]!)![0].length)));
       const code = body.length === 0 ? "" : `${body.join("\n")}\n`;
       const fragment = markers.map((marker) => /^fragment:\s*(.*)$/.exec(marker)?.[1]).find((reason) => reason !== undefined);
       blocks.push({

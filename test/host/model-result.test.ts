@@ -58,8 +58,16 @@ describe("modelResult", () => {
 
   it("a failure outcome keeps its code and structured value; a pause says what waits, not an error", () => {
     const failed = modelResult(runReport({ outcome: Outcome.failure("Invalid", "bad input", { field: "a" }), durationMs: 1 }));
-    expect(failed).toMatchObject({ kind: "failure", code: "Invalid", structured: { field: "a" }, text: 'Invalid: bad input\n{\n  "field": "a"\n}' });
-    const paused = runReport({ paused: { token, pending: [{ id: 2, name: "send", arguments: { to: "ada" } }] }, durationMs: 1 }) as RunReport;
+    expect(failed).toMatchObject({
+      kind: "failure",
+      code: "Invalid",
+      structured: { field: "a" },
+      text: 'Invalid: bad input\n{\n  "field": "a"\n}',
+    });
+    const paused = runReport({
+      paused: { token, pending: [{ id: 2, name: "send", arguments: { to: "ada" } }] },
+      durationMs: 1,
+    }) as RunReport;
     expect(isPaused(paused)).toBe(true);
     const result = modelResult(paused);
     expect(result).toMatchObject({ kind: "paused", isError: false });

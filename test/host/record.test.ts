@@ -62,12 +62,15 @@ await serve({ wire: stdio(), run: async (ears, input) => ({ input, read: (await 
 `;
 
 describe("recording production runs with @posoco/ears/host", () => {
-  it("records runCode and runGuest without the test kit (fast-check refused); ears timeline draws it, replayGuestCommand replays it", () => {
+  it("records runCode and runGuest without the test kit (fast-check refused); ears timeline draws, replayGuestCommand replays", () => {
     requireBuild();
     const dir = join(scratch, "app");
     mkdirSync(dir);
     writeFileSync(join(dir, "no-fast-check.mjs"), NO_FAST_CHECK);
-    writeFileSync(join(dir, "register.mjs"), 'import { register } from "node:module";\nregister("./no-fast-check.mjs", import.meta.url);\n');
+    writeFileSync(
+      join(dir, "register.mjs"),
+      'import { register } from "node:module";\nregister("./no-fast-check.mjs", import.meta.url);\n',
+    );
     writeFileSync(join(dir, "program.mjs"), PROGRAM);
     writeFileSync(join(dir, "guest.mjs"), GUEST);
     const out = execFileSync(process.execPath, ["--import", "./register.mjs", "program.mjs"], { cwd: dir, encoding: "utf8" });
@@ -88,7 +91,10 @@ describe("recording production runs with @posoco/ears/host", () => {
     let stderr = "";
     const report = await runGuest({
       command: process.execPath,
-      args: ["-e", 'process.stderr.write("oops\\n"); process.stdout.write(\'{"type":"hello","protocol":1}\\n\'); setTimeout(() => {}, 100000)'],
+      args: [
+        "-e",
+        'process.stderr.write("oops\\n"); process.stdout.write(\'{"type":"hello","protocol":1}\\n\'); setTimeout(() => {}, 100000)',
+      ],
       sandbox: false,
       limits: { runTimeoutMs: 2000 },
       record: recorder,

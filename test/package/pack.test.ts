@@ -108,7 +108,8 @@ describe("npm pack", () => {
     symlinkSync(join(root, "node_modules/vitest"), join(folder, "node_modules/vitest"), "dir");
     // docs/observability.md's examples import OpenTelemetry, which a tracing host installs itself; docs/frameworks.md's
     // import the AI SDK and the Agents SDK, which a user of those adapters has.
-    for (const name of ["@opentelemetry", "ai", "@openai"]) symlinkSync(join(root, "node_modules", name), join(folder, "node_modules", name), "dir");
+    for (const name of ["@opentelemetry", "ai", "@openai"])
+      symlinkSync(join(root, "node_modules", name), join(folder, "node_modules", name), "dir");
     // The same blocks as test/docs/examples.test.ts (every one but marked fragments), the files they import
     // that are the reader's own (./model.js), and the contract sample.
     const blocks = documentationBlocks(root).filter((block) => !block.checkedElsewhere);

@@ -326,7 +326,9 @@ describe("the end of a run on its timeline", () => {
       const end = timeline.marks.filter((mark) => mark.kind === "end");
       expect(end).toHaveLength(1);
       expect(end[0]).toMatchObject({ atMs: 840, level: "normal" });
-      expect(end[0]!.text).toMatch(/^the run ended normally after its result; the host then stopped the guest's process \((SIGKILL|signal)/);
+      expect(end[0]!.text).toMatch(
+        /^the run ended normally after its result; the host then stopped the guest's process \((SIGKILL|signal)/,
+      );
       expect(end[0]!.text).not.toMatch(/killed/);
       expect(timeline.durationMs).toBe(840);
     }
@@ -342,7 +344,10 @@ describe("the end of a run on its timeline", () => {
       },
     ]);
     expect(limit.marks.at(-1)).toEqual({ kind: "end", atMs: 900, text: "MemoryLimit: over; the guest was killed (signal SIGKILL)" });
-    const forced = timelineOf([...ran, { from: "host", at: 900, report: { ok: true, forcedStop: "SIGKILL", exit: { code: null, signal: "SIGKILL" } } }]);
+    const forced = timelineOf([
+      ...ran,
+      { from: "host", at: 900, report: { ok: true, forcedStop: "SIGKILL", exit: { code: null, signal: "SIGKILL" } } },
+    ]);
     expect(forced.marks.at(-1)?.text).toBe("the host had to send SIGKILL; the guest was killed (signal SIGKILL)");
   });
 

@@ -48,7 +48,9 @@ export function recordedRun<Options extends RecordedOptions>(
     !isFunction(recorder.report) ||
     (recorder.code !== undefined && !isFunction(recorder.code))
   ) {
-    throw new TypeError(`${caller}: options.record must be a recorder, e.g. recordTo("run.ndjson", { timed: true }) from @posoco/ears/host`);
+    throw new TypeError(
+      `${caller}: options.record must be a recorder, e.g. recordTo("run.ndjson", { timed: true }) from @posoco/ears/host`,
+    );
   }
   const { onFrame, onStderr } = rest;
   return {

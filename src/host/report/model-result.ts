@@ -72,7 +72,14 @@ export function modelResult(report: RunReport): ModelResult {
   const structured = outcome.structured === undefined ? "" : `${outcome.content === "" ? "" : "\n"}${jsonText(outcome.structured)}`;
   const shown = outcome.structured === undefined ? {} : { structured: outcome.structured };
   if (outcome.status === "failure") {
-    return { kind: "failure", isError: true, code: outcome.code, text: withLogs(`${outcome.code}: ${outcome.content}${structured}`), logs, ...shown };
+    return {
+      kind: "failure",
+      isError: true,
+      code: outcome.code,
+      text: withLogs(`${outcome.code}: ${outcome.content}${structured}`),
+      logs,
+      ...shown,
+    };
   }
   return { kind: "success", isError: false, text: withLogs(`${outcome.content}${structured}`), logs, ...shown };
 }

@@ -121,6 +121,7 @@ export type JsonSafe<T> = T extends Json ? T : T extends NotJson ? never : T ext
  * has no schema to require, and would swallow the literal names it matches if they were taken as a union.
  */
 // `{} extends { [Key in Name]: unknown }` holds exactly for an index signature's key (no property is required).
+// The `& keyof Specs` lets TypeScript 5 see a name of these as a key of Specs (7 sees it unaided).
 export type NamesWithArguments<Specs> = keyof {
   [
     Name in keyof Specs as Name extends string
@@ -132,7 +133,9 @@ export type NamesWithArguments<Specs> = keyof {
           : never
       : never
   ]: 0;
-};
+} &
+  keyof Specs &
+  string;
 
 /** The other names (every name of an untyped handle): their arguments are any JSON. */
 export type NamesWithoutArguments<Specs> = Exclude<keyof Specs & string, NamesWithArguments<Specs>>;

@@ -60,6 +60,18 @@ describe("npm pack", () => {
       "MCP connectors and ears mcp need @modelcontextprotocol/sdk, an optional peer dependency that is not installed: " +
         "npm install @modelcontextprotocol/sdk",
     );
+    // Recording a production run is the host's, not the test kit's: it works with no fast-check installed.
+    writeFileSync(
+      join(folder, "guest.mjs"),
+      'import { serve, stdio } from "@posoco/ears";\nawait serve({ wire: stdio(), run: async () => "done" });\n',
+    );
+    const record =
+      `import { readTranscript, recordTo, runGuest } from "@posoco/ears/host"; ` +
+      `const recorder = recordTo("run.ndjson", { timed: true }); ` +
+      `const report = await runGuest({ command: process.execPath, args: ["guest.mjs"], sandbox: false, record: recorder }); ` +
+      `await recorder.close(); ` +
+      `console.log(report.ok, (await readTranscript("run.ndjson")).map((entry) => entry.frame?.type ?? Object.keys(entry).at(-1)).join(","));`;
+    expect(run(process.execPath, ["--input-type=module", "-e", record], folder).trim()).toBe("true hello,invoke,result,report");
     // tsc runs in the host at run time: a dependency, not a dev dependency (issue 22, item 11).
     const typecheck =
       `import { runCode } from "@posoco/ears/host"; ` +

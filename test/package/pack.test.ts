@@ -70,7 +70,8 @@ describe("npm pack", () => {
       `const recorder = recordTo("run.ndjson", { timed: true }); ` +
       `const report = await runGuest({ command: process.execPath, args: ["guest.mjs"], sandbox: false, record: recorder }); ` +
       `await recorder.close(); ` +
-      `console.log(report.ok, (await readTranscript("run.ndjson")).map((entry) => entry.frame?.type ?? Object.keys(entry).at(-1)).join(","));`;
+      `const entries = await readTranscript("run.ndjson"); ` +
+      `console.log(report.ok, entries.map((entry) => entry.frame?.type ?? Object.keys(entry).at(-1)).join(","));`;
     expect(run(process.execPath, ["--input-type=module", "-e", record], folder).trim()).toBe("true hello,invoke,result,report");
     // tsc runs in the host at run time: a dependency, not a dev dependency (issue 22, item 11).
     const typecheck =

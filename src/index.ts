@@ -39,6 +39,7 @@ export {
   type NamesWithArguments,
   type NamesWithoutArguments,
   type JsonArgumentRest,
+  type UntypedCallRest,
   type JsonSafe,
   type NotJson,
   type CallResult,

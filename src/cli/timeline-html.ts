@@ -105,7 +105,7 @@ function callRow(call: TimelineCall, timeline: Timeline, scale: number): string 
 
 function markRow(mark: TimelineMark, timeline: Timeline, scale: number): string {
   return [
-    `<li class="row mark ${mark.kind}">`,
+    `<li class="row mark ${mark.kind}${mark.kind === "end" && mark.level === "normal" ? " normal" : ""}">`,
     `<div class="label"><span class="at">${escape(time(mark.atMs, timeline.timed))}</span>`,
     ` <span class="level">${escape(markLabel(mark))}</span></div>`,
     `<div class="lane"><span class="tick" style="left:${percent(mark.atMs / scale)}%"></span></div>`,
@@ -256,6 +256,8 @@ ol#rows { list-style: none; padding: 0; margin: 0; }
 .mark.approval .level { color: #00695c; font-weight: 600; }
 .mark.end .tick { background: var(--bad); }
 .mark.end .level { color: var(--bad); font-weight: 600; }
+.mark.end.normal .tick { background: var(--good); }
+.mark.end.normal .level { color: #616161; font-weight: 400; }
 .outcome { padding-left: 8px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 13px; }
 .call.failure .status { color: var(--bad); font-weight: 600; }
 .call.success .status { color: var(--good); }

@@ -42,10 +42,13 @@ export function printTimeline(timeline: Timeline, stderr: Writable): void {
       const duration = call.endMs === undefined ? "no reply" : ms(call.endMs - call.startMs);
       return { at: call.startMs, text: `#${call.id} ${oneLine(call.name, 80)} ${oneLine(call.arguments, 80)}  ${duration}  ${outcome}` };
     }),
-    ...timeline.marks.map((mark) => ({
-      at: mark.atMs,
-      text: `${MARK_LABELS[mark.kind] ?? `[${label(mark.level ?? "info")}]`} ${oneLine(mark.text.replace(/\r?\n$/, ""), 120)}`,
-    })),
+    // The end comes last, after the result (below): it is what the report said once the run was over.
+    ...timeline.marks
+      .filter((mark) => mark.kind !== "end")
+      .map((mark) => ({
+        at: mark.atMs,
+        text: `${MARK_LABELS[mark.kind] ?? `[${label(mark.level ?? "info")}]`} ${oneLine(mark.text.replace(/\r?\n$/, ""), 120)}`,
+      })),
   ].sort((a, b) => a.at - b.at);
   for (const row of rows.slice(0, MAX_ROWS)) stderr.write(`ears: | ${ms(row.at).padStart(10)}  ${row.text}\n`);
   const hidden = rows.length - MAX_ROWS + timeline.droppedCalls + timeline.droppedMarks;
@@ -55,6 +58,9 @@ export function printTimeline(timeline: Timeline, stderr: Writable): void {
     stderr.write(
       `ears: | ${ms(result.atMs).padStart(10)}  result ${result.status}${result.code !== undefined ? ` ${label(result.code)}` : ""}\n`,
     );
+  }
+  for (const mark of timeline.marks.filter((mark) => mark.kind === "end")) {
+    stderr.write(`ears: | ${ms(mark.atMs).padStart(10)}  [end] ${oneLine(mark.text.replace(/\r?\n$/, ""), 120)}\n`);
   }
 }
 

@@ -5,9 +5,11 @@
  * guesses URLs nor writes a body that cannot finish, and the body's logs bounded to what belongs in a
  * model's context.
  */
-import { byteSize, clip } from "../protocol/text.js";
+import { byteSize } from "../protocol/text.js";
 import { DEFAULT_HOST_LIMITS } from "../host/settings.js";
 import type { HostLimits } from "../host/types.js";
+
+export { boundedToolLogs, MAX_TOOL_LOG_CHARS, MAX_TOOL_LOG_LINES } from "../host/report/tool-logs.js";
 
 /**
  * Each body's run time in every code tool unless its `limits.runTimeoutMs` (ears mcp: `--timeout`) says
@@ -99,10 +101,6 @@ const PRELUDE_END = '(outcome: O): outcome is Extract<O, { readonly status: "fai
 const CAPABILITIES_DOC = "/** The capabilities the host offers: what each takes (`args`) and what calling it resolves to (`result`). */\n";
 const CAPABILITIES_END = "\n}\n/** What follows a capability's name";
 
-/** Log lines shown to a model at most, and their characters at most. */
-export const MAX_TOOL_LOG_LINES = 50;
-export const MAX_TOOL_LOG_CHARS = 10_000;
-
 /**
  * One paragraph for a code tool's description: the limits of each run (run time, CPU time, memory,
  * result size; each the host's default where `limits` sets none) and, when `fetchOrigins` is given, the
@@ -129,25 +127,6 @@ export function codeToolLimitsText(limits: HostLimits | undefined, fetchOrigins?
 function seconds(ms: number): string {
   const value = ms / 1000;
   return `${Number.isInteger(value) ? value : value.toFixed(1)} s`;
-}
-
-/**
- * At most {@link MAX_TOOL_LOG_LINES} lines and {@link MAX_TOOL_LOG_CHARS} characters of `logs`, the
- * last line cut to fit, then a line counting what was left out.
- */
-export function boundedToolLogs(logs: readonly string[]): string[] {
-  const shown: string[] = [];
-  let chars = 0;
-  for (const line of logs.slice(0, MAX_TOOL_LOG_LINES)) {
-    if (chars + line.length > MAX_TOOL_LOG_CHARS) {
-      shown.push(clip(line, Math.max(0, MAX_TOOL_LOG_CHARS - chars)));
-      break;
-    }
-    shown.push(line);
-    chars += line.length;
-  }
-  if (logs.length > shown.length) shown.push(`(${logs.length - shown.length} more log lines not shown)`);
-  return shown;
 }
 
 /**

@@ -9,21 +9,19 @@ import { defineCapabilities, isContract, type CapabilitySpecs, type Contract } f
 export type ContractPart = Contract<CapabilitySpecs> | CapabilitySpecs;
 
 type SpecsOfPart<Part> = Part extends Contract<infer Specs> ? Specs : Part;
-/** Only the names a type spells out: an index signature (an MCP connection's contract, whose names are known at run time) drops out. */
-type KnownSpecs<Specs> = {
-  readonly [Name in keyof Specs as string extends Name ? never : number extends Name ? never : Name]: Specs[Name];
-};
 type Intersection<Union> = (Union extends unknown ? (part: Union) => void : never) extends (part: infer All) => void ? All : never;
 
 /**
- * The specs of the parts whose names the type system knows, each with its own spec type. The names of a
- * part typed only as `Contract` (`connectMcpServers(...).contract`) are in the composed contract at run
- * time (its `names`, `declarations()`, `typecheck: true`) but not in its type: a typed guest cannot know
- * them when it is compiled.
+ * The specs of every part, each name with its own spec type. A part whose names are known only at run
+ * time keeps the index signature its type has: `${server}.${string}` for `connectMcpServers(...).contract`,
+ * `string` for a part typed as plain `Contract`. Those names stay callable (any JSON arguments, an
+ * `Outcome` back), and the names a type spells out keep their argument and result types beside them.
  */
-type Merged<Parts extends readonly ContractPart[]> = Intersection<KnownSpecs<SpecsOfPart<Parts[number]>>>;
+type Merged<Parts extends readonly ContractPart[]> = Intersection<SpecsOfPart<Parts[number]>>;
+// Mapped with `as`, so each name and each index signature is kept on its own: `keyof` of the merge would be
+// one union, where `string` (or `${server}.${string}`) swallows the literal names it matches.
 export type ComposedSpecs<Parts extends readonly ContractPart[]> = {
-  readonly [Name in keyof Merged<Parts> & string]: Merged<Parts>[Name] & CapabilitySpecs[string];
+  readonly [Name in keyof Merged<Parts> as Name extends string ? Name : never]: Merged<Parts>[Name] & CapabilitySpecs[string];
 };
 
 /**

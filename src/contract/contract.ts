@@ -115,10 +115,27 @@ export type NotJson =
  */
 export type JsonSafe<T> = T extends Json ? T : T extends NotJson ? never : T extends object ? { [K in keyof T]: JsonSafe<T[K]> } : T;
 
-/** The names of `Specs` whose spec has an `arguments` schema: `ears.call` requires those arguments. */
-export type NamesWithArguments<Specs> = {
-  [Name in keyof Specs & string]: Specs[Name] extends { readonly arguments: StandardSchemaV1 } ? Name : never;
-}[keyof Specs & string];
+/**
+ * The names of `Specs` whose spec has an `arguments` schema: `ears.call` requires those arguments. Only
+ * names the type spells out: an index signature (`${server}.${string}`, `string`: names known at run time)
+ * has no schema to require, and would swallow the literal names it matches if they were taken as a union.
+ */
+// `{} extends { [Key in Name]: unknown }` holds exactly for an index signature's key (no property is required).
+// The `& keyof Specs` lets TypeScript 5 see a name of these as a key of Specs (7 sees it unaided).
+export type NamesWithArguments<Specs> = keyof {
+  [
+    Name in keyof Specs as Name extends string
+      ? // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+        {} extends { [Key in Name]: unknown }
+        ? never
+        : Specs[Name] extends { readonly arguments: StandardSchemaV1 }
+          ? Name
+          : never
+      : never
+  ]: 0;
+} &
+  keyof Specs &
+  string;
 
 /** The other names (every name of an untyped handle): their arguments are any JSON. */
 export type NamesWithoutArguments<Specs> = Exclude<keyof Specs & string, NamesWithArguments<Specs>>;
@@ -134,6 +151,16 @@ export type ArgumentsOf<Spec> = Spec extends { readonly arguments: infer A exten
 export type JsonArgumentRest<A, Options> = [A] extends [JsonSafe<A>]
   ? [options?: Options]
   : [options: Options | undefined, error: "the arguments hold a value JSON would alter (function, symbol, bigint, Map, Set, Date, ...)"];
+
+/**
+ * What follows the arguments of a name called through the untyped overload of `ears.call`: as
+ * {@link JsonArgumentRest}, except for a name whose spec types its arguments (a name a pattern of names
+ * known at run time, such as `${server}.${string}`, also matches): arguments that did not fit the typed
+ * overload must not pass here, so a required third argument explains it and the call does not compile.
+ */
+export type UntypedCallRest<Specs, Name, Args, Options> = [Name] extends [NamesWithArguments<Specs>]
+  ? [options: Options | undefined, error: "the arguments do not match this capability's arguments schema"]
+  : JsonArgumentRest<Args, Options>;
 
 /** A success whose `structured` has been checked against the contract. */
 export interface TypedSuccess<T> {

@@ -34,6 +34,11 @@ interface Success { readonly status: "success"; readonly content: string; readon
 interface Failure { readonly status: "failure"; readonly code: string; readonly content: string; readonly structured?: Json }
 /** What a call resolves to, and what a body may return as it is. */
 type Outcome = Success | Failure;
+/**
+ * What a capability with no declared result type resolves to. Check \`status\` first. Its answer is the text
+ * in \`content\`; \`structured\`, when it sent one, is JSON of a shape nobody declared: check a field before using it.
+ */
+type UntypedResult = { readonly status: "success"; readonly content: string; readonly structured?: any } | Failure;
 /** A success whose \`structured\` was checked against the capability's declared type. */
 interface TypedSuccess<T> { readonly status: "success"; readonly content: string; readonly structured: T }
 /** Options of one call. */
@@ -70,7 +75,7 @@ export function declarationsOf(specs: Record<string, CapabilitySpec>, options: D
           );
     const structured = (schema: StandardSchemaV1) =>
       printRoot(jsonSchemaOf(name, "structured", schema, "output"), `Structured${index}`, aliases, "  ", untypedOf(schema));
-    const result = spec.structured === undefined ? "Outcome" : `TypedSuccess<${structured(spec.structured)}> | Failure`;
+    const result = spec.structured === undefined ? "UntypedResult" : `TypedSuccess<${structured(spec.structured)}> | Failure`;
     const key = IDENTIFIER.test(name) ? name : safeQuoted(name);
     return `${doc}  ${key}: { args: ${args}; result: ${result} };`;
   });
@@ -99,7 +104,7 @@ function offeredSpecs(specs: Record<string, CapabilitySpec>, allowed: readonly s
 
 /** The declarations of an untyped guest (no contract): any name, any JSON arguments, any outcome. */
 export function looseDeclarations(): string {
-  return render("  [name: string]: { args: Json | undefined; result: Outcome };", "", "Json");
+  return render("  [name: string]: { args: Json | undefined; result: UntypedResult };", "", "Json");
 }
 
 const CAPABILITIES_DOC = "/** The capabilities the host offers: what each takes (`args`) and what calling it resolves to (`result`). */";
@@ -281,7 +286,8 @@ function printObject(schema: Record<string, unknown>, printer: Printer, indent: 
   const inner = `${indent}  `;
   const lines: string[] = [];
   for (const [key, value] of Object.entries(properties)) {
-    const description = typeof value === "object" && typeof value.description === "string" ? docComment(value.description, inner) : "";
+    const text = fieldDoc(value);
+    const description = text === "" ? "" : docComment(text, inner);
     const name = IDENTIFIER.test(key) ? key : safeQuoted(key);
     lines.push(`${description}${inner}${name}${required.has(key) ? "" : "?"}: ${print(value, printer, inner)};`);
   }
@@ -304,12 +310,102 @@ function literal(value: unknown, printer: Printer): string {
     : printer.untyped.keyword("an object or array constant");
 }
 
+/**
+ * A field's doc comment: its description, then what its schema says besides its type, in words and
+ * numerals (bounds, lengths, pattern or format, integer, multiple, item counts, default, what each allowed
+ * value means), so a model learns them before its call is refused with `InvalidArguments`.
+ */
+function fieldDoc(schema: Schema): string {
+  if (typeof schema !== "object") return "";
+  const description = typeof schema.description === "string" ? schema.description : "";
+  const said = constraintsOf(schema);
+  if (said.length === 0) return description;
+  return description === "" ? said.join(", ") : `${description} (${said.join(", ")})`;
+}
+
+/** zod's `int()` says these bounds; they are what "integer" means in JavaScript, so they go unsaid. */
+const SAFE_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER]);
+const PATTERN_CHARS = 200;
+const VALUE_CHARS = 100;
+
+/** What `schema` (one field's) says besides its type; for a nullable field (`anyOf: [X, null]`), what X says. */
+function constraintsOf(schema: Record<string, unknown>): string[] {
+  const said: string[] = [];
+  const alternatives = Array.isArray(schema.anyOf) ? schema.anyOf : Array.isArray(schema.oneOf) ? schema.oneOf : undefined;
+  if (alternatives !== undefined) {
+    const values = alternatives.filter(
+      (item): item is Record<string, unknown> => typeof item === "object" && item !== null && "const" in item,
+    );
+    if (values.length === alternatives.length && values.some((item) => typeof item.description === "string")) {
+      said.push(`one of: ${values.map((item) => meaning(item.const, item.description)).join("; ")}`);
+    }
+    const typed = alternatives.filter(
+      (item): item is Record<string, unknown> => typeof item === "object" && item !== null && item.type !== "null",
+    );
+    if (typed.length === 1 && typed.length < alternatives.length) said.push(...constraintsOf(typed[0]!));
+  }
+  const number = (key: string) => (typeof schema[key] === "number" && Number.isFinite(schema[key]) ? (schema[key] as number) : undefined);
+  if (schema.type === "integer" || (Array.isArray(schema.type) && schema.type.includes("integer"))) said.push("integer");
+  const minimum = number("minimum");
+  const maximum = number("maximum");
+  if (minimum !== undefined && !SAFE_BOUNDS.has(minimum)) said.push(`at least ${minimum}`);
+  if (number("exclusiveMinimum") !== undefined) said.push(`greater than ${number("exclusiveMinimum")}`);
+  if (maximum !== undefined && !SAFE_BOUNDS.has(maximum)) said.push(`at most ${maximum}`);
+  if (number("exclusiveMaximum") !== undefined) said.push(`less than ${number("exclusiveMaximum")}`);
+  if (number("multipleOf") !== undefined) said.push(`a multiple of ${number("multipleOf")}`);
+  said.push(...counted(number("minLength"), number("maxLength"), "character"));
+  said.push(...counted(number("minItems"), number("maxItems"), "item"));
+  said.push(...counted(number("minProperties"), number("maxProperties"), "property"));
+  if (schema.uniqueItems === true) said.push("items unique");
+  // A format says in one word what its pattern spells out at length (zod gives both for email, uuid, ...).
+  if (typeof schema.format === "string") said.push(`format ${docText(schema.format, VALUE_CHARS)}`);
+  else if (typeof schema.pattern === "string") said.push(`matching /${docText(schema.pattern, PATTERN_CHARS)}/`);
+  const described = Array.isArray(schema.enumDescriptions) ? schema.enumDescriptions : schema["x-enumDescriptions"];
+  if (Array.isArray(schema.enum) && Array.isArray(described) && described.some((text) => typeof text === "string")) {
+    said.push(`one of: ${schema.enum.map((value, index) => meaning(value, described[index])).join("; ")}`);
+  }
+  if ("default" in schema && schema.default !== undefined)
+    said.push(`default ${docText(JSON.stringify(schema.default) ?? "", VALUE_CHARS)}`);
+  return said;
+}
+
+/** "at least 2 characters", "at most 5 items", "exactly 3 characters". */
+function counted(least: number | undefined, most: number | undefined, unit: string): string[] {
+  const of = (count: number) => `${count} ${count === 1 ? unit : unit === "property" ? "properties" : `${unit}s`}`;
+  if (least !== undefined && least === most) return [`exactly ${of(least)}`];
+  return [...(least !== undefined && least > 0 ? [`at least ${of(least)}`] : []), ...(most !== undefined ? [`at most ${of(most)}`] : [])];
+}
+
+/** An allowed value and what it means: `"fast" (no checks)`. */
+function meaning(value: unknown, description: unknown): string {
+  const shown = docText(JSON.stringify(value) ?? "", VALUE_CHARS);
+  return typeof description === "string" && description !== "" ? `${shown} (${docText(description, VALUE_CHARS * 2)})` : shown;
+}
+
+/**
+ * Text from a schema's author (a server's pattern, a default, a value's description) made safe for one
+ * line of a doc comment: control and bidirectional-formatting characters are written as `\u{…}` escapes,
+ * so nothing can break the line or reorder what a reader sees; `* /` is escaped by {@link docComment}.
+ * Cut to `max` characters.
+ */
+function docText(text: string, max: number): string {
+  const escaped = text.replace(
+    /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`,
+  );
+  return escaped.length > max ? `${escaped.slice(0, max)}…` : escaped;
+}
+
 /** Parenthesises a top-level union or intersection, where it would bind differently (inside `T[]`, `A | B`). */
 function group(type: string): string {
   let depth = 0;
   for (let i = 0; i < type.length; i++) {
     const char = type[i]!;
-    if ("{[(<".includes(char)) depth++;
+    // A doc comment holds an author's text (a description, a pattern): its brackets and quotes are not the type's.
+    if (char === "/" && type[i + 1] === "*") {
+      const end = type.indexOf("*/", i + 2);
+      i = end < 0 ? type.length : end + 1;
+    } else if ("{[(<".includes(char)) depth++;
     else if ("}])>".includes(char)) depth--;
     else if (char === '"') i = endOfString(type, i);
     else if (depth === 0 && (char === "|" || char === "&")) return `(${type})`;

@@ -6,7 +6,7 @@ import {
   specOf,
   type ArgumentsOf,
   type CallResult,
-  type JsonArgumentRest,
+  type UntypedCallRest,
   type NamesWithArguments,
   type NamesWithoutArguments,
   type CapabilitySpecs,
@@ -150,9 +150,10 @@ export class Ears<Specs extends CapabilitySpecs = LooseSpecs> {
   call<Name extends NamesWithoutArguments<Specs>, Args = undefined>(
     name: Name,
     args?: Args,
-    ...rest: NoInfer<JsonArgumentRest<Args, CallOptions>>
+    ...rest: NoInfer<UntypedCallRest<Specs, Name, Args, CallOptions>>
   ): Promise<CallResult<Specs[Name]>>;
-  call(name: string, args?: unknown, options: CallOptions = {}): Promise<Outcome | TypedSuccess<unknown>> {
+  // `_explained` is the type-level explanation of a call that does not compile (UntypedCallRest); never passed.
+  call(name: string, args?: unknown, options: CallOptions = {}, _explained?: string): Promise<Outcome | TypedSuccess<unknown>> {
     if (this.phase !== "open") {
       return Promise.resolve(Outcome.failure(FailureCode.ScopeClosed, `the ears handle is closed; "${name}" was not called`));
     }

@@ -7,6 +7,7 @@ export { runHost } from "./run-host.js";
 export { runGuest, DEFAULT_KILL_GRACE_MS } from "./run-guest.js";
 export { DEFAULT_HOST_LIMITS } from "./settings.js";
 export { HostFailureCode, HostReplyCode } from "./report/codes.js";
+export { modelResult, isHostFailure, isPaused, isFailureOutcome, type ModelResult } from "./report/model-result.js";
 export type {
   Capability,
   Capabilities,
@@ -17,6 +18,9 @@ export type {
   CallRecord,
   HostFailure,
   RunReport,
+  RunSucceeded,
+  RunFailedOutcome,
+  RunBroken,
   RunPaused,
   GuestCommand,
   RemoteRunner,
@@ -76,7 +80,31 @@ export {
   type McpServerConfig,
   type McpConnectOptions,
   type McpConnection,
+  type McpSpecs,
 } from "./connectors/mcp.js";
 export { fetchCapability, FETCH_SPEC, FetchFailureCode, type FetchCapabilityOptions, type ResolvedAddress } from "./connectors/fetch.js";
 export { jsonSchema, type JsonSchema } from "../contract/json-schema.js";
 export { composeContracts, type ComposedSpecs, type ContractPart } from "../contract/compose.js";
+// Recording and replaying production runs: the transcript `ears timeline` draws and `ears replay` replays.
+export type { RunRecorder } from "./observe/record.js";
+export {
+  recordTo,
+  recordToStream,
+  readTranscript,
+  TranscriptError,
+  type Recorder,
+  type RecordOptions,
+  type ReadTranscriptOptions,
+  type TranscriptEntry,
+  type TranscriptNote,
+  type Direction,
+} from "../transcripts/transcript.js";
+export {
+  replayGuestCommand,
+  REPLAY_DIVERGED,
+  type ReplayCommand,
+  type ReplayOptions,
+  type ReplayReport,
+  type ReplayMatched,
+  type ReplayDiverged,
+} from "../transcripts/replay.js";

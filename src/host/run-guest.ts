@@ -31,6 +31,7 @@ import { GATE_GO_FD, GATE_READY_FD } from "./workspace/copy-workspace.js";
 import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
 import { admissionOf, type Admission } from "./engine/admission.js";
+import { recordedRun } from "./observe/record.js";
 
 /** Default `killGraceMs`: the MCP client's 2 s between closing stdin, SIGTERM and SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 2000;
@@ -38,7 +39,7 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
 /** @internal Every option of {@link GuestCommand}: what runGuest takes, and runCode takes but for `command` and `args`. */
 export const GUEST_COMMAND_OPTIONS: readonly string[] = [
   ...["allowed", "input", "capabilities", "onLog", "onFrame", "limits", "signal", "trace", "approval"],
-  ...["command", "args", "cwd", "session", "env", "sandbox", "killGraceMs", "onStderr", "remote", "admission"],
+  ...["command", "args", "cwd", "session", "env", "sandbox", "killGraceMs", "onStderr", "remote", "admission", "record"],
 ];
 
 /**
@@ -73,12 +74,13 @@ export function refuseUnknownOptions(options: object, caller: string, known: rea
  */
 export function runGuest(options: GuestCommand): Promise<RunReport> {
   if (typeof options === "object" && options !== null) refuseUnknownOptions(options, "runGuest", GUEST_COMMAND_OPTIONS);
-  const launch = checkLaunch(options, "runGuest", {});
+  const recording = recordedRun(options, "runGuest");
+  const launch = checkLaunch(recording.options, "runGuest", {});
   const run = () =>
     traced(launch.settings.trace, { api: "runGuest", input: launch.settings.input }, (observer) =>
       admitted(launch, () => runLaunch(launch, observer)),
     );
-  return launch.session === undefined ? run() : sessionRun(launch.session, run, "runGuest");
+  return (launch.session === undefined ? run() : sessionRun(launch.session, run, "runGuest")).then(recording.finish);
 }
 
 /**

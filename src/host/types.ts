@@ -10,6 +10,7 @@ import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
 import type { Session } from "./workspace/index.js";
 import type { ApprovalOptions, ApprovalRecord, PausedRun } from "./approvals/approval.js";
 import type { RunAdmission } from "./engine/admission.js";
+import type { RunRecorder } from "./observe/record.js";
 
 // The handler types belong to the capability contract, which the guest side shares; the host API exports them too.
 export type { CapabilityContext, Capability, Capabilities } from "../contract/contract.js";
@@ -407,8 +408,11 @@ export interface RunPaused extends RunDetails {
 
 /**
  * Everything a run produced: a union on `ok`. After `if (!report.ok) ...` returns or throws,
- * `report.outcome` is a {@link Success}; when `ok` is false, `failure` or a failure `outcome` says why,
- * or `paused` holds the token of a run that paused for approval.
+ * `report.outcome` is a {@link Success}. When `ok` is false the run ended one of three ways, and only one
+ * of them sets `failure`: the guest's result is a failure (the body returned one or threw: `outcome` is a
+ * {@link Failure}, `failure` is absent; `isFailureOutcome`), the host ended the run (`failure`;
+ * `isHostFailure`), or it paused for approval (`paused`; `isPaused`). `modelResult(report)` turns any of
+ * them into the text a model should see.
  */
 export type RunReport = RunSucceeded | RunFailedOutcome | RunBroken | RunPaused;
 
@@ -475,6 +479,13 @@ export interface GuestCommand extends HostOptions {
    * A pooled run has its pool's. See docs/host.md, "Run admission".
    */
   admission?: RunAdmission;
+  /**
+   * Added: record the run as it happens into a transcript, the file `ears timeline` draws and `ears replay`
+   * replays: pass `recordTo("run.ndjson", { timed: true })` (from `@posoco/ears/host`). Every frame, the
+   * guest's stderr, runCode's body and, at the end, the report go into it, besides `onFrame` and `onStderr`.
+   * Close it after the run (`await recorder.close()`, which rejects if a write failed). See docs/observability.md.
+   */
+  record?: RunRecorder;
 }
 
 /** One worker of a remote runner list, as a pool reports it (`pool.workers`). */

@@ -5,8 +5,8 @@
  * the replay is only a set of capabilities plus checks on the frames the engine sees. The recording comes
  * from recording.ts; the sentence that reports a difference from divergence.ts.
  */
-import { runGuest } from "../host/index.js";
-import type { Capabilities, GuestCommand, HostLimits, HostOptions, LogEntry, RunReport } from "../host/index.js";
+import { runGuest } from "../host/run-guest.js";
+import type { Capabilities, GuestCommand, HostLimits, HostOptions, LogEntry, RunReport } from "../host/types.js";
 import { decodeFrame } from "../protocol/frames.js";
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";

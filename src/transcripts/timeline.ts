@@ -34,12 +34,13 @@ export interface TimelineCall {
 /**
  * Something that happened at a moment: the hello or invoke, a log, a chunk of stderr, a line that was not a
  * frame, an approval decided (at its decision; `level` is the decision), the run's end when it was cut short
- * (a deadline, a limit, an abort, a forced stop, a pause).
+ * (a deadline, a limit, an abort, a forced stop, a pause), or when the host stopped the guest's process after
+ * its result (`level` "normal").
  */
 export interface TimelineMark {
   kind: "session" | "log" | "stderr" | "line" | "approval" | "end";
   atMs: number;
-  /** The log's level; for a line, who wrote it. */
+  /** The log's level; for a line, who wrote it; for an approval, the decision; "normal" for a run's normal end. */
   level?: string;
   text: string;
 }
@@ -99,7 +100,7 @@ export class TimelineBuilder {
     if (isNote(entry)) {
       if ("stderr" in entry) this.mark({ kind: "stderr", atMs, text: excerpt(entry.stderr, EXCERPT_CHARS) });
       else if ("code" in entry) this.takeCode(entry.code, entry.droppedChars ?? 0, atMs);
-      else this.takeReport(entry.report);
+      else this.takeReport(entry.report, atMs, at !== undefined);
       return;
     }
     if (!("frame" in entry)) {
@@ -186,7 +187,14 @@ export class TimelineBuilder {
     this.mark({ kind: "session", atMs, text: `code: the body, ${lines} line${lines === 1 ? "" : "s"}${cut}` });
   }
 
-  private takeReport(value: Json): void {
+  /**
+   * The report note. Its times (`durationMs`, an approval's `atMs`) count from the run's start on the host's
+   * clock, which is not the recording's: a run pool's runner said hello before the run began, and a recorder
+   * may start before or after the run. So the note is placed at its own time (`atMs`, written after every
+   * frame of the run), and the report's times are mapped onto the recording's clock by aligning the report's
+   * end with the note.
+   */
+  private takeReport(value: Json, atMs: number, timed: boolean): void {
     if (typeof value !== "object" || value === null || Array.isArray(value)) return;
     const report: NonNullable<Timeline["report"]> = {};
     if (typeof value.ok === "boolean") report.ok = value.ok;
@@ -212,17 +220,16 @@ export class TimelineBuilder {
       report.sandbox =
         typeof sandbox === "object" && sandbox !== null && !Array.isArray(sandbox) ? String(sandbox.mechanism) : "none (unconfined)";
     }
-    if (typeof value.durationMs === "number") {
-      report.durationMs = value.durationMs;
-      if (this.timeline.timed) this.timeline.durationMs = Math.max(this.timeline.durationMs, value.durationMs);
-    }
+    if (typeof value.durationMs === "number") report.durationMs = value.durationMs;
     this.timeline.report = report;
-    if (Array.isArray(value.approvals)) for (const approval of value.approvals) this.approvalMark(approval);
-    this.endMark(value, report);
+    // Untimed, positions stand for times: the report's milliseconds would mean nothing beside them.
+    const offset = timed && report.durationMs !== undefined ? atMs - report.durationMs : undefined;
+    if (Array.isArray(value.approvals)) for (const approval of value.approvals) this.approvalMark(approval, offset);
+    this.endMark(value, report, atMs);
   }
 
   /** An approval from the report note, marked when it was decided. */
-  private approvalMark(value: Json): void {
+  private approvalMark(value: Json, offset: number | undefined): void {
     if (typeof value !== "object" || value === null || Array.isArray(value)) return;
     const { id, name, decision, by, reason, atMs, durationMs } = value;
     if (typeof atMs !== "number" || typeof durationMs !== "number") return;
@@ -230,14 +237,18 @@ export class TimelineBuilder {
     const why = typeof reason === "string" ? `: ${excerpt(reason, EXCERPT_CHARS)}` : "";
     this.mark({
       kind: "approval",
-      atMs: atMs + durationMs,
+      atMs: Math.max(0, (offset ?? 0) + atMs + durationMs),
       level: excerpt(String(decision), 20),
       text: `#${String(id)} ${excerpt(String(name), 200)} ${String(decision)}${who}${why} (decided in ${Math.round(durationMs)} ms)`,
     });
   }
 
-  /** How the run was cut short, when it was: a deadline or limit, an abort, a forced stop, a pause. */
-  private endMark(value: { [key: string]: Json }, report: NonNullable<Timeline["report"]>): void {
+  /**
+   * How the run ended: cut short (a deadline or limit, an abort, a forced stop, a kill, a pause), or, when
+   * the guest's result arrived and nothing failed, normally after its result, however its process ended
+   * then (runCode's runner is SIGKILLed by the host at its result: nothing in it has anything to clean up).
+   */
+  private endMark(value: { [key: string]: Json }, report: NonNullable<Timeline["report"]>, atMs: number): void {
     const parts: string[] = [];
     const code = report.failure?.code;
     const cut = ["RunTimeout", "HelloTimeout", "CpuLimit", "MemoryLimit", "ProcessLimit", "Aborted"];
@@ -245,17 +256,27 @@ export class TimelineBuilder {
       parts.push(`${code}: ${excerpt(report.failure!.message, EXCERPT_CHARS)}`);
     }
     if (typeof value.forcedStop === "string") parts.push(`the host had to send ${excerpt(value.forcedStop, 20)}`);
-    if (report.exit?.startsWith("signal ")) parts.push(`the guest was killed (${report.exit})`);
     // Through bubblewrap a kill is an exit status, 128 + SIGKILL's 9.
-    else if (report.exit === "code 137" && report.sandbox !== undefined && report.sandbox !== "none (unconfined)") {
-      parts.push("the guest was killed (SIGKILL, exit code 137 through the sandbox)");
+    const sandboxed = report.sandbox !== undefined && report.sandbox !== "none (unconfined)";
+    const signalled = report.exit?.startsWith("signal ") === true || (report.exit === "code 137" && sandboxed);
+    const kill = report.exit === "code 137" ? "SIGKILL, exit code 137 through the sandbox" : report.exit;
+    // A result and no failure after it: whatever ended the process came after the run was over.
+    const afterResult = this.timeline.result !== undefined && report.failure === undefined && value.forcedStop === undefined;
+    if (afterResult && value.paused === undefined) {
+      const how = signalled
+        ? `; the host then stopped the guest's process (${kill})`
+        : report.exit === undefined
+          ? ""
+          : `; the guest exited (${report.exit})`;
+      this.mark({ kind: "end", atMs, level: "normal", text: `the run ended normally after its result${how}` });
+      return;
     }
+    if (signalled) parts.push(`the guest was killed (${kill})`);
     const paused = value.paused;
     if (typeof paused === "object" && paused !== null && !Array.isArray(paused) && Array.isArray(paused.pending)) {
       parts.push(`paused for approval: ${paused.pending.length} call${paused.pending.length === 1 ? "" : "s"} pending`);
     }
     if (parts.length === 0) return;
-    const atMs = report.durationMs ?? this.timeline.durationMs;
     this.mark({ kind: "end", atMs, text: parts.join("; ") });
   }
 }

@@ -209,10 +209,10 @@ describe("ears declarations", () => {
     });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
-      '  "everything.echo": { args: {\n    /** Message to echo */\n    message: string;\n  }; result: Outcome };',
+      '  "everything.echo": { args: {\n    /** Message to echo */\n    message: string;\n  }; result: UntypedResult };',
     );
     expect(run.stdout).toContain("  fetch: { args: {\n    /** An absolute http(s) URL on an allowed origin */\n    url: string;");
-    expect(run.stdout).toContain("  read: { args: Json | undefined; result: Outcome };");
+    expect(run.stdout).toContain("  read: { args: Json | undefined; result: UntypedResult };");
     expect(run.stdout).not.toContain("  list: {");
   });
 

@@ -114,7 +114,9 @@ describe("ears run --verbose", () => {
     ]);
     expect(rows.some((row) => row.endsWith("[warn] got success, success, failure"))).toBe(true);
     expect(rows.some((row) => row.endsWith("[stderr] a warning from the guest's own stderr"))).toBe(true);
-    expect(rows.at(-1)).toMatch(/ result success$/);
+    expect(rows.at(-2)).toMatch(/ result success$/);
+    // Then how the run ended, after the result it ended with.
+    expect(rows.at(-1)).toMatch(/ \[end\] the run ended normally after its result; the guest exited \(code 0\)$/);
   });
 
   it("ears replay --record writes a timed transcript with the guest's stderr and the report, which ears timeline draws", async () => {

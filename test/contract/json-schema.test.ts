@@ -85,7 +85,9 @@ describe("jsonSchema() in a contract", () => {
     query: string;
     state?: "open" | "closed";
     labels?: string[];
+    /** integer, default 10 */
     limit?: number;
+    /** format date-time */
     since?: string;
     extra?: Json /* untyped: not */;
   }; result: TypedSuccess<{
@@ -95,7 +97,7 @@ describe("jsonSchema() in a contract", () => {
       title?: string;
     }[];
   }> | Failure };`);
-    expect(text).toContain('  "github.anything": { args: Json; result: Outcome };');
+    expect(text).toContain('  "github.anything": { args: Json; result: UntypedResult };');
   });
 
   it("type-checks a valid body and refuses each invalid one", async () => {

@@ -86,6 +86,19 @@ describe("README user path", () => {
     expect([...quickstart.matchAll(/<!-- run -->\n```js\n/g)]).toHaveLength(2);
   });
 
+  it("the quickstart's run prints what the model sees for a success and for a body that throws (no report.failure read)", () => {
+    // Issue 44 item 1: the first sample read report.failure.code, which a body that throws does not set.
+    const code = /<!-- run -->\n```js\n(\/\/ quickstart\.mjs\n[\s\S]*?)```/.exec(readme)?.[1];
+    expect(code).toContain("modelResult(report)");
+    expect(code).not.toMatch(/report\.failure\.(code|message)/);
+    rmSync(scratch, { recursive: true, force: true });
+    mkdirSync(scratch, { recursive: true });
+    writeFileSync(join(scratch, "quickstart.mjs"), code!);
+    const out = execFileSync(process.execPath, [join(scratch, "quickstart.mjs")], { cwd: scratch, encoding: "utf8" });
+    expect(out).toMatch(/^success 3 \d+\n/);
+    expect(out).toMatch(/\nfailure GuestFailed: no \(at code\.ts:1:7\)\n/);
+  });
+
   it("the quickstart's MCP client config starts this package from any directory, never an unscoped `ears`", () => {
     const block = /<!-- mcp-client-config -->\n```json\n([\s\S]*?)```/.exec(section("Quickstart: code mode"))?.[1];
     const server = (JSON.parse(block ?? "{}") as { mcpServers?: Record<string, { command: string; args: string[] }> }).mcpServers?.ears;

@@ -126,7 +126,7 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
     }
     expect(inputs).toHaveLength(2);
     expect(code.name).toBe("run_code");
-    expect(code.description).toContain("get_weather: { args: {\n    city: string;\n  }; result: Outcome };");
+    expect(code.description).toContain("get_weather: { args: {\n    city: string;\n  }; result: UntypedResult };");
     expect(code.description).toContain("/** The time in a zone */");
   });
 

@@ -3,39 +3,88 @@
 // created from `npm pack`, with the project's TypeScript and with a TypeScript 5.x release).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join, relative, sep } from "node:path";
 
 export interface Block {
   file: string;
   line: number;
   language: "js" | "ts";
   code: string;
-  /** Marked `<!-- run -->`, `<!-- example: name -->` or `<!-- code-example: name -->` (a test runs it), or the contract sample itself. */
+  /**
+   * Not type-checked with the others: the contract sample itself (checked as test-d/sample by `tsc -p
+   * test-d`), or a block marked `<!-- fragment: why -->` (see {@link Block.fragment}).
+   */
   checkedElsewhere: boolean;
+  /** The reason a `<!-- fragment: why -->` marker gives: a block that is not a program (an excerpt of output, a snippet of a signature). */
+  fragment?: string;
+  /** The HTML comments right above the fence (`run`, `example: name`, `code-example: name`, `fragment: why`). */
+  markers: string[];
 }
 
 export const sampleNames = ["contract", "guest", "host"] as const;
 
-/** Every ```js and ```ts block of README.md and docs/*.md under `root`. */
+/** The files whose blocks are checked: README.md and every Markdown file under docs/, at any depth, in a stable order. */
+export function documentationFiles(root: string): string[] {
+  const docs = (readdirSync(join(root, "docs"), { recursive: true }) as string[])
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name.split(sep).join("/")}`)
+    .sort();
+  return ["README.md", ...docs];
+}
+
+/** Fences of JavaScript and TypeScript, whatever the info string says (`js`, `mjs`, `javascript`, `ts`, `mts`, `typescript`). */
+const FENCE = /^( {0,3})```\s*(js|mjs|cjs|javascript|ts|mts|cts|typescript)\b[^`]*$/;
+
+/**
+ * Every JavaScript and TypeScript block of README.md and docs/**\/*.md under `root`, with the markers right
+ * above it. A block is a program a strict nodenext consumer could compile, unless marked
+ * `<!-- fragment: why -->` with the reason (test/docs/examples.test.ts requires one).
+ */
 export function documentationBlocks(root: string): Block[] {
   const sample = sampleNames.map((name) => readFileSync(join(root, "test-d/sample", `${name}.ts`), "utf8")).join("\n");
-  const files = [
-    "README.md",
-    ...readdirSync(join(root, "docs"))
-      .filter((name) => name.endsWith(".md"))
-      .map((name) => `docs/${name}`),
-  ];
-  return files.flatMap((file) => {
-    const text = readFileSync(join(root, file), "utf8");
-    return [...text.matchAll(/(<!-- (?:run|(?:code-)?example: [\w-]+) -->\n)?```(js|ts)\n([\s\S]*?)```/g)].map((match) => ({
-      file,
-      line: text.slice(0, match.index + (match[1]?.length ?? 0)).split("\n").length,
-      language: match[2] as "js" | "ts",
-      code: match[3]!,
-      checkedElsewhere: match[1] !== undefined || match[3] === sample,
-    }));
-  });
+  const blocks: Block[] = [];
+  for (const file of documentationFiles(root)) {
+    const lines = readFileSync(join(root, file), "utf8").split("\n");
+    for (let at = 0; at < lines.length; at++) {
+      const fence = FENCE.exec(lines[at]!);
+      if (fence === null) continue;
+      const indent = fence[1]!.length;
+      const markers: string[] = [];
+      for (let above = at - 1; above >= 0; above--) {
+        const marker = /^\s*<!--\s*(.*?)\s*-->\s*$/.exec(lines[above]!);
+        if (marker === null) break;
+        markers.unshift(marker[1]!);
+      }
+      const body: string[] = [];
+      let end = at + 1;
+      for (; end < lines.length && !/^\s*```\s*$/.test(lines[end]!); end++)
+        body.push(lines[end]!.slice(Math.min(indent, /^ */.exec(lines[end]!)![0].length)));
+      const code = body.length === 0 ? "" : `${body.join("\n")}\n`;
+      const fragment = markers.map((marker) => /^fragment:\s*(.*)$/.exec(marker)?.[1]).find((reason) => reason !== undefined);
+      blocks.push({
+        file,
+        // The line of the fence: an error on the block's line N is reported at fence + N.
+        line: at + 1,
+        language: /^(ts|mts|cts|typescript)$/.test(fence[2]!) ? "ts" : "js",
+        code,
+        checkedElsewhere: fragment !== undefined || code === sample,
+        ...(fragment === undefined ? {} : { fragment }),
+        markers,
+      });
+      at = end;
+    }
+  }
+  return blocks;
 }
+
+/**
+ * Files the documentation's programs import that are the reader's own (`import { model } from "./model.js"; // yours`),
+ * as declarations with their types, for a type check of the blocks beside them.
+ */
+export const documentationCompanions: Record<string, string> = {
+  "model.ts": 'import type { LanguageModel } from "ai";\nexport declare const model: LanguageModel;\n',
+  "agents-model.ts": 'import type { Model } from "@openai/agents";\nexport declare const model: Model;\n',
+};
 
 export const strictNodeNext = {
   target: "ES2022",

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { documentationBlocks, sampleNames, typeCheckBlocks } from "../helpers/doc-blocks.js";
+import { documentationBlocks, documentationCompanions, sampleNames, typeCheckBlocks } from "../helpers/doc-blocks.js";
 
 const root = resolve(import.meta.dirname, "../..");
 let folder: string;
@@ -60,6 +60,19 @@ describe("npm pack", () => {
       "MCP connectors and ears mcp need @modelcontextprotocol/sdk, an optional peer dependency that is not installed: " +
         "npm install @modelcontextprotocol/sdk",
     );
+    // Recording a production run is the host's, not the test kit's: it works with no fast-check installed.
+    writeFileSync(
+      join(folder, "guest.mjs"),
+      'import { serve, stdio } from "@posoco/ears";\nawait serve({ wire: stdio(), run: async () => "done" });\n',
+    );
+    const record =
+      `import { readTranscript, recordTo, runGuest } from "@posoco/ears/host"; ` +
+      `const recorder = recordTo("run.ndjson", { timed: true }); ` +
+      `const report = await runGuest({ command: process.execPath, args: ["guest.mjs"], sandbox: false, record: recorder }); ` +
+      `await recorder.close(); ` +
+      `const entries = await readTranscript("run.ndjson"); ` +
+      `console.log(report.ok, entries.map((entry) => entry.frame?.type ?? Object.keys(entry).at(-1)).join(","));`;
+    expect(run(process.execPath, ["--input-type=module", "-e", record], folder).trim()).toBe("true hello,invoke,result,report");
     // tsc runs in the host at run time: a dependency, not a dev dependency (issue 22, item 11).
     const typecheck =
       `import { runCode } from "@posoco/ears/host"; ` +
@@ -96,7 +109,7 @@ describe("npm pack", () => {
   });
 
   const typeChecksInStrictNodenext =
-    "type-checks the contract sample, the documentation examples no test runs and the package's declarations " +
+    "type-checks the contract sample, every documentation example (marked fragments aside) and the package's declarations " +
     "in strict nodenext, with TypeScript 7 and 5.9";
   it(typeChecksInStrictNodenext, { timeout: 120_000 }, () => {
     // TypeScript 5.9.3 is installed here rather than as a dev dependency alias: the alias's bin `tsc`
@@ -106,13 +119,17 @@ describe("npm pack", () => {
     mkdirSync(join(folder, "node_modules/@types"), { recursive: true });
     symlinkSync(join(root, "node_modules/@types/node"), join(folder, "node_modules/@types/node"), "dir");
     symlinkSync(join(root, "node_modules/vitest"), join(folder, "node_modules/vitest"), "dir");
-    // docs/observability.md's examples import OpenTelemetry, which a tracing host installs itself.
-    symlinkSync(join(root, "node_modules/@opentelemetry"), join(folder, "node_modules/@opentelemetry"), "dir");
-    // The same blocks as test/docs/examples.test.ts (the others run in tests), and the contract sample.
+    // docs/observability.md's examples import OpenTelemetry, which a tracing host installs itself; docs/frameworks.md's
+    // import the AI SDK and the Agents SDK, which a user of those adapters has.
+    for (const name of ["@opentelemetry", "ai", "@openai"])
+      symlinkSync(join(root, "node_modules", name), join(folder, "node_modules", name), "dir");
+    // The same blocks as test/docs/examples.test.ts (every one but marked fragments), the files they import
+    // that are the reader's own (./model.js), and the contract sample.
     const blocks = documentationBlocks(root).filter((block) => !block.checkedElsewhere);
-    const sample = Object.fromEntries(
-      sampleNames.map((name) => [`sample/${name}.ts`, readFileSync(join(root, "test-d/sample", `${name}.ts`), "utf8")]),
-    );
+    const sample = Object.fromEntries([
+      ...sampleNames.map((name) => [`sample/${name}.ts`, readFileSync(join(root, "test-d/sample", `${name}.ts`), "utf8")]),
+      ...Object.entries(documentationCompanions),
+    ]);
     const entries = ["", "/host", "/testing", "/openseek", "/schemas"]
       .map((entry, index) => `export type * as entry${index} from "@posoco/ears${entry}";\n`)
       .join("");

@@ -116,7 +116,8 @@ describe("the timeline of a transcript", () => {
   it("lays out calls as intervals with outcome and code, marks in place, the result and the report's usage", () => {
     const timeline = timelineOf(SESSION);
     expect(timeline.timed).toBe(true);
-    expect(timeline.durationMs).toBe(30);
+    // The report note's own time: the report's durationMs (30) counts on the host's clock, not the recording's.
+    expect(timeline.durationMs).toBe(25);
     expect(timeline.calls).toEqual([
       { id: 1, name: "read", arguments: '{"path":"a"}', startMs: 10, endMs: 15, status: "failure", code: "NotFound", content: "no a" },
       { id: 2, name: "slow", arguments: "null", startMs: 11, status: "unanswered" },
@@ -126,6 +127,7 @@ describe("the timeline of a transcript", () => {
       ["session", 2, undefined],
       ["log", 12, "warn"],
       ["stderr", 16, undefined],
+      ["end", 25, "normal"],
     ]);
     expect(timeline.result).toEqual({ atMs: 20, status: "success", content: "", structured: '{"n":1}' });
     expect(timeline.report?.usage).toEqual({ cpuMs: 120.4, peakMemoryBytes: 48 * 1024 * 1024, peakProcesses: 3, source: "cgroup v2" });
@@ -154,11 +156,11 @@ describe("the timeline of a transcript", () => {
     let printed = "";
     out.on("data", (chunk: Buffer) => (printed += chunk.toString()));
     printTimeline(timeline, out);
-    expect(printed).toContain("ears: timeline: 30.0 ms, 2 calls (2 not successful), 1 logs\n");
+    expect(printed).toContain("ears: timeline: 25.0 ms, 2 calls (2 not successful), 1 logs\n");
     expect(printed).toContain('ears: |    10.0 ms  #1 read {"path":"a"}  5.0 ms  failure NotFound\n');
     expect(printed).toContain("ears: |    11.0 ms  #2 slow null  no reply  unanswered\n");
     expect(printed).toContain("ears: |    16.0 ms  [stderr] oops\n");
-    expect(printed).toContain("ears: |    20.0 ms  result success\n");
+    expect(printed).toContain("ears: |    20.0 ms  result success\nears: |    25.0 ms  [end] the run ended normally after its result\n");
   });
 
   it("guest text never becomes markup in the page, nor a second line or escape sequence in the text", () => {
@@ -304,5 +306,60 @@ describe("the body's code in a recording and its timeline (issue 29.12)", () => 
       { kind: "end", atMs: 5, text: "the guest was killed (SIGKILL, exit code 137 through the sandbox)" },
     ]);
     expect(killed(null)).toEqual([]);
+  });
+});
+
+describe("the end of a run on its timeline", () => {
+  const ran: TranscriptEntry[] = [
+    { from: "guest", at: 820, frame: { type: "hello", protocol: 1 } },
+    { from: "host", at: 821, frame: { type: "invoke", protocol: 1, allowed: [], input: null } },
+    { from: "guest", at: 830, frame: { type: "result", outcome: { status: "success", content: "" } } },
+  ];
+
+  it("a kill after the result with nothing failed is a normal end, placed at the report note, after hello", () => {
+    // A pooled runner said hello long before the run began: the report's 595 ms count from the run's start.
+    for (const exit of [
+      { exit: { code: 137, signal: null }, sandbox: { mechanism: "bubblewrap" } },
+      { exit: { code: null, signal: "SIGKILL" }, sandbox: null },
+    ]) {
+      const timeline = timelineOf([...ran, { from: "host", at: 840, report: { ok: true, durationMs: 595, ...exit } as never }]);
+      const end = timeline.marks.filter((mark) => mark.kind === "end");
+      expect(end).toHaveLength(1);
+      expect(end[0]).toMatchObject({ atMs: 840, level: "normal" });
+      expect(end[0]!.text).toMatch(
+        /^the run ended normally after its result; the host then stopped the guest's process \((SIGKILL|signal)/,
+      );
+      expect(end[0]!.text).not.toMatch(/killed/);
+      expect(timeline.durationMs).toBe(840);
+    }
+  });
+
+  it("a kill after the result that the report counts as a failure, or a forced stop, is still a kill", () => {
+    const limit = timelineOf([
+      ...ran,
+      {
+        from: "host",
+        at: 900,
+        report: { ok: false, durationMs: 80, failure: { code: "MemoryLimit", message: "over" }, exit: { code: null, signal: "SIGKILL" } },
+      },
+    ]);
+    expect(limit.marks.at(-1)).toEqual({ kind: "end", atMs: 900, text: "MemoryLimit: over; the guest was killed (signal SIGKILL)" });
+    const forced = timelineOf([
+      ...ran,
+      { from: "host", at: 900, report: { ok: true, forcedStop: "SIGKILL", exit: { code: null, signal: "SIGKILL" } } },
+    ]);
+    expect(forced.marks.at(-1)?.text).toBe("the host had to send SIGKILL; the guest was killed (signal SIGKILL)");
+  });
+
+  it("approvals from the report are placed on the recording's clock, the report's end aligned with its note", () => {
+    const timeline = timelineOf([
+      ...ran,
+      {
+        from: "host",
+        at: 900,
+        report: { ok: true, durationMs: 100, approvals: [{ id: 1, name: "send", decision: "approved", atMs: 40, durationMs: 10 }] },
+      },
+    ]);
+    expect(timeline.marks.find((mark) => mark.kind === "approval")?.atMs).toBe(850);
   });
 });

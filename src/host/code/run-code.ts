@@ -22,6 +22,7 @@ import { sessionRun } from "../workspace/index.js";
 import type { CheckedLaunch } from "../run-guest.js";
 import type { PausedState, Replay } from "../approvals/approval.js";
 import { sealToken } from "../approvals/token.js";
+import { recordedRun } from "../observe/record.js";
 
 /** Options for {@link runCode}: the body, plus everything {@link runGuest} takes but the command. */
 export interface CodeOptions extends Omit<GuestCommand, "command" | "args"> {
@@ -100,7 +101,8 @@ export function runCode(options: CodeOptions): Promise<RunReport> {
  */
 export function runCodeWith(options: CodeOptions, replay: Replay | undefined, claim?: () => Promise<void>): Promise<RunReport> {
   if (typeof options !== "object" || options === null) throw new TypeError("runCode: options must be an object with code");
-  const { code, typecheck = false, contract, inputSchema, pool, maxCodeBytes = DEFAULT_MAX_CODE_BYTES, ...rest } = options;
+  const recording = recordedRun(options, "runCode");
+  const { code, typecheck = false, contract, inputSchema, pool, maxCodeBytes = DEFAULT_MAX_CODE_BYTES, ...rest } = recording.options;
   if (typeof code !== "string") throw new TypeError("runCode: options.code must be a string (the body of an async function)");
   if (!(Number.isSafeInteger(maxCodeBytes) && maxCodeBytes > 0))
     throw new RangeError(`runCode: options.maxCodeBytes must be a positive integer (bytes), got ${String(maxCodeBytes)}`);
@@ -117,6 +119,7 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined, cl
   const refused = (problem: string) => notStartedReport(failures.codeNotCompiled(problem), performance.now() - startedAt);
   // Looked for before tracing starts: a missing amaro must throw synchronously, as documented.
   requireStripper();
+  recording.begin(code);
   const run = () =>
     traced(trace, { api: "runCode", input, code }, async (observer) => {
       const compiled = await compileBody(code, maxCodeBytes);
@@ -149,7 +152,7 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined, cl
       });
     });
   const start = () => (launch.session === undefined ? run() : sessionRun(launch.session, run, "runCode"));
-  return claim === undefined ? start() : claim().then(start);
+  return (claim === undefined ? start() : claim().then(start)).then(recording.finish);
 }
 
 /**

@@ -59,12 +59,22 @@ export interface McpConnectOptions {
   toolTimeoutMs?: number;
 }
 
-/** What {@link connectMcpServers} gives back: the servers' tools as capabilities, their contract, and `close`. */
-export interface McpConnection {
+/**
+ * The specs of an MCP connection's contract: its tools are known at run time only, each named
+ * `<server>.<tool>`, so the type holds the pattern of their names (a name a body may call, with any JSON
+ * arguments and an `Outcome` back), not the names themselves.
+ */
+export type McpSpecs<Server extends string = string> = { readonly [Name in `${Server}.${string}`]: CapabilitySpec };
+
+/**
+ * What {@link connectMcpServers} gives back: the servers' tools as capabilities, their contract, and `close`.
+ * `Server` is the configuration's server names, when its type spells them out.
+ */
+export interface McpConnection<Server extends string = string> {
   /** One handler per tool, named `<server>.<tool>`: pass them to `runCode`/`runGuest` as `capabilities`. */
   readonly capabilities: Capabilities;
   /** The tools' contract, from their `inputSchema` and `outputSchema`: `declarations()` and `typecheck: true` use it. */
-  readonly contract: Contract;
+  readonly contract: Contract<McpSpecs<Server>>;
   /** The directory tool results' files are saved in. */
   readonly filesDir: string;
   /** Closes every connection (a stdio server's stdin is closed, then SIGTERM, then SIGKILL) and removes a default `filesDir`. */
@@ -202,7 +212,10 @@ export function readMcpConfig(path: string): McpConfig {
  * others are closed and the promise rejects naming it. Throws a `MissingPeerError` when the MCP SDK is
  * not installed.
  */
-export async function connectMcpServers(config: McpConfig, options: McpConnectOptions = {}): Promise<McpConnection> {
+export async function connectMcpServers<const Server extends string = string>(
+  config: McpConfig & { mcpServers: Record<Server, McpServerConfig> },
+  options: McpConnectOptions = {},
+): Promise<McpConnection<Server>> {
   const servers = Object.entries(mcpConfig(config).mcpServers);
   const sdk = await loadMcpSdk();
   const ownDir = options.filesDir === undefined;
@@ -242,7 +255,7 @@ export async function connectMcpServers(config: McpConfig, options: McpConnectOp
     await close();
     throw error;
   }
-  return { capabilities, contract: defineCapabilities(specs), filesDir, close };
+  return { capabilities, contract: defineCapabilities(specs as McpSpecs<Server>), filesDir, close };
 }
 
 function transportOf(sdk: Sdk, server: string, settings: McpServerConfig, onStderr: (server: string, line: string) => void) {

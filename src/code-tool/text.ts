@@ -7,7 +7,7 @@
  */
 import { byteSize, clip } from "../protocol/text.js";
 import { DEFAULT_HOST_LIMITS } from "../host/settings.js";
-import type { HostLimits } from "../host/types.js";
+import type { HostLimits } from "../host/api/types.js";
 
 /**
  * Each body's run time in every code tool unless its `limits.runTimeoutMs` (ears mcp: `--timeout`) says

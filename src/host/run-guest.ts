@@ -26,7 +26,7 @@ import { launcherCommand, leakedDescriptors, machineShells } from "./limits/laun
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
 import { isSession, sessionRun, type Session } from "./workspace/index.js";
-import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
+import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./api/types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
 import { admissionOf, type Admission } from "./engine/admission.js";
 

@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { planCgroups, ownCgroupDirs, field, type CgroupLook } from "../../../src/host/limits/cgroup.js";
 import { CGROUP_FIX, limitPlan, type CgroupOffer, type ResourceLimits } from "../../../src/host/limits/limits.js";
-import type { ResourceLimitName } from "../../../src/host/types.js";
+import type { ResourceLimitName } from "../../../src/host/api/types.js";
 
 const V1_MOUNTS = [
   "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755",

@@ -10,7 +10,7 @@ import type { CgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { LAUNCHER_FAILED, LAUNCHER_MARK } from "../../../src/host/limits/launcher.js";
 import { CGROUP_FIX, limitSupport, RunLimits, supportOn, WATCH_MS, type ResourceLimits } from "../../../src/host/limits/limits.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
-import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/types.js";
+import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/api/types.js";
 import { addProcesses, fakeCgroupFiles } from "./fake-cgroup-files.js";
 
 const PARENTS = { memory: "/cg/memory/host", pids: "/cg/pids", cpu: "/cg/cpuacct" };

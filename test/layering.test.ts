@@ -69,6 +69,35 @@ export function layerViolations(files: ReadonlyMap<string, string>): string[] {
   return violations;
 }
 
+/** An import cycle through `start` (the files, start first), or undefined: every import counts, type-only ones too. */
+export function cycleThrough(files: ReadonlyMap<string, string>, start: string): string[] | undefined {
+  const edges = new Map<string, string[]>();
+  for (const [file, text] of files) {
+    edges.set(
+      file,
+      importsOf(text).map(({ specifier }) => relative(src, resolve(src, dirname(file), specifier)).replace(/\.js$/, ".ts")),
+    );
+  }
+  // Breadth first from start's imports back to start: the shortest cycle.
+  const before = new Map<string, string>([[start, ""]]);
+  const queue = [start];
+  while (queue.length > 0) {
+    const file = queue.shift()!;
+    for (const next of edges.get(file) ?? []) {
+      if (next === start) {
+        const path = [file];
+        while (path[0] !== start) path.unshift(before.get(path[0]!)!);
+        return path;
+      }
+      if (!before.has(next)) {
+        before.set(next, file);
+        queue.push(next);
+      }
+    }
+  }
+  return undefined;
+}
+
 function sourceFiles(): Map<string, string> {
   const files = new Map<string, string>();
   for (const file of readdirSync(src, { recursive: true, encoding: "utf8" })) {
@@ -149,6 +178,34 @@ describe("layering of src/", () => {
   it("fails when the host imports the guest runtime (the host starts guest programs by path only)", () => {
     const files = new Map([[join("host", "code", "run-code.ts"), 'import { serve } from "../../guest/serve.js";']]);
     expect(layerViolations(files)).toEqual([`${join("host", "code", "run-code.ts")}:1: host imports guest (../../guest/serve.js)`]);
+  });
+
+  it("the host's public types (host/api/) are in no import cycle and import nothing of the engine or the report", () => {
+    const files = sourceFiles();
+    const api = [...files.keys()].filter((file) => file.startsWith(join("host", "api") + sep));
+    expect(api.length).toBeGreaterThan(0);
+    for (const file of api) {
+      expect(cycleThrough(files, file), file).toBeUndefined();
+      for (const { specifier } of importsOf(files.get(file)!)) {
+        const target = relative(src, resolve(src, dirname(file), specifier));
+        expect(target.startsWith(join("host", "engine")) || target.startsWith(join("host", "report")), `${file}: ${specifier}`).toBe(false);
+      }
+    }
+  });
+
+  it("finds an import cycle, type-only imports included, and none where there is none", () => {
+    const files = new Map([
+      [join("host", "api", "types.ts"), 'import type { RunAdmission } from "../engine/admission.js";'],
+      [join("host", "engine", "admission.ts"), 'import * as failures from "../report/failures.js";'],
+      [join("host", "report", "failures.ts"), 'import type { HostFailure } from "../api/types.js";'],
+      [join("host", "index.ts"), 'export * from "./api/types.js";'],
+    ]);
+    expect(cycleThrough(files, join("host", "api", "types.ts"))).toEqual([
+      join("host", "api", "types.ts"),
+      join("host", "engine", "admission.ts"),
+      join("host", "report", "failures.ts"),
+    ]);
+    expect(cycleThrough(files, join("host", "index.ts"))).toBeUndefined();
   });
 
   it("fails when the CLI imports the test kit, or a file sits in a folder with no layer", () => {

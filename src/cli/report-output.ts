@@ -2,7 +2,7 @@
 import { byteSize, excerpt } from "../protocol/text.js";
 import type { Readable, Writable } from "node:stream";
 import type { LogEntry, ResourceUsage, RunReport } from "../host/index.js";
-import type { RunReportFields } from "../host/types.js";
+import type { RunReportFields } from "../host/api/types.js";
 import type { Outcome } from "../protocol/outcome.js";
 import { describeError } from "../protocol/errors.js";
 import { escapeJsonControls, escapeResultText, escapeTerminalText, PrefixedLines } from "./terminal-text.js";

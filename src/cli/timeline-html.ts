@@ -4,7 +4,7 @@
  * fetch, so it can be opened offline and attached to a bug report. Every piece of guest text is
  * HTML-escaped; the script only shows and hides rows.
  */
-import type { ResourceUsage } from "../host/types.js";
+import type { ResourceUsage } from "../host/api/types.js";
 import type { Timeline, TimelineCall, TimelineMark } from "../transcripts/timeline.js";
 import { limitsLine, usageLine } from "./report-output.js";
 

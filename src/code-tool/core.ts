@@ -30,6 +30,7 @@ import {
   resumeCode,
   runCode,
   type ApprovalLedger,
+  type CodeOptions,
   type ApprovalCall,
   type ApprovalDecision,
   type Capabilities,
@@ -311,23 +312,16 @@ export function codeToolCore<CallOptions>(
         progress();
       },
     };
-    let report: RunReport;
-    if ("code" in start) report = await runCode({ ...options, code: start.code });
-    else {
-      try {
-        report = await resumeCode(start.token, { ...options, decisions: start.decisions });
-      } catch (error) {
-        // Claimed before (AlreadyResumed), or a token this key did not sign: nothing ran.
-        if (error instanceof ApprovalTokenError || error instanceof TypeError) {
-          return {
-            status: "failure",
-            code: error instanceof ApprovalTokenError ? error.problem : "InvalidArguments",
-            content: escapeControls(error.message),
-          };
-        }
-        throw error;
-      }
+    const ran = await runBody(start, options);
+    if ("refused" in ran) {
+      const error = ran.refused;
+      return {
+        status: "failure",
+        code: error instanceof ApprovalTokenError ? error.problem : "InvalidArguments",
+        content: escapeControls(error.message),
+      };
     }
+    const report = ran.report;
     try {
       onReport?.(report);
     } catch {
@@ -377,6 +371,30 @@ export function codeToolCore<CallOptions>(
     return output;
   };
   return { description, contract, run, resume };
+}
+
+/** What a body run starts from: a body (and its `input`), or a paused run's token and the decisions on its pending calls. */
+export type BodyStart = { code: string; input?: Json } | { token: unknown; decisions: Record<string, ResumeDecision> };
+
+/** A body run's end: its report, or a resume refused before anything ran. */
+export type BodyRun = { report: RunReport } | { refused: ApprovalTokenError | TypeError };
+
+/**
+ * The run every code tool makes (the AI SDK's, the Agents SDK's and `ears mcp`'s): `runCode` for a body,
+ * `resumeCode` for a paused run's token, with the tool's options. A resume refused before anything ran (a
+ * token claimed before, not signed with this key, or decisions that do not fit it) resolves to `refused`,
+ * for the adapter to answer its model with; any other rejection (a missing peer) is the caller's.
+ */
+export async function runBody(start: BodyStart, options: Omit<CodeOptions, "code" | "input">): Promise<BodyRun> {
+  if ("code" in start) {
+    return { report: await runCode({ ...options, code: start.code, ...(start.input === undefined ? {} : { input: start.input }) }) };
+  }
+  try {
+    return { report: await resumeCode(start.token, { ...options, decisions: start.decisions }) };
+  } catch (error) {
+    if (error instanceof ApprovalTokenError || error instanceof TypeError) return { refused: error };
+    throw error;
+  }
 }
 
 /** The failures of a resume refused before its claim: the token stays in the store. */

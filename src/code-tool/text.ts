@@ -7,7 +7,7 @@
  */
 import { byteSize } from "../protocol/text.js";
 import { DEFAULT_HOST_LIMITS } from "../host/settings.js";
-import type { HostLimits } from "../host/types.js";
+import type { HostLimits } from "../host/api/types.js";
 
 export { boundedToolLogs, MAX_TOOL_LOG_CHARS, MAX_TOOL_LOG_LINES } from "../host/report/tool-logs.js";
 

@@ -33,7 +33,7 @@ export type {
   LimitState,
   ResourceLimitName,
   ResourceUsage,
-} from "./types.js";
+} from "./api/types.js";
 export { limitSupport, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";

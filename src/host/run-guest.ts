@@ -28,7 +28,7 @@ import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
 import { isSession, sessionCopyRun, sessionRun, type Session } from "./workspace/index.js";
 import { GATE_GO_FD, GATE_READY_FD } from "./workspace/copy-workspace.js";
-import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./types.js";
+import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./api/types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
 import { admissionOf, type Admission } from "./engine/admission.js";
 import { recordedRun } from "./observe/record.js";

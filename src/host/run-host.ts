@@ -7,7 +7,7 @@ import type { Wire } from "../wires/wire.js";
 import { hostSession, type SessionHooks } from "./engine/session.js";
 import { hostSettings, RESOURCE_LIMITS } from "./settings.js";
 import { traced } from "./observe/tracing.js";
-import type { HostOptions, RunReport } from "./types.js";
+import type { HostOptions, RunReport } from "./api/types.js";
 
 /**
  * Hosts one session over any wire: the host end of `createLinkedPair()`, or a `StreamWire` over a

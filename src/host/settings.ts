@@ -7,7 +7,7 @@ import { MAX_TIMER_MS } from "../protocol/timers.js";
 import { jsonProblem, type Json } from "../protocol/json.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../protocol/frames.js";
 import { approvalSettings, checkApprovalRule, type ApprovalSettings } from "./approvals/approval.js";
-import type { Capabilities, HostLimits, HostOptions, LogEntry, TraceSetting } from "./types.js";
+import type { Capabilities, HostLimits, HostOptions, LogEntry, TraceSetting } from "./api/types.js";
 
 /** The defaults of every {@link HostLimits} field. */
 export const DEFAULT_HOST_LIMITS: Readonly<Required<HostLimits>> = Object.freeze({

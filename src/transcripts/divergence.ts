@@ -3,7 +3,7 @@
  * show. Values are compared as JSON (jsonDifference, the protocol's one comparison) and shown cut short
  * (excerpt), with the path of the first difference when a cut would hide it.
  */
-import type { RunReport } from "../host/types.js";
+import type { RunReport } from "../host/api/types.js";
 import type { HelloFrame, RequestFrame } from "../protocol/frames.js";
 import { jsonDifference, type Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";

@@ -6,7 +6,7 @@
  * from recording.ts; the sentence that reports a difference from divergence.ts.
  */
 import { runGuest } from "../host/run-guest.js";
-import type { Capabilities, GuestCommand, HostLimits, HostOptions, LogEntry, RunReport } from "../host/types.js";
+import type { Capabilities, GuestCommand, HostLimits, HostOptions, LogEntry, RunReport } from "../host/api/types.js";
 import { decodeFrame } from "../protocol/frames.js";
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";

@@ -20,7 +20,7 @@ import {
 } from "node:fs";
 import { performance } from "node:perf_hooks";
 import type { Writable } from "node:stream";
-import type { RunReport } from "../host/types.js";
+import type { RunReport } from "../host/api/types.js";
 import { describeError } from "../protocol/errors.js";
 import { validateFrame, type Frame } from "../protocol/frames.js";
 import { jsonProblem, MAX_FRAME_DEPTH, type Json } from "../protocol/json.js";

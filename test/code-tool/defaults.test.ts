@@ -9,7 +9,7 @@ import { tool, type ToolExecutionOptions } from "ai";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { runCodeDescription } from "../../src/cli/mcp-command.js";
+import { runCodeDescription } from "../../src/code-tool/mcp-server.js";
 import { escapeControls, escapeJson } from "../../src/code-tool/output.js";
 import { bodyText, CODE_TOOL_MAX_RESULT_BYTES, CODE_TOOL_RUN_TIMEOUT_MS, toolDeclarations } from "../../src/code-tool/text.js";
 import type { CodeToolOutput } from "../../src/code-tool/core.js";

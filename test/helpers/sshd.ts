@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startSshd as startServer, type SshOptions, type SshServer } from "../../bench/lib/sshd.mjs";
-import type { RemoteRunner } from "../../src/host/types.js";
+import type { RemoteRunner } from "../../src/host/api/types.js";
 import { processTable } from "./processes.js";
 
 export { sshdPath } from "../../bench/lib/sshd.mjs";

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { Outcome } from "../../src/index.js";
 import { isFailureOutcome, isHostFailure, isPaused, modelResult, runCode } from "../../src/host/index.js";
 import { runReport } from "../../src/host/report/report.js";
-import type { RunReport } from "../../src/host/types.js";
+import type { RunReport } from "../../src/host/api/types.js";
 
 const token = { format: "ears-approval-token", version: 1, payload: "{}", signature: "x" } as const;
 

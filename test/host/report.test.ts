@@ -3,7 +3,7 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import { Outcome } from "../../src/index.js";
 import { HostFailureCode, type RunReport } from "../../src/host/index.js";
 import { notStartedReport, runReport } from "../../src/host/report/report.js";
-import type { RunBroken } from "../../src/host/types.js";
+import type { RunBroken } from "../../src/host/api/types.js";
 
 const failure = { code: HostFailureCode.NoResult, message: "the guest's output ended before it sent a result" };
 

@@ -7,7 +7,7 @@
 import type { Json } from "../../protocol/json.js";
 import type { Outcome } from "../../protocol/outcome.js";
 import { MAX_TIMER_MS } from "../../protocol/timers.js";
-import type { Capability, CapabilityContext } from "../types.js";
+import type { Capability, CapabilityContext } from "../../contract/contract.js";
 import { checkLedger, type ApprovalLedger } from "./ledger.js";
 
 /** A call waiting for a decision, as `approval.decide` sees it. */

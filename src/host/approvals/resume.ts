@@ -5,7 +5,7 @@
  * token (their handlers do not run again), the pending calls get their decisions, and the run goes on live.
  */
 import { decisionProblem, tokenKeyBytes, type ApprovalCall, type Replay, type ResumeDecision } from "./approval.js";
-import type { RunReport } from "../types.js";
+import type { RunReport } from "../api/types.js";
 import { ApprovalTokenError, openToken, tokenClaimId } from "./token.js";
 import { checkLedger, type ApprovalLedger } from "./ledger.js";
 import { describeError } from "../../protocol/errors.js";

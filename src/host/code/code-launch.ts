@@ -5,7 +5,7 @@
 import { dirname } from "node:path";
 import * as failures from "../report/failures.js";
 import { checkLaunch, withPaths, type CheckedLaunch } from "../run-guest.js";
-import type { GuestCommand, HostFailure } from "../types.js";
+import type { GuestCommand, HostFailure } from "../api/types.js";
 import { builtScript } from "./built-script.js";
 import { filesFor, makeBoundedDir } from "../workspace/bounded-dir.js";
 import { expectedMechanism } from "../sandbox/index.js";

@@ -13,7 +13,7 @@ import type { WorkspaceIdentity } from "../../protocol/code-body.js";
 import * as failures from "../report/failures.js";
 import type { CheckedLaunch } from "../run-guest.js";
 import type { SandboxRequest } from "../sandbox/index.js";
-import type { HostFailure } from "../types.js";
+import type { HostFailure } from "../api/types.js";
 import { bindMount } from "../workspace/bounded-dir.js";
 import type { Session } from "../workspace/index.js";
 

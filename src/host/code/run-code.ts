@@ -12,7 +12,7 @@ import * as failures from "../report/failures.js";
 import { admitted, GUEST_COMMAND_OPTIONS, refuseUnknownOptions, runLaunch } from "../run-guest.js";
 import { notStartedReport } from "../report/report.js";
 import { traced } from "../observe/tracing.js";
-import type { GuestCommand, RunReport } from "../types.js";
+import type { GuestCommand, RunReport } from "../api/types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
 import { compileBody, DEFAULT_MAX_CODE_BYTES, requireStripper } from "./compile.js";
 import { checkDeclarations, requireTypeScript, typecheckBody } from "./typecheck.js";

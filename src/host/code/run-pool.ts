@@ -19,7 +19,7 @@ import type { RunAdmission } from "../engine/admission.js";
 import { sandboxRequest, type SandboxRequest } from "../sandbox/index.js";
 import type { SandboxSetting } from "../sandbox/types.js";
 import { DEFAULT_HOST_LIMITS, RESOURCE_LIMITS } from "../settings.js";
-import type { GuestCommand, HostFailure, HostLimits, RemoteRunner, RemoteWorkerState, RunReport } from "../types.js";
+import type { GuestCommand, HostFailure, HostLimits, RemoteRunner, RemoteWorkerState, RunReport } from "../api/types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
 import { bindSession, poolSessionProblem } from "./pool-session.js";
 import { sessionSettled } from "../workspace/index.js";

@@ -7,7 +7,7 @@
 import { availableParallelism, totalmem } from "node:os";
 import { MAX_TIMER_MS } from "../../protocol/timers.js";
 import * as failures from "../report/failures.js";
-import type { HostFailure } from "../types.js";
+import type { HostFailure, RunAdmission } from "../api/types.js";
 
 /** The share of the machine's memory the default admission lets runs' `memoryBytes` add up to. */
 export const DEFAULT_MEMORY_SHARE = 0.5;
@@ -42,19 +42,8 @@ export interface RunAdmissionOptions {
   memoryBytes?: number;
 }
 
-/** A bound on concurrent runs, made by {@link createRunAdmission}; pass it as `admission` to share it. */
-export interface RunAdmission {
-  readonly maxConcurrentRuns: number;
-  readonly maxQueuedRuns: number;
-  readonly queueTimeoutMs: number;
-  readonly memoryBytes: number;
-  /** How many slots are held right now (guest processes alive or about to be spawned). */
-  readonly running: number;
-  /** How many runs are waiting for a slot right now. */
-  readonly queued: number;
-  /** The sum of the `memoryBytes` of the slots held right now. */
-  readonly memoryInUse: number;
-}
+// The interface is a public type (src/host/api/types.ts, which imports nothing of the engine); made here.
+export type { RunAdmission };
 
 /** @internal What one slot asks for. */
 export interface SlotRequest {

@@ -1,7 +1,7 @@
 import type { Json } from "../../protocol/json.js";
 import { Outcome, returnedOutcome } from "../../protocol/outcome.js";
 import * as replies from "../report/call-failures.js";
-import type { Capability, CapabilityContext } from "../types.js";
+import type { Capability, CapabilityContext } from "../api/types.js";
 
 /**
  * Runs a handler and turns whatever it does into the reply outcome: it never throws and its promise never

@@ -24,7 +24,7 @@ import * as failures from "../report/failures.js";
 import type { RunObserver } from "../observe/observer.js";
 import type { Outbox } from "./outbox.js";
 import type { HostSettings } from "../settings.js";
-import type { Capability, CallRecord, HostFailure } from "../types.js";
+import type { Capability, CallRecord, HostFailure } from "../api/types.js";
 
 /** Characters of a requested capability name kept in a call record; a longer (hostile) name is cut with its length. */
 const MAX_RECORDED_NAME_CHARS = 1024;

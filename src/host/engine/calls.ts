@@ -2,7 +2,7 @@
 import { encodeFrame, outcomeWire } from "../../protocol/frames.js";
 import type { Json } from "../../protocol/json.js";
 import type { Outcome } from "../../protocol/outcome.js";
-import type { CallRecord, Capability, CapabilityContext } from "../types.js";
+import type { CallRecord, Capability, CapabilityContext } from "../api/types.js";
 
 /** A call whose handler is running. */
 export class Call {

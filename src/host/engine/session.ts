@@ -17,7 +17,7 @@ import type { RunObserver } from "../observe/observer.js";
 import { runReport } from "../report/report.js";
 import type { HostSettings } from "../settings.js";
 import type { PausedRun, PausedState } from "../approvals/approval.js";
-import type { HostFailure, RunReport } from "../types.js";
+import type { HostFailure, RunReport } from "../api/types.js";
 import { UserCallbacks } from "./user-callbacks.js";
 
 /** @internal How a caller (runHost, runGuest) plugs into a session. */

@@ -5,7 +5,7 @@
  */
 import * as failures from "../report/failures.js";
 import { RESOURCE_LIMITS } from "../settings.js";
-import type { HostFailure, LimitEnforcer, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "../types.js";
+import type { HostFailure, LimitEnforcer, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "../api/types.js";
 import {
   hostCgroupPlan,
   RunCgroup,

@@ -2,7 +2,7 @@
 // tell an observer, and nothing else. Kept apart so the engine's files carry one line per hook.
 import type { RequestFrame } from "../../protocol/frames.js";
 import type { Outcome } from "../../protocol/outcome.js";
-import type { LogEntry } from "../types.js";
+import type { LogEntry } from "../api/types.js";
 
 /**
  * @internal Watches one run. The session calls it as frames cross the wire; none of its methods may

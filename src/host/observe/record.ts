@@ -4,20 +4,9 @@
  * `ears replay` replays. The recorder itself is the transcripts' (`recordTo`, exported by the host entry);
  * the host needs only its shape, so the engine does not depend on the file format.
  */
-import type { RunReport } from "../types.js";
+import type { RunRecorder, RunReport } from "../api/types.js";
 
-/**
- * Where a run is recorded: what `recordTo(path, { timed: true })` and `recordToStream` return (the host
- * entry exports both). The run calls `onFrame` for each frame, `stderr` for each chunk of the guest's
- * stderr, `code` with runCode's body, and `report` with the report when the run is over; closing it
- * (`await recorder.close()`, which rejects if a write failed) is the caller's, after the run.
- */
-export interface RunRecorder {
-  readonly onFrame: (direction: "guest" | "host", line: string) => unknown;
-  stderr(chunk: string): void;
-  report(report: RunReport): void;
-  code?(body: string): void;
-}
+export type { RunRecorder } from "../api/types.js";
 
 interface RecordedOptions {
   record?: RunRecorder;

@@ -13,7 +13,7 @@ import type { Outcome } from "../../protocol/outcome.js";
 import { excerpt } from "../../protocol/text.js";
 import { SDK } from "../../protocol/version.js";
 import type { RunObserver } from "./observer.js";
-import type { LogEntry, RunReport, TraceOptions, TraceSetting } from "../types.js";
+import type { LogEntry, RunReport, TraceOptions, TraceSetting } from "../api/types.js";
 
 type Api = typeof Otel;
 

@@ -12,7 +12,7 @@ import { runReport } from "../report/report.js";
 import type { SandboxReport } from "../sandbox/index.js";
 import { guestHoldsOutput, OUTPUT_WATCH_MS } from "../sandbox/output-watch.js";
 import type { SessionResult } from "../engine/session.js";
-import type { HostFailure, RunReport } from "../types.js";
+import type { HostFailure, RunReport } from "../api/types.js";
 import { UserCallbacks } from "../engine/user-callbacks.js";
 
 /** How a child exited. */

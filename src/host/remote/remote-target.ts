@@ -12,7 +12,7 @@ import * as failures from "../report/failures.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "../process/process-group.js";
 import type { SandboxReport } from "../sandbox/index.js";
 import type { CheckedLaunch, RunEnd, RunEndFacts } from "../run-guest.js";
-import type { HostFailure, RemoteRunner, RemoteWorkerState, RunReport } from "../types.js";
+import type { HostFailure, RemoteRunner, RemoteWorkerState, RunReport } from "../api/types.js";
 import { launchLine } from "./runner-lines.js";
 import { RunnerStream } from "./runner-stream.js";
 

@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { RESOURCE_LIMITS } from "../settings.js";
 import type { SandboxReport } from "../sandbox/index.js";
-import type { HostFailure, HostFailureCode, LimitState, ResourceLimitName, ResourceUsage, RunDetails } from "../types.js";
+import type { HostFailure, HostFailureCode, LimitState, ResourceLimitName, ResourceUsage, RunDetails } from "../api/types.js";
 
 /** The version of these lines (both ends must speak it). */
 export const RUNNER_LINES = 1;

@@ -17,7 +17,7 @@ import type { GuestOutcome } from "../process/guest-process.js";
 import { checkLaunch, StartedGuest, startGuest, type CheckedLaunch } from "../run-guest.js";
 import type { SandboxSetting } from "../sandbox/types.js";
 import { HostFailureCode } from "../report/codes.js";
-import type { HostFailure, HostLimits } from "../types.js";
+import type { HostFailure, HostLimits } from "../api/types.js";
 import {
   MAX_RUNNER_LINE_BYTES,
   newNonce,

@@ -3,7 +3,7 @@
  * on its own (besides whatever the capability handlers return).
  */
 import { FailureCode } from "../../protocol/outcome.js";
-import type { HostFailureCode as HostFailureCodeType } from "../types.js";
+import type { HostFailureCode as HostFailureCodeType } from "../api/types.js";
 
 /** The run-level failure codes, as values (the type of the same name is their union). */
 export const HostFailureCode = {

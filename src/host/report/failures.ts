@@ -7,7 +7,7 @@ import { byteSize, clip, quotedExcerpt } from "../../protocol/text.js";
 import { describeError } from "../../protocol/errors.js";
 import { PROTOCOL } from "../../protocol/frames.js";
 import { HostFailureCode } from "./codes.js";
-import type { HostFailure, RunDetails } from "../types.js";
+import type { HostFailure, RunDetails } from "../api/types.js";
 
 // Before the guest runs (runGuest, runCode).
 

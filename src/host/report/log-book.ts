@@ -1,5 +1,5 @@
 import { FrameQueue } from "../../wires/frame-queue.js";
-import type { LogEntry } from "../types.js";
+import type { LogEntry } from "../api/types.js";
 
 /** Longest level kept whole when an entry must be cut (levels are short words; a long one is an attack or a bug). */
 const CUT_LEVEL_BYTES = 1024;

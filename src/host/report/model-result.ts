@@ -10,7 +10,7 @@ import { excerpt } from "../../protocol/text.js";
 import { boundedToolLogs } from "./tool-logs.js";
 import type { PausedRun } from "../approvals/approval.js";
 import type { HostFailureCode } from "./codes.js";
-import type { RunBroken, RunFailedOutcome, RunPaused, RunReport } from "../types.js";
+import type { RunBroken, RunFailedOutcome, RunPaused, RunReport } from "../api/types.js";
 
 /** What every {@link ModelResult} has. */
 interface ModelResultBase {

@@ -1,7 +1,7 @@
 // Building a RunReport: the one shape of every run's report, whichever engine ends the run.
 import type { Outcome } from "../../protocol/outcome.js";
 import type { PausedRun } from "../approvals/approval.js";
-import type { HostFailure, RunBroken, RunDetails, RunReport, RunReportFields } from "../types.js";
+import type { HostFailure, RunBroken, RunDetails, RunReport, RunReportFields } from "../api/types.js";
 
 /**
  * What a run knows when it ends. A run that never started knows no logs or calls (they default to none);

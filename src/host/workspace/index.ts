@@ -20,7 +20,10 @@ import { LOCK_NAME, lockDir, type DirLock } from "./lock.js";
 import { cleanTree, kindOf, mirrorTree, removePath, surveyTree, TreeRefused } from "./walk.js";
 import { CopyRun, pages, treeUsage } from "./copy-workspace.js";
 import * as failures from "../report/failures.js";
-import type { HostFailure, RunReport } from "../types.js";
+import type { HostFailure, RunReport } from "../api/types.js";
+import type { Session, WorkspaceEntry } from "../api/session.js";
+
+export type { Session, WorkspaceEntry } from "../api/session.js";
 
 /** The default size of a session's workspace: 256 MiB (as `limits.tmpBytes`). */
 export const DEFAULT_WORKSPACE_BYTES = 256 * 1024 * 1024;
@@ -64,44 +67,6 @@ export interface SessionOptions {
 /** How a session's workspace is bounded: see {@link SessionOptions.mechanism}. */
 export type WorkspaceMechanism = "auto" | "mount" | "copy";
 
-/** One entry of {@link Session.list}. */
-export interface WorkspaceEntry {
-  name: string;
-  type: "file" | "directory";
-  /** Size in bytes (files). */
-  size: number;
-}
-
-/** A session: a workspace that lasts between runs. Pass it to runCode or runGuest as `session`. */
-export interface Session {
-  /**
-   * The workspace's path on the host: a run's working directory, at the same path inside the sandbox (a
-   * pooled run's working directory is its runner's own path, with the workspace bound onto it).
-   */
-  readonly path: string;
-  /** The durable session's directory, or undefined for a temporary one. */
-  readonly dir: string | undefined;
-  /** The workspace's bounds. */
-  readonly workspaceBytes: number;
-  readonly workspaceFiles: number;
-  /** How the workspace is bounded here: a tmpfs the host mounted, or copied in and out of each run's sandbox. */
-  readonly mechanism: "mount" | "copy";
-  /** True once {@link Session.close} was called. */
-  readonly closed: boolean;
-  /** Writes a file (creating its directories); rejects with `ENOSPC` past the bounds. */
-  writeFile(path: string, data: string | Uint8Array): Promise<void>;
-  /** A file's bytes. Rejects for a missing path, a directory, and anything but a regular file. */
-  readFile(path: string): Promise<Buffer>;
-  /** A directory's entries (default the workspace's top), sorted by name. */
-  list(path?: string): Promise<WorkspaceEntry[]>;
-  /** Removes a file or a directory with everything in it; a missing path is not an error. */
-  remove(path: string): Promise<void>;
-  /**
-   * Waits for the runs and file operations under way, then removes the workspace (a durable session's
-   * `dir` stays, holding its last state). Calling it again returns the same promise.
-   */
-  close(): Promise<void>;
-}
 
 /**
  * Makes a session with a fresh workspace (empty but for `files`). Rejects when the workspace cannot be

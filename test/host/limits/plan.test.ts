@@ -16,7 +16,7 @@ import {
   type HostTools,
   type ResourceLimits,
 } from "../../../src/host/limits/limits.js";
-import type { ResourceLimitName } from "../../../src/host/types.js";
+import type { ResourceLimitName } from "../../../src/host/api/types.js";
 
 const V1_MOUNTS = [
   "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755",

@@ -19,7 +19,7 @@ import {
   type RunHost,
 } from "../../../src/host/limits/limits.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
-import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/types.js";
+import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/api/types.js";
 import { addProcesses, fakeCgroupFiles } from "./fake-cgroup-files.js";
 import { proc, type FakeProcess } from "./fake-proc.js";
 import { onUnenforcedDefault } from "../../../src/host/limits/limits.js";

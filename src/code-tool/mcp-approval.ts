@@ -18,7 +18,9 @@ import {
   type ResumeDecision,
 } from "../host/index.js";
 import { describeError } from "../protocol/errors.js";
-import { callText } from "./terminal-approval.js";
+
+/** How a call is shown to a person (its name and arguments on one line, control characters escaped): the CLI's. */
+export type CallText = (call: ApprovalCall) => string;
 
 /** The name of the tool that resumes a paused run. */
 export const RESUME_CODE_TOOL = "resume_code";
@@ -72,6 +74,7 @@ export function mcpApprovals(
   required: readonly string[],
   capabilities: Capabilities,
   allowed: readonly string[],
+  callText: CallText,
 ): McpApprovals {
   // Per process, never shown: only this server's tokens pass resumeCode's signature check.
   const tokenKey = randomBytes(32);
@@ -94,7 +97,7 @@ export function mcpApprovals(
     const turn = questions.then(() =>
       signal.aborted
         ? { approved: false as const, reason: "the question was withdrawn before it was asked", by: MCP_CLIENT_BY }
-        : elicit(server, call, signal, timeoutMs, requestId),
+        : elicit(server, call, signal, timeoutMs, requestId, callText),
     );
     questions = turn.catch(() => undefined);
     return turn.finally(() => waiting--);
@@ -144,6 +147,7 @@ async function elicit(
   signal: AbortSignal,
   timeoutMs: number,
   requestId: string | number,
+  callText: CallText,
 ): Promise<ApprovalDecision> {
   let result;
   try {
@@ -227,7 +231,7 @@ function resumeArguments(args: Record<string, unknown>): { token: unknown; decis
 }
 
 /** A paused run as text a model can act on: what waits, and how to go on (the token, as JSON). */
-export function pausedText(paused: PausedRun): string {
+export function pausedText(paused: PausedRun, callText: CallText): string {
   const count = paused.pending.length;
   const example = Object.fromEntries(paused.pending.map((call) => [String(call.id), { approved: true }]));
   return (

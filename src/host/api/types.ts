@@ -3,17 +3,15 @@
  * what it gets back (the run's report). The engine is in `session.ts` (runHost in `run-host.ts`), the
  * child-process runner in `run-guest.ts`.
  */
-import type { Capabilities } from "../contract/contract.js";
-import type { Json } from "../protocol/json.js";
-import type { Failure, Outcome, Success } from "../protocol/outcome.js";
-import type { SandboxReport, SandboxSetting } from "./sandbox/types.js";
-import type { Session } from "./workspace/index.js";
-import type { ApprovalOptions, ApprovalRecord, PausedRun } from "./approvals/approval.js";
-import type { RunAdmission } from "./engine/admission.js";
-import type { RunRecorder } from "./observe/record.js";
+import type { Capabilities } from "../../contract/contract.js";
+import type { Json } from "../../protocol/json.js";
+import type { Failure, Outcome, Success } from "../../protocol/outcome.js";
+import type { SandboxReport, SandboxSetting } from "../sandbox/types.js";
+import type { Session } from "./session.js";
+import type { ApprovalOptions, ApprovalRecord, PausedRun } from "../approvals/approval.js";
 
 // The handler types belong to the capability contract, which the guest side shares; the host API exports them too.
-export type { CapabilityContext, Capability, Capabilities } from "../contract/contract.js";
+export type { CapabilityContext, Capability, Capabilities } from "../../contract/contract.js";
 
 /** Bounds on one run. Every field is optional; see {@link DEFAULT_HOST_LIMITS} for the defaults. */
 export interface HostLimits {
@@ -508,4 +506,30 @@ export interface RemoteRunner {
   command: string;
   /** Its arguments, ending with the far end's `ears runner` command (e.g. `["-T", "worker", "ears", "runner"]`). */
   args?: readonly string[];
+}
+
+/** A bound on concurrent runs, made by `createRunAdmission`; pass it as `admission` to share it. */
+export interface RunAdmission {
+  readonly maxConcurrentRuns: number;
+  readonly maxQueuedRuns: number;
+  readonly queueTimeoutMs: number;
+  readonly memoryBytes: number;
+  /** How many slots are held right now (guest processes alive or about to be spawned). */
+  readonly running: number;
+  /** How many runs are waiting for a slot right now. */
+  readonly queued: number;
+  /** The sum of the `memoryBytes` of the slots held right now. */
+  readonly memoryInUse: number;
+}
+
+/**
+ * What `record` of runGuest and runCode takes: `recordTo(path)`'s recorder (from `@posoco/ears/host`), or any
+ * object with these methods. `onFrame` receives every frame, `stderr` the guest's stderr, `code` runCode's body
+ * and `report` the report when the run is over; closing it is the caller's, after the run.
+ */
+export interface RunRecorder {
+  readonly onFrame: (direction: "guest" | "host", line: string) => unknown;
+  stderr(chunk: string): void;
+  report(report: RunReport): void;
+  code?(body: string): void;
 }

@@ -195,7 +195,9 @@ describe("the helper, found and read back", () => {
     expect(confineHelperName("x64")).toBe("ears-confine-linux-x64");
     expect(confineHelperName("arm64")).toBe("ears-confine-linux-arm64");
     expect(confineHelperName("riscv64")).toBeUndefined();
-    expect(findConfineHelper(new FakeFileSystem(), "riscv64")).toEqual({ missing: "no Landlock helper is built for riscv64 (only x64 and arm64)" });
+    expect(findConfineHelper(new FakeFileSystem(), "riscv64")).toEqual({
+      missing: "no Landlock helper is built for riscv64 (only x64 and arm64)",
+    });
     expect(findConfineHelper(new FakeFileSystem(), "x64")).toMatchObject({
       missing: expect.stringMatching(/^the Landlock helper \(dist\/native\/ears-confine-linux-x64\) is missing from this installation/),
     });

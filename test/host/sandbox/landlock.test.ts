@@ -125,6 +125,25 @@ describe("the helper's command line", () => {
   });
 });
 
+describe("the helper's command line, at its edges", () => {
+  it("a program outside the system directories gets a read-only rule of its own; a missing device none; /lib (a link) is not reported", () => {
+    const fs = machine();
+    fs.add("/opt/node/bin/node", { kind: "file", executable: true });
+    fs.remove("/dev/full");
+    const p = policy(fs, launch("/work/out", [], { command: "/opt/node/bin/node" }));
+    const { args, report } = landlockArgs(p, systemLayout(fs), fs, wiring);
+    const granted = rules(args);
+    expect(granted).toContain("--ro /opt/node/bin/node");
+    expect(granted.filter((rule) => rule.endsWith("/dev/full"))).toEqual([]);
+    expect(granted.filter((rule) => rule.endsWith("/usr/bin/node"))).toEqual([]);
+    expect(report.readable).not.toContain("/lib");
+    expect(report.readable).toContain("/opt/node/bin/node");
+    expect(report.seccomp).toBe(true);
+    expect(report.env).toContain("TMPDIR");
+    expect(landlockGaps(true)).toContain("network: the host's network itself, with no namespace of its own");
+  });
+});
+
 describe("secrets under Landlock: left out of the rules", () => {
   it("a shown directory holding secrets gets its listing only, each other entry a rule, down to the secret", () => {
     const fs = machine();

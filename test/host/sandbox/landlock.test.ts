@@ -126,7 +126,7 @@ describe("the helper's command line", () => {
 });
 
 describe("the helper's command line, at its edges", () => {
-  it("a program outside the system directories gets a read-only rule of its own; a missing device none; /lib (a link) is not reported", () => {
+  it("a program outside the system directories gets a rule of its own; a missing device none; /lib (a link) is not reported", () => {
     const fs = machine();
     fs.add("/opt/node/bin/node", { kind: "file", executable: true });
     fs.remove("/dev/full");

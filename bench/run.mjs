@@ -5,7 +5,7 @@
 //                  framing or the serve loop, not a measurement to quote
 //   --only=a,b     run only these scenarios (ids: decode, long-frames, round-trip, concurrency,
 //                  cold-start, large-payload, code-body, typecheck, warm-runs, remote-runs,
-//                  pooled-session, peers, code-tool)
+//                  pooled-session, peers, code-tool, landlock-runs)
 //   --out=FILE     write the JSON elsewhere
 import { writeFileSync, existsSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem, platform, release } from "node:os";
@@ -23,6 +23,7 @@ import { remoteRuns } from "./scenarios/remote-runs.mjs";
 import { pooledSession } from "./scenarios/pooled-session.mjs";
 import { peers } from "./scenarios/peers.mjs";
 import { codeToolOverhead } from "./scenarios/code-tool.mjs";
+import { landlockRuns } from "./scenarios/landlock-runs.mjs";
 import { fmt, fmtSpread, table } from "./lib/stats.mjs";
 
 const SCENARIOS = [
@@ -39,6 +40,7 @@ const SCENARIOS = [
   ["pooled-session", pooledSession],
   ["peers", peers],
   ["code-tool", codeToolOverhead],
+  ["landlock-runs", landlockRuns],
 ];
 
 const args = process.argv.slice(2);

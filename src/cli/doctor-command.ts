@@ -30,8 +30,8 @@ export function doctorText(confined: boolean, checks: readonly Check[]): string 
   ]);
   const verdict = confined
     ? 'Runs here are confined (sandbox: "auto" and true start guests under bubblewrap).'
-    : "Runs here are NOT confined: sandbox: true fails with SandboxUnavailable; " +
-      '"auto" runs unconfined only where bubblewrap is not installed.';
+    : 'Runs here are NOT confined by bubblewrap: sandbox "auto" and true go on under Landlock where the kernel offers it ' +
+      "(Linux 6.12+), else fail with SandboxUnavailable; only sandbox: false runs unconfined.";
   return `${lines.join("\n")}\n\n${verdict}\n`;
 }
 

@@ -163,6 +163,8 @@ describe.runIf(process.platform === "linux")("ears run's sandbox flags", () => {
     [["--sandbox-read", "no/such/path"], /--sandbox-read "no\/such\/path": no such file or directory/],
     [["--sandbox-write", "no/such/path"], /--sandbox-write "no\/such\/path": no such file or directory/],
     [["--env", "1BAD"], /--env: "1BAD" is not NAME or NAME=value/],
+    [["--sandbox-mechanism", "firejail"], /--sandbox-mechanism must be auto, bubblewrap or landlock, not "firejail"/],
+    [["--no-sandbox", "--sandbox-mechanism", "landlock"], /--sandbox-mechanism shape the sandbox, which --no-sandbox turns off/],
   ])("%j is a usage error (exit 64), nothing is started", async (flags, message) => {
     const run = await earsWith(["run", ...flags, "--", "node", PROBE]);
     expect(run.code).toBe(64);

@@ -246,7 +246,8 @@ describe.runIf(hasLandlock)("the Landlock helper", () => {
       const out = mkdtempSync(join(dir, "host-"));
       const pidFile = join(out, "pid");
       const command = [helper, "--parent", "$$", ...runtime, "--rw", out, "--", "/bin/sh", "-c"];
-      const inner = `setsid /bin/sh -c '/bin/sleep 1000 & echo \\$! > ${pidFile}.tmp && mv ${pidFile}.tmp ${pidFile}' </dev/null >/dev/null 2>&1; /bin/sleep 1000`;
+      const publish = `echo \\$! > ${pidFile}.tmp && mv ${pidFile}.tmp ${pidFile}`;
+      const inner = `setsid /bin/sh -c '/bin/sleep 1000 & ${publish}' </dev/null >/dev/null 2>&1; /bin/sleep 1000`;
       const host = spawn("/bin/sh", ["-c", `${command.join(" ")} "${inner}" & wait`], { stdio: "ignore" });
       expect(await until(() => existsSync(pidFile))).toBe(true);
       const pid = Number(readFileSync(pidFile, "utf8"));
@@ -380,6 +381,35 @@ describe.runIf(qemu)("the arm64 build, under qemu-aarch64-static", () => {
     else {
       expect(test.status).toBe(121);
       expect(test.stderr).toBe("ears-confine: this kernel offers no Landlock (Linux 6.12 or later with Landlock enabled is needed)\n");
+    }
+  });
+});
+
+describe.runIf(hasLandlock)("a path gone between the host's plan and the helper's rules", () => {
+  it("the helper refuses the run (exit 122, nothing started) and the host reads that back as SandboxUnavailable", async () => {
+    const { planSandbox, spawnConfined } = await import("../../../src/host/sandbox/index.js");
+    const { confineFailure } = await import("../../../src/host/sandbox/landlock.js");
+    const base = realpathSync(mkdtempSync(join(tmpdir(), "ears-ll-gone-")));
+    try {
+      const shown = join(base, "shown");
+      mkdirSync(shown);
+      const marker = join(base, "ran");
+      const launch = { command: "/bin/sh", args: ["-c", `: > ${marker}`], cwd: base, env: { PATH: "/usr/bin:/bin" }, discover: false };
+      const plan = await planSandbox({ mode: "required", options: { mechanism: "landlock", readable: [shown], writable: [base] } }, launch);
+      if (plan.kind !== "confined") throw new Error(JSON.stringify(plan));
+      rmSync(shown, { recursive: true });
+      const child = spawnConfined(plan, { cwd: base, detached: true });
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+      const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+      expect(code).toBe(122);
+      expect(stderr).toBe(`ears-confine: cannot apply --ro ${shown}: No such file or directory\n`);
+      expect(existsSync(marker)).toBe(false);
+      expect(confineFailure({ exit: { code }, stderr })).toBe(
+        `the Landlock helper refused to start it: cannot apply --ro ${shown}: No such file or directory`,
+      );
+    } finally {
+      rmSync(base, { recursive: true, force: true });
     }
   });
 });

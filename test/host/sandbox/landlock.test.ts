@@ -125,6 +125,25 @@ describe("the helper's command line", () => {
   });
 });
 
+describe("the helper's command line, at its edges", () => {
+  it("a program outside the system directories gets a rule of its own; a missing device none; /lib (a link) is not reported", () => {
+    const fs = machine();
+    fs.add("/opt/node/bin/node", { kind: "file", executable: true });
+    fs.remove("/dev/full");
+    const p = policy(fs, launch("/work/out", [], { command: "/opt/node/bin/node" }));
+    const { args, report } = landlockArgs(p, systemLayout(fs), fs, wiring);
+    const granted = rules(args);
+    expect(granted).toContain("--ro /opt/node/bin/node");
+    expect(granted.filter((rule) => rule.endsWith("/dev/full"))).toEqual([]);
+    expect(granted.filter((rule) => rule.endsWith("/usr/bin/node"))).toEqual([]);
+    expect(report.readable).not.toContain("/lib");
+    expect(report.readable).toContain("/opt/node/bin/node");
+    expect(report.seccomp).toBe(true);
+    expect(report.env).toContain("TMPDIR");
+    expect(landlockGaps(true)).toContain("network: the host's network itself, with no namespace of its own");
+  });
+});
+
 describe("secrets under Landlock: left out of the rules", () => {
   it("a shown directory holding secrets gets its listing only, each other entry a rule, down to the secret", () => {
     const fs = machine();
@@ -195,7 +214,9 @@ describe("the helper, found and read back", () => {
     expect(confineHelperName("x64")).toBe("ears-confine-linux-x64");
     expect(confineHelperName("arm64")).toBe("ears-confine-linux-arm64");
     expect(confineHelperName("riscv64")).toBeUndefined();
-    expect(findConfineHelper(new FakeFileSystem(), "riscv64")).toEqual({ missing: "no Landlock helper is built for riscv64 (only x64 and arm64)" });
+    expect(findConfineHelper(new FakeFileSystem(), "riscv64")).toEqual({
+      missing: "no Landlock helper is built for riscv64 (only x64 and arm64)",
+    });
     expect(findConfineHelper(new FakeFileSystem(), "x64")).toMatchObject({
       missing: expect.stringMatching(/^the Landlock helper \(dist\/native\/ears-confine-linux-x64\) is missing from this installation/),
     });

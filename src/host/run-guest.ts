@@ -272,8 +272,8 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   }
   const confined = plan.kind === "confined";
   const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
-  // Only bubblewrap gives the guest a private /tmp to bound; under Landlock there is no mount.
-  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined && plan.report.mechanism === "bubblewrap");
+  // Only bubblewrap gives the guest a private /tmp to bound; under Landlock there is no mount (limits.ts says what does).
+  const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined ? plan.report.mechanism : "none");
   if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
   // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
   const childEnv = confined ? {} : (env ?? process.env);

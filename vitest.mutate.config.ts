@@ -6,7 +6,8 @@ import { defineConfig } from "vitest/config";
 // the usage sampler on a /proc given as data,
 // and that command line run by real shells on temporary files), of a bounded directory (test/host/workspace/
 // bounded-dir.test.ts: stand-in mount and umount scripts that only record what they were asked) and of the
-// compile code, and the session directory lock's tests on temporary directories (lock.test.ts: no mount). They import src/, which Stryker instruments.
+// compile code, and the session directory lock's tests on temporary directories (lock.test.ts: no mount). They
+// import src/, which Stryker instruments.
 // No test here reaches the machine's cgroups or mounts, or kills a process: RunCgroup's tests give it a fake file
 // system, and test/helpers/no-host-cgroups.ts leaves the host no cgroup to offer a real guest's run (CONTRIBUTING.md,
 // "Mutation testing": a mutant of the clean-up once killed the runner); a bounded directory's tests give it stand-in

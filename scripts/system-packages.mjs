@@ -36,8 +36,11 @@ const wanted = [
   { command: "dockerd", pkg: "docker.io", why: "test/deploy/docker.test.ts runs the deploy recipe in a dockerd of its own" },
 ].filter(
   ({ command }) =>
-    !(onPath(command) || (["sshd", "dockerd", "setpriv"].includes(command) && existsSync(`/usr/sbin/${command}`)) ||
-      (command === "setpriv" && existsSync("/usr/bin/setpriv"))),
+    !(
+      onPath(command) ||
+      (["sshd", "dockerd", "setpriv"].includes(command) && existsSync(`/usr/sbin/${command}`)) ||
+      (command === "setpriv" && existsSync("/usr/bin/setpriv"))
+    ),
 );
 if (wanted.length === 0) process.exit(0);
 

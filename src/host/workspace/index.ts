@@ -67,7 +67,6 @@ export interface SessionOptions {
 /** How a session's workspace is bounded: see {@link SessionOptions.mechanism}. */
 export type WorkspaceMechanism = "auto" | "mount" | "copy";
 
-
 /**
  * Makes a session with a fresh workspace (empty but for `files`). Rejects when the workspace cannot be
  * bounded here (the host must be able to mount a tmpfs: root on Linux), when `dir` is not empty, or
@@ -342,7 +341,8 @@ class WorkspaceSession implements Session {
         const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
         const bytes = used.bytes - (existing === undefined ? 0 : pages(existing.size)) + pages(size);
         const files = used.files + (existing === undefined ? 1 : 0);
-        if (bytes > this.workspaceBytes || files > this.workspaceFiles) throw bounds(Object.assign(new Error("ENOSPC"), { code: "ENOSPC" }), this);
+        if (bytes > this.workspaceBytes || files > this.workspaceFiles)
+          throw bounds(Object.assign(new Error("ENOSPC"), { code: "ENOSPC" }), this);
       }
       const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NO_FOLLOW, 0o600).catch(
         (error: unknown) => {

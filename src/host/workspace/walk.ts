@@ -400,7 +400,8 @@ export async function surveyTree(root: string, bound: TreeBound, reserved?: stri
       if (path === "" && name.toString("latin1") === reserved) continue;
       const relative = path === "" ? name.toString("utf8") : `${path}/${name.toString("utf8")}`;
       const shown = `${root}/${relative}`;
-      if (!isTextName(name)) throw new TreeRefused(`${JSON.stringify(shown)} is not named in UTF-8; a workspace's names are text`, "EINVAL");
+      if (!isTextName(name))
+        throw new TreeRefused(`${JSON.stringify(shown)} is not named in UTF-8; a workspace's names are text`, "EINVAL");
       const stat = await lstat(at(dir, name));
       const kind = kindOf(stat);
       if (kind === "other") {

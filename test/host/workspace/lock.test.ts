@@ -45,7 +45,9 @@ describe.runIf(process.platform === "linux")("a session directory's lock", () =>
   it("names another live process, or another host, as the holder", async () => {
     const dir = scratch();
     plant(dir, { pid: 1, start: startTimeOf(1), host: hostname(), token: "t" });
-    await expect(lockDir(dir, "openSession")).rejects.toThrow(`${dir} is in use by another open session, held by process 1 on ${hostname()}`);
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(
+      `${dir} is in use by another open session, held by process 1 on ${hostname()}`,
+    );
     plant(dir, { pid: deadPid(), start: "1", host: "elsewhere.example", token: "t" });
     await expect(lockDir(dir, "openSession")).rejects.toThrow(/held by process \d+ on elsewhere\.example/);
   });

@@ -59,7 +59,7 @@ await bundle.write({
         name: "core",
         test: (id) =>
           id.startsWith(dist) &&
-          !/^(host|testing|transcripts|openseek|cli|frameworks)\/|^(protocol\/)?schemas\.js$/.test(id.slice(dist.length)),
+          !/^(host|testing|transcripts|openseek|cli|frameworks|code-tool)\/|^(protocol\/)?schemas\.js$/.test(id.slice(dist.length)),
       },
     ],
   },

@@ -71,7 +71,7 @@ describe("the one description", () => {
     expect(agents.length).toBeLessThanOrEqual(0.6 * 3592);
     // The tools are declared, with their docs; the prelude every contract repeats is not.
     expect(ai).toContain("/** The weather in a city */\n  getWeather: { args: {\n    city: string;\n  }; result: TypedSuccess<{");
-    expect(agents).toContain("get_time: { args: {\n    zone: string;\n  }; result: Outcome };");
+    expect(agents).toContain("get_time: { args: {\n    zone: string;\n  }; result: UntypedResult };");
     expect(ai).not.toContain("interface CallOptions");
   });
 
@@ -84,7 +84,7 @@ describe("the one description", () => {
     expect(agents.startsWith(bodyText(false))).toBe(true);
     expect(mcp.startsWith(bodyText(true))).toBe(true);
     expect(bodyText(false)).toContain('process.getBuiltinModule("node:fs")');
-    expect(mcp).toContain("  echo: { args: {\n    text: string;\n  }; result: Outcome };");
+    expect(mcp).toContain("  echo: { args: {\n    text: string;\n  }; result: UntypedResult };");
   });
 
   it("names the defaults (50 s, 1 MiB) unless the limits say otherwise", () => {

@@ -35,7 +35,7 @@ describe("documentation examples", () => {
     const blocks = documentationBlocks(root);
     const fragments = blocks.filter((block) => block.markers.some((marker) => marker.startsWith("fragment")));
     for (const block of fragments) expect(block.fragment ?? "", `${block.file}:${block.line}`).toMatch(/\w{3,}.*\w{3,}/);
-    const known = /^(run|fragment:.*|(code-)?example: [\w-]+|mcp-client-config)$/;
+    const known = /^(run|fragment:.*|(code-)?example: [\w-]+|mcp-client-config|file: docs\/deploy\/[\w.-]+)$/;
     const unknown = blocks.flatMap((block) =>
       block.markers.filter((marker) => !known.test(marker)).map((marker) => `${block.file}:${block.line}: ${marker}`),
     );

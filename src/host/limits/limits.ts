@@ -85,11 +85,19 @@ function pairOf(rlimit: boolean, watchdog: boolean): LimitEnforcer | null {
   return rlimit ? "rlimit" : watchdog ? "watchdog" : null;
 }
 
+/**
+ * What RLIMIT_DATA allows besides memoryBytes: a backstop against a process that allocates faster than the
+ * watchdog samples, not the limit itself (the watchdog's resident-memory sum is). Node 24's V8 maps about
+ * 570 MiB of private writable memory before the first instruction (Node 20 and 22: 48 MiB), and does not
+ * start under it, so the rlimit cannot be the limit.
+ */
+export const DATA_RLIMIT_HEADROOM = 1024 * 1024 * 1024;
+
 /** What an rlimit and the watchdog mean for each limit, said in its report's note. */
 function fallbackNote(name: ResourceLimitName, by: LimitEnforcer): string {
   const rlimit =
     name === "memoryBytes"
-      ? "RLIMIT_DATA per process (allocation past it fails)"
+      ? "RLIMIT_DATA per process at the limit plus 1 GiB, a backstop (allocation past it fails)"
       : name === "processes"
         ? "RLIMIT_NPROC, per user machine-wide, set to the user's threads at the start plus twice the limit"
         : "RLIMIT_CPU per process, in whole seconds";
@@ -149,7 +157,7 @@ export function limitPlan(input: {
         missing = `no cgroup ${controller} controller can be used here (${why}), ${nor}; ${CGROUP_FIX}`;
       } else {
         note = fallbackNote(name, enforcedBy);
-        if (rlimit && name === "memoryBytes") plan.rlimits.dataBytes = value;
+        if (rlimit && name === "memoryBytes") plan.rlimits.dataBytes = value + DATA_RLIMIT_HEADROOM;
         if (rlimit && name === "processes") plan.rlimits.processes = value;
         if (rlimit && name === "cpuTimeMs") plan.rlimits.cpuSeconds = plan.cpuRlimitSeconds = Math.max(1, Math.ceil(value / 1000));
         if (tools.watchdog) plan.watch[name as keyof LimitPlan["watch"]] = value;
@@ -420,7 +428,7 @@ export class RunLimits {
     const bytes = this.plan.rlimits.dataBytes;
     if (bytes === undefined || report.outcome !== undefined || !crashed(report)) return undefined;
     const said = /out of memory|MemoryError|Cannot allocate memory|bad_alloc/.test(report.stderr ?? "");
-    return said || (this.tree?.peakDataBytes ?? 0) * 2 >= bytes ? failures.memoryLimitReached(bytes) : undefined;
+    return said || (this.tree?.peakDataBytes ?? 0) * 2 >= bytes ? failures.memoryLimitReached(this.limits.memoryBytes) : undefined;
   }
 
   /**

@@ -13,7 +13,7 @@ import { createLinkedPair } from "../../../src/wires/memory.js";
 import { limitSupport, runGuest, runHost, type GuestCommand, type RunReport } from "../../../src/host/index.js";
 import { launcherCommand, machineShells } from "../../../src/host/limits/launcher.js";
 import { hostCgroupPlan } from "../../../src/host/limits/cgroup.js";
-import { RunLimits } from "../../../src/host/limits/limits.js";
+import { DATA_RLIMIT_HEADROOM, RunLimits } from "../../../src/host/limits/limits.js";
 import { DEFAULT_HOST_LIMITS } from "../../../src/host/settings.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
@@ -267,7 +267,7 @@ describe.runIf(process.platform === "linux")("without a cgroup", () => {
     if (typeof here === "string") throw new Error(here);
     expect(here.cgroup).toBeUndefined();
     expect(here.plan.report.memoryBytes).toMatchObject({ value: 64 * MiB, enforcedBy: "rlimit+watchdog" });
-    expect(here.rlimits.dataBytes).toBe(64 * MiB);
+    expect(here.rlimits.dataBytes).toBe(64 * MiB + DATA_RLIMIT_HEADROOM);
   });
 });
 

@@ -9,6 +9,7 @@ import { describe, expect, it, vi } from "vitest";
 import { planCgroups, ownCgroupDirs, field, type CgroupLook } from "../../../src/host/limits/cgroup.js";
 import {
   CGROUP_FIX,
+  DATA_RLIMIT_HEADROOM,
   limitPlan,
   WATCH_MS,
   type CgroupOffer,
@@ -248,7 +249,7 @@ describe("the limit plan", () => {
         requested: true,
         enforcedBy: "rlimit+watchdog",
         note:
-          "RLIMIT_DATA per process (allocation past it fails); " +
+          "RLIMIT_DATA per process at the limit plus 1 GiB, a backstop (allocation past it fails); " +
           `the host's watchdog over the tree's resident memory, every ${WATCH_MS} ms`,
       },
       processes: {
@@ -267,14 +268,14 @@ describe("the limit plan", () => {
       },
       tmpBytes: { value: 2 ** 28, requested: false, enforcedBy: "bubblewrap" },
     });
-    expect(plan.rlimits).toStrictEqual({ dataBytes: 1000, processes: 256, cpuSeconds: 2 });
+    expect(plan.rlimits).toStrictEqual({ dataBytes: 1000 + DATA_RLIMIT_HEADROOM, processes: 256, cpuSeconds: 2 });
     expect(plan.watch).toStrictEqual({ memoryBytes: 1000, processes: 256, cpuTimeMs: 1500 });
     expect(plan.cpuRlimitSeconds).toBe(2);
     expect(plan.cgroupLimits).toStrictEqual({});
     // Root: the kernel exempts it from RLIMIT_NPROC, so the watchdog alone bounds processes.
     const root = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: true, cgroup: none, tools: { ...LINUX, root: true } });
     expect(root.report.processes.enforcedBy).toBe("watchdog");
-    expect(root.rlimits).toStrictEqual({ dataBytes: 2 ** 30 });
+    expect(root.rlimits).toStrictEqual({ dataBytes: 2 ** 30 + DATA_RLIMIT_HEADROOM });
     // rlimits without the watchdog (no children lists), the watchdog without rlimits (no shell).
     const rlimitsOnly = limitPlan({
       limits: DEFAULTS,
@@ -285,7 +286,7 @@ describe("the limit plan", () => {
     });
     expect(rlimitsOnly.report.memoryBytes).toMatchObject({
       enforcedBy: "rlimit",
-      note: "RLIMIT_DATA per process (allocation past it fails)",
+      note: "RLIMIT_DATA per process at the limit plus 1 GiB, a backstop (allocation past it fails)",
     });
     expect(rlimitsOnly.watch).toStrictEqual({});
     const watchOnly = limitPlan({
@@ -439,7 +440,7 @@ describe("the limit plan", () => {
             if (name === "cpuTimeMs") expect(plan.cpuRlimitSeconds !== undefined).toBe(state.enforcedBy?.startsWith("rlimit") === true);
             if (name === "cpuTimeMs") expect(plan.rlimits.cpuSeconds).toBe(plan.cpuRlimitSeconds);
             if (name === "memoryBytes")
-              expect(plan.rlimits.dataBytes).toBe(state.enforcedBy?.startsWith("rlimit") ? limits[name] : undefined);
+              expect(plan.rlimits.dataBytes).toBe(state.enforcedBy?.startsWith("rlimit") ? limits[name] + DATA_RLIMIT_HEADROOM : undefined);
             if (name === "processes")
               expect(plan.rlimits.processes).toBe(state.enforcedBy?.startsWith("rlimit") ? limits[name] : undefined);
             if (name === "processes" && tools.root) expect(state.enforcedBy?.startsWith("rlimit") ?? false).toBe(false);

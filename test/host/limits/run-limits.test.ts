@@ -22,7 +22,7 @@ import { bwrapPath } from "../../helpers/has-bwrap.js";
 import type { HostFailure, ResourceLimitName, RunReport } from "../../../src/host/api/types.js";
 import { addProcesses, fakeCgroupFiles } from "./fake-cgroup-files.js";
 import { proc, type FakeProcess } from "./fake-proc.js";
-import { onUnenforcedDefault } from "../../../src/host/limits/limits.js";
+import { DATA_RLIMIT_HEADROOM, onUnenforcedDefault } from "../../../src/host/limits/limits.js";
 
 const PARENTS = { memory: "/cg/memory/host", pids: "/cg/pids", cpu: "/cg/cpuacct" };
 const V1: CgroupPlan = { version: "v1", parents: PARENTS };
@@ -186,7 +186,7 @@ describe("the watchdog over a run's process tree (no cgroup)", () => {
     vi.useFakeTimers();
     const { run, killed, tripped, show } = watched({ memoryBytes: 2048 * 1024 });
     expect(run.plan.report.memoryBytes.enforcedBy).toBe("rlimit+watchdog");
-    expect(run.rlimits).toStrictEqual({ dataBytes: 2048 * 1024 });
+    expect(run.rlimits).toStrictEqual({ dataBytes: 2048 * 1024 + DATA_RLIMIT_HEADROOM });
     show({ 5: { rssKiB: 1024, children: { 5: [6] } }, 6: { rssKiB: 1024 } });
     expect(tripped).toStrictEqual([]);
     show({ 5: { rssKiB: 1024, children: { 5: [6] } }, 6: { rssKiB: 1025 } });
@@ -256,9 +256,11 @@ describe("the verdict where rlimits stand in", () => {
     expect((await noRlimit.finish(crashedReport("out of memory"))).failure).toBeUndefined();
   });
 
-  it("the watch's largest VmData of one process, at half the limit or more, names a silent crash MemoryLimit", async () => {
+  it("the watch's largest VmData of one process, at half its RLIMIT_DATA or more, names a silent crash MemoryLimit", async () => {
     vi.useFakeTimers();
-    const looks = [{ 5: { dataKiB: 512 } }, { 5: { dataKiB: 511 } }];
+    // RLIMIT_DATA is memoryBytes (1 MiB) plus the headroom; half of it, in KiB.
+    const half = (1024 * 1024 + DATA_RLIMIT_HEADROOM) / 2 / 1024;
+    const looks = [{ 5: { dataKiB: half } }, { 5: { dataKiB: half - 1 } }];
     for (const [index, look] of looks.entries()) {
       const files = { list: (path: string) => proc(look).list(path), read: (path: string) => proc(look).read(path) };
       const { run } = prepared({ memoryBytes: 1024 * 1024 }, NONE, undefined, {
@@ -512,7 +514,7 @@ describe("what a machine can enforce (ears doctor)", () => {
     expect(support.cgroup).toStrictEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
     expect(support.limits.memoryBytes).toStrictEqual({
       enforcedBy: "rlimit+watchdog",
-      note: `RLIMIT_DATA per process (allocation past it fails); the host's watchdog over the tree's resident memory, every ${WATCH_MS} ms`,
+      note: `RLIMIT_DATA per process at the limit plus 1 GiB, a backstop (allocation past it fails); the host's watchdog over the tree's resident memory, every ${WATCH_MS} ms`,
       fix: CGROUP_FIX,
     });
     expect(support.limits.processes).toMatchObject({ enforcedBy: "rlimit+watchdog", note: expect.stringContaining("RLIMIT_NPROC") });

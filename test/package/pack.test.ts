@@ -204,6 +204,9 @@ describe("npm pack", () => {
     // The quickstart's MCP example needs the MCP SDK and server-everything, which its user installs: here from this repository.
     const mcp = join(folder, "node_modules/@modelcontextprotocol");
     if (!existsSync(mcp)) symlinkSync(join(root, "node_modules/@modelcontextprotocol"), mcp, "dir");
+    // With its bin link, as `npm install` makes it: npx runs the installed server, never one from its cache.
+    const serverBin = join(folder, "node_modules/.bin/mcp-server-everything");
+    if (!existsSync(serverBin)) symlinkSync(join(root, "node_modules/.bin/mcp-server-everything"), serverBin);
     const runnable = [...readme.matchAll(/<!-- run -->\n```js\n([\s\S]*?)```/g)].map((match) => match[1]!);
     expect(runnable.length).toBeGreaterThanOrEqual(2);
     runnable.forEach((code, index) => {

@@ -171,6 +171,10 @@ export function expectBombsEnded(runs: Record<string, RunSummary>): void {
     if ("skipped" in ran) throw new Error(`${name} was skipped: ${ran.skipped}`);
     expect(ran.limits, name).toMatchObject({ memoryBytes: "rlimit+watchdog", processes: "rlimit+watchdog" });
   }
-  expect(runs.memoryBomb).toMatchObject({ ok: false, failure: "MemoryLimit", message: expect.stringMatching(/allocation past it was refused/) });
+  expect(runs.memoryBomb).toMatchObject({
+    ok: false,
+    failure: "MemoryLimit",
+    message: expect.stringMatching(/allocation past it was refused/),
+  });
   expect(runs.forkBomb).toMatchObject({ ok: false, failure: "ProcessLimit" });
 }

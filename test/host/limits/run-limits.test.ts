@@ -256,7 +256,7 @@ describe("the verdict where rlimits stand in", () => {
     expect((await noRlimit.finish(crashedReport("out of memory"))).failure).toBeUndefined();
   });
 
-  it("a body that threw V8's refusal of memory under RLIMIT_DATA is MemoryLimit, naming it; any other throw is the body's own", async () => {
+  it("a body that threw V8's refusal of memory under RLIMIT_DATA is MemoryLimit, naming it; another throw is the body's own", async () => {
     const threw = (content: string, code = "GuestFailed") =>
       report({ ok: false, outcome: { status: "failure", code, content }, exit: { code: 0, signal: null } } as Partial<RunReport>);
     const { run } = prepared({ memoryBytes: 1 << 30 }, NONE);
@@ -264,7 +264,9 @@ describe("the verdict where rlimits stand in", () => {
       const failure = (await run.finish(threw(`RangeError: ${said} (at code.ts:1:64)`))).failure;
       expect(failure, said).toStrictEqual({
         code: "MemoryLimit",
-        message: `the guest reached its memory limit of 1 GiB (1073741824 bytes; limits.memoryBytes): an allocation past it was refused and the body failed (${said})`,
+        message:
+          "the guest reached its memory limit of 1 GiB (1073741824 bytes; limits.memoryBytes): " +
+          `an allocation past it was refused and the body failed (${said})`,
       });
     }
     // Another throw, a failure the body returned with another code, or a run the host ended already: unchanged.

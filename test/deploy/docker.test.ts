@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECKOUT, makeApp } from "./app.js";
 import { assembleRoot, DOCKER, dockerMissing, importImage, startDaemon, type Daemon } from "./docker.js";
-import { ATTACKS, expectConfined, type HostResult } from "./environments.js";
+import { ATTACKS, expectBombsEnded, expectConfined, type HostResult } from "./environments.js";
 import { countReaches, goneWithin, killAllWith, liveWith, processTable, uniqueMarker } from "../helpers/processes.js";
 
 const missing = dockerMissing();
@@ -81,7 +81,7 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     for (const text of [dockerfile, pod]) expect(settings(text)).not.toMatch(/privileged|unconfined|SYS_ADMIN|add:|hostPID|hostNetwork/);
   });
 
-  it("the pod spec's settings under Docker (no_new_privs, no capability, a read-only root with a tmpfs /tmp): every attack fails", () => {
+  it("the pod spec's settings under Docker (no_new_privs, no capability, read-only root, tmpfs /tmp): attacks fail, bombs ended", () => {
     if (daemon === undefined) throw new Error(`dockerd could not start here: ${unstartable}`);
     const out = daemon.docker([
       ...["run", "--rm", "--network", "none", "--user", "1000:1000", "--security-opt", "no-new-privileges", "--cap-drop", "ALL"],
@@ -89,6 +89,7 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     ]);
     const result = JSON.parse(out.trim()) as HostResult;
     expectConfined(result.runs, "landlock");
+    expectBombsEnded(result.runs);
     expect(result.host).toEqual({ victimAlive: true, accepted: { tcp: 0, unix: 0 } });
     expect(result.session).toMatchObject({ created: true, mechanism: "copy", run: { ok: false, failure: "SandboxUnavailable" } });
   });
@@ -107,13 +108,15 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
     expect(report).toMatchObject({ ok: true, outcome: { structured: 42 }, sandbox: { mechanism: "landlock" } });
   });
 
-  it("every attack body in the container fails: confined by Landlock, the host's process alive, no connection made", () => {
+  it("every attack body in the container fails under Landlock; the bombs end as MemoryLimit and ProcessLimit; the host unharmed", () => {
     const out = run(["node", "/app/attack-host.mjs", [...ATTACKS, "session"].join(",")]);
     const result = JSON.parse(out.trim()) as HostResult;
     expect(result.uid).toBe(1000);
     expectConfined(result.runs, "landlock");
-    // No cgroup a uid 1000 container can write: the bombs run only where their limit is enforced.
-    expect(result.runs.memoryBomb).toEqual({ skipped: "memoryBytes not enforced here" });
+    // No cgroup a uid 1000 container can write: the launcher's rlimits and the host's watchdog end the bombs,
+    // and tmpBytes bounds each file by RLIMIT_FSIZE (no private /tmp under Landlock).
+    expectBombsEnded(result.runs);
+    expect(result.runs.readOutside).toMatchObject({ limits: { tmpBytes: "rlimit" } });
     expect(result.host).toEqual({ victimAlive: true, accepted: { tcp: 0, unix: 0 } });
     // A session needs no mount (copy); its run needs bubblewrap's tmpfs, so it is refused, saying why.
     const refused = { ok: false, failure: "SandboxUnavailable" };

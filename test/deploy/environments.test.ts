@@ -5,8 +5,8 @@
  * either way the host's own process lives and no connection reaches its listeners.
  *
  * Without user namespaces bubblewrap cannot start and Landlock confines the bodies (the ears-confine helper).
- * As non-root, memory and processes are "not enforced" here: rlimits with a watchdog (branch `limits`) change
- * that, and the assertions naming that state are the ones its merge changes.
+ * Where no cgroup can be written (non-root), memory and processes are enforced by the launcher's rlimits and
+ * the host's watchdog: the memory bomb ends as MemoryLimit, the fork bomb as ProcessLimit. As root, cgroups.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
@@ -14,7 +14,15 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapPath } from "../helpers/has-bwrap.js";
 import { CHECKOUT, makeApp } from "./app.js";
-import { ATTACKS, expectConfined, runAttackHost, startOrphanRun as runOrphan, type HostResult, type RunSummary } from "./environments.js";
+import {
+  ATTACKS,
+  expectBombsEnded,
+  expectConfined,
+  runAttackHost,
+  startOrphanRun as runOrphan,
+  type HostResult,
+  type RunSummary,
+} from "./environments.js";
 import { goneWithin, killAllWith, liveWith, uniqueMarker } from "../helpers/processes.js";
 
 const root = process.platform === "linux" && process.getuid?.() === 0;
@@ -47,14 +55,14 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     hostUnharmed(result);
   }, 240_000);
 
-  it("non-root: confined by bubblewrap, every attack fails; memory and processes not enforced yet (no writable cgroup)", async () => {
+  it("non-root: bubblewrap, every attack fails; rlimits and the watchdog end the bombs as MemoryLimit and ProcessLimit", async () => {
     const result = await runAttackHost(app, "non-root", [...ATTACKS, "session"]);
     expect(result.uid).toBe(65534);
     expectConfined(result.runs, "bubblewrap");
-    // What the limits branch changes: rlimits and a watchdog where no cgroup can be written.
+    // No cgroup this uid can write: the launcher's rlimits and the host's watchdog; /tmp by bubblewrap's tmpfs.
     const first = result.runs.readOutside as Extract<RunSummary, { ok: boolean }>;
-    expect(first.limits).toMatchObject({ memoryBytes: null, processes: null, tmpBytes: "bubblewrap" });
-    expect(result.runs.memoryBomb).toEqual({ skipped: "memoryBytes not enforced here" });
+    expect(first.limits).toMatchObject({ memoryBytes: "rlimit+watchdog", processes: "rlimit+watchdog", tmpBytes: "bubblewrap" });
+    expectBombsEnded(result.runs);
     // Sessions without root: the workspace is a tmpfs inside the sandbox, copied in and out.
     expect(result.session).toMatchObject({
       created: true,
@@ -66,10 +74,11 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     hostUnharmed(result);
   }, 240_000);
 
-  it("systemd service (non-root, no_new_privs, as docs/deploy/ears-host.service runs it): bubblewrap, sessions by copy", async () => {
+  it("systemd service (non-root, no_new_privs, as docs/deploy/ears-host.service runs it): bombs ended, sessions by copy", async () => {
     const result = await runAttackHost(app, "systemd service (non-root, no_new_privs)", [...ATTACKS, "session"]);
     expect(result.uid).toBe(65534);
     expectConfined(result.runs, "bubblewrap");
+    expectBombsEnded(result.runs);
     expect(result.session).toMatchObject({
       created: true,
       mechanism: "copy",
@@ -115,9 +124,34 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     }, 120_000);
   }
 
+  it("no user namespaces (uid 0, no capabilities): cgroups end the memory bomb as MemoryLimit, refuse the fork bomb EAGAIN", async () => {
+    const result = await runAttackHost(app, "no user namespaces (uid 0, no capabilities)", ["readOutside", "forkBomb", "memoryBomb"]);
+    expect(result.uid).toBe(0);
+    const first = result.runs.readOutside as Extract<RunSummary, { ok: boolean }>;
+    // Without a private /tmp (Landlock), tmpBytes bounds each file by RLIMIT_FSIZE.
+    expect(first).toMatchObject({
+      mechanism: "landlock",
+      limits: { memoryBytes: "cgroup-v1", processes: "cgroup-v1", tmpBytes: "rlimit" },
+    });
+    const fork = result.runs.forkBomb as Extract<RunSummary, { ok: boolean }>;
+    expect(fork.structured).toMatchObject({ refused: "EAGAIN" });
+    expect((fork.structured as { started: number }).started).toBeLessThan(256);
+    expect(result.runs.memoryBomb).toMatchObject({ ok: false, failure: "MemoryLimit", mechanism: "landlock" });
+    hostUnharmed(result);
+  }, 240_000);
+
+  it("no user namespaces (non-root): rlimits and the watchdog end the bombs as MemoryLimit and ProcessLimit", async () => {
+    const result = await runAttackHost(app, "no user namespaces (non-root)", ["readOutside", "forkBomb", "memoryBomb"]);
+    expect(result.uid).toBe(65534);
+    expect(result.runs.readOutside).toMatchObject({ mechanism: "landlock", limits: { tmpBytes: "rlimit" } });
+    expectBombsEnded(result.runs);
+    expect(result.runs.memoryBomb).toMatchObject({ mechanism: "landlock" });
+    hostUnharmed(result);
+  }, 240_000);
+
   for (const environment of ["no user namespaces (uid 0, no capabilities)", "no user namespaces (non-root)"] as const) {
     it(`${environment}: bubblewrap cannot start, so the bodies are confined by Landlock and every attack fails`, async () => {
-      const result = await runAttackHost(app, environment, [...ATTACKS, "session"]);
+      const result = await runAttackHost(app, environment, [...ATTACKS.filter((name) => !name.endsWith("Bomb")), "session"]);
       expectConfined(result.runs, "landlock");
       // A "copy" session needs bubblewrap's tmpfs: refused here, saying why, rather than written unbounded.
       const refused = { ok: false, failure: "SandboxUnavailable" };

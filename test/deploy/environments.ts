@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { processTable } from "../helpers/processes.js";
 
-/** The attack bodies, in the order the host runs them (the bombs last: they run only where their limit is enforced). */
+/** The attack bodies, in the order the host runs them (the bombs last: the host skips each where its limit is not enforced). */
 export const ATTACKS = ["readOutside", "hostEnviron", "tcp", "unixSocket", "signal", "setuid", "forkBomb", "memoryBomb"] as const;
 
 /** One run as the attack host summarises it. */
@@ -19,6 +19,7 @@ export type RunSummary =
       failure: string | null;
       message: string | null;
       structured: Record<string, unknown> | null;
+      thrown: string | null;
       mechanism: string | null;
       fallback: string | null;
       limits: Record<string, string | null>;
@@ -156,4 +157,24 @@ export function expectConfined(runs: Record<string, RunSummary>, mechanism: keyo
   // A setuid or setgid bit is refused (seccomp); the file keeps its plain mode.
   expect(seen("setuid").structured).toMatchObject({ error: "EPERM" });
   expect(((seen("setuid").structured as { mode: number }).mode & 0o6000) === 0).toBe(true);
+}
+
+/**
+ * The bombs where no cgroup can be written (non-root, or a container's user): memory and processes are
+ * enforced by the launcher's rlimits with the host's watchdog over the run's tree (`report.limits` says
+ * "rlimit+watchdog"); the memory bomb ends as MemoryLimit (RLIMIT_DATA refuses its allocation), the fork bomb
+ * as ProcessLimit (the watchdog counts the tree past 256 and kills it).
+ */
+export function expectBombsEnded(runs: Record<string, RunSummary>): void {
+  for (const name of ["memoryBomb", "forkBomb"]) {
+    const ran = runs[name]!;
+    if ("skipped" in ran) throw new Error(`${name} was skipped: ${ran.skipped}`);
+    expect(ran.limits, name).toMatchObject({ memoryBytes: "rlimit+watchdog", processes: "rlimit+watchdog" });
+  }
+  expect(runs.memoryBomb).toMatchObject({
+    ok: false,
+    failure: "MemoryLimit",
+    message: expect.stringMatching(/allocation past it was refused/),
+  });
+  expect(runs.forkBomb).toMatchObject({ ok: false, failure: "ProcessLimit" });
 }

@@ -3,6 +3,7 @@
  * cgroup, an rlimit, bubblewrap's tmpfs size), the watch that ends a run past its memory or CPU limit,
  * the run's usage, and {@link limitSupport} for `ears doctor`. See docs/host.md "Resource limits".
  */
+import { FailureCode } from "../../protocol/outcome.js";
 import * as failures from "../report/failures.js";
 import { RESOURCE_LIMITS } from "../settings.js";
 import type { HostFailure, LimitEnforcer, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "../api/types.js";
@@ -419,14 +420,23 @@ export class RunLimits {
   }
 
   /**
-   * A run that failed on its own (crashed, no result, no hello) where RLIMIT_DATA bounds memory, and that
-   * was out of memory: a process of the tree said so on stderr (V8's "out of memory", Python's MemoryError,
+   * A run that failed on its own where RLIMIT_DATA bounds memory, and that was out of memory. Crashed (no
+   * result, no hello): a process of the tree said so on stderr (V8's "out of memory", Python's MemoryError,
    * libc's "Cannot allocate memory", C++'s bad_alloc), or the watchdog saw one with at least half its
-   * allowance. A guest could print the words itself: it only names its own failure so.
+   * allowance. Or the body threw what V8 throws when the rlimit refuses it memory ("Array buffer allocation
+   * failed", WebAssembly's "could not allocate memory"): under a cgroup that allocation would have been
+   * killed as MemoryLimit, and the limit, not the body's reaction to it, is the failure. A guest could print
+   * or throw the words itself: it only names its own failure so.
    */
   private dataRlimit(report: RunReport): HostFailure | undefined {
     const bytes = this.plan.rlimits.dataBytes;
-    if (bytes === undefined || report.outcome !== undefined || !crashed(report)) return undefined;
+    if (bytes === undefined) return undefined;
+    const { outcome } = report;
+    if (outcome?.status === "failure" && report.failure === undefined && outcome.code === FailureCode.GuestFailed) {
+      const refused = /Array buffer allocation failed|could not allocate memory/.exec(outcome.content);
+      return refused === null ? undefined : failures.memoryLimitReached(this.limits.memoryBytes, refused[0]);
+    }
+    if (outcome !== undefined || !crashed(report)) return undefined;
     const said = /out of memory|MemoryError|Cannot allocate memory|bad_alloc/.test(report.stderr ?? "");
     return said || (this.tree?.peakDataBytes ?? 0) * 2 >= bytes ? failures.memoryLimitReached(this.limits.memoryBytes) : undefined;
   }

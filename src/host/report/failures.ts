@@ -192,10 +192,15 @@ export function hostFailed(error: unknown): HostFailure {
 
 // What the guest consumed.
 
-export function memoryLimitReached(bytes: number): HostFailure {
+/** `refused`: RLIMIT_DATA refused an allocation and the body failed on it (nothing was killed). */
+export function memoryLimitReached(bytes: number, refused?: string): HostFailure {
+  const limit = `its memory limit of ${byteSize(bytes)} (${bytes} bytes; limits.memoryBytes)`;
   return {
     code: HostFailureCode.MemoryLimit,
-    message: `the guest went past its memory limit of ${byteSize(bytes)} (${bytes} bytes; limits.memoryBytes) and was killed`,
+    message:
+      refused === undefined
+        ? `the guest went past ${limit} and was killed`
+        : `the guest reached ${limit}: an allocation past it was refused and the body failed (${refused})`,
   };
 }
 

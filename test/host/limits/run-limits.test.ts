@@ -256,6 +256,29 @@ describe("the verdict where rlimits stand in", () => {
     expect((await noRlimit.finish(crashedReport("out of memory"))).failure).toBeUndefined();
   });
 
+  it("a body that threw V8's refusal of memory under RLIMIT_DATA is MemoryLimit, naming it; another throw is the body's own", async () => {
+    const threw = (content: string, code = "GuestFailed") =>
+      report({ ok: false, outcome: { status: "failure", code, content }, exit: { code: 0, signal: null } } as Partial<RunReport>);
+    const { run } = prepared({ memoryBytes: 1 << 30 }, NONE);
+    for (const said of ["Array buffer allocation failed", "could not allocate memory"]) {
+      const failure = (await run.finish(threw(`RangeError: ${said} (at code.ts:1:64)`))).failure;
+      expect(failure, said).toStrictEqual({
+        code: "MemoryLimit",
+        message:
+          "the guest reached its memory limit of 1 GiB (1073741824 bytes; limits.memoryBytes): " +
+          `an allocation past it was refused and the body failed (${said})`,
+      });
+    }
+    // Another throw, a failure the body returned with another code, or a run the host ended already: unchanged.
+    expect((await run.finish(threw("TypeError: x is not a function"))).failure).toBeUndefined();
+    expect((await run.finish(threw("Array buffer allocation failed", "OutOfStock"))).failure).toBeUndefined();
+    const ended = { ...threw("Array buffer allocation failed"), failure: { code: "RunTimeout", message: "x" } } as RunReport;
+    expect((await run.finish(ended)).failure).toBeUndefined();
+    // No RLIMIT_DATA (a cgroup bounds memory, or no memory limit): the throw is the body's.
+    expect((await prepared({ memoryBytes: 1 << 30 }).run.finish(threw("Array buffer allocation failed"))).failure).toBeUndefined();
+    expect((await prepared({}, NONE).run.finish(threw("Array buffer allocation failed"))).failure).toBeUndefined();
+  });
+
   it("the watch's largest VmData of one process, at half its RLIMIT_DATA or more, names a silent crash MemoryLimit", async () => {
     vi.useFakeTimers();
     // RLIMIT_DATA is memoryBytes (1 MiB) plus the headroom; half of it, in KiB.

@@ -10,7 +10,7 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 
 export default tseslint.config(
   { basePath: root },
-  { ignores: ["**/node_modules/", "dist/", "coverage/", "reports/", ".stryker-tmp/", "tools/lint/"] },
+  { ignores: ["**/node_modules/", "dist/", "coverage/", "reports/", ".stryker-tmp*/", "tools/lint/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,7 +3,7 @@
  * (naming the holder), released, and taken over from a holder that is gone.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -76,5 +76,52 @@ describe.runIf(process.platform === "linux")("a session directory's lock", () =>
   it("reads a process's start time, and none for a process that is not running", () => {
     expect(startTimeOf(process.pid)).toMatch(/^\d+$/);
     expect(startTimeOf(deadPid())).toBeUndefined();
+  });
+  it("writes the lock for its owner alone, and a release after the directory is gone resolves", async () => {
+    const dir = scratch();
+    const lock = await lockDir(dir, "openSession");
+    expect(statSync(join(dir, LOCK_NAME)).mode & 0o777).toBe(0o600);
+    rmSync(dir, { recursive: true, force: true });
+    await expect(lock.release()).resolves.toBeUndefined();
+  });
+
+  it("a live holder that wrote no start time, or this pid on another host, still holds the lock", async () => {
+    const dir = scratch();
+    plant(dir, { pid: process.pid, host: hostname(), token: "t" });
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(`held by this process (a session not closed) on ${hostname()}`);
+    plant(dir, { pid: process.pid, start: "1", host: "elsewhere.example", token: "t" });
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(`held by process ${process.pid} on elsewhere.example`);
+  });
+
+  it("refuses a lock file with no token, or one that is a directory, as not a lock of ours", async () => {
+    const dir = scratch();
+    writeFileSync(join(dir, LOCK_NAME), JSON.stringify({ pid: deadPid(), start: "1", host: hostname() }));
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(`openSession: ${dir} is locked by another session`);
+    rmSync(join(dir, LOCK_NAME));
+    mkdirSync(join(dir, LOCK_NAME));
+    await expect(lockDir(dir, "openSession")).rejects.toThrow(`openSession: ${dir} is locked by another session`);
+  });
+
+  it("reads the 22nd field of /proc/PID/stat, counted after the command name", () => {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+    // Field 3 (the state) is the first after the name; field 22 (the start time) is 19 further on.
+    expect(startTimeOf(process.pid)).toBe(fields[19]);
+    expect(fields[0]).toMatch(/^[A-Za-z]$/);
+  });
+  it("a release leaves alone a lock file that another holder has written since", async () => {
+    const dir = scratch();
+    const lock = await lockDir(dir, "openSession");
+    plant(dir, { pid: 1, start: startTimeOf(1), host: hostname(), token: "" });
+    await lock.release();
+    expect(JSON.parse(readFileSync(join(dir, LOCK_NAME), "utf8"))).toMatchObject({ pid: 1, token: "" });
+  });
+
+  it("takes over a lock of a process that is gone even when it wrote no start time", async () => {
+    const dir = scratch();
+    plant(dir, { pid: deadPid(), host: hostname(), token: "old" });
+    const lock = await lockDir(dir, "openSession");
+    expect(JSON.parse(readFileSync(join(dir, LOCK_NAME), "utf8"))).toMatchObject({ pid: process.pid });
+    await lock.release();
   });
 });

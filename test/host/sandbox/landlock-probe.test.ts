@@ -70,7 +70,8 @@ describe.runIf(process.platform === "linux")("the Landlock helper's self-test", 
   });
 
   it("a helper killed by a signal is a refusal naming the signal", async () => {
-    expect(await landlockHelperProblem(helper("killed", "kill -9 $$"))).toBe("Landlock cannot confine a run here (the self-test exited SIGKILL)");
+    const killed = helper("killed", "kill -9 $$");
+    expect(await landlockHelperProblem(killed)).toBe("Landlock cannot confine a run here (the self-test exited SIGKILL)");
   });
 
   it("remembers a refusal for the process (by the helper's path) until forgotten", async () => {
@@ -95,7 +96,8 @@ describe.runIf(process.platform === "linux")("the Landlock helper's self-test", 
 
   it("a self-test past its deadline is reported and not remembered: the next run tries again", async () => {
     const path = helper("slow", "exec sleep 60");
-    expect(await landlockHelperProblem(path, 200)).toBe("the Landlock helper's self-test did not end within 200 ms (the next run tries again)");
+    const late = "the Landlock helper's self-test did not end within 200 ms (the next run tries again)";
+    expect(await landlockHelperProblem(path, 200)).toBe(late);
     helper("slow", PASS);
     expect(await landlockHelperProblem(path)).toBeUndefined();
   });
@@ -111,13 +113,16 @@ describe.runIf(process.platform === "linux")("the Landlock helper's self-test", 
   });
 });
 
-describe.runIf(process.platform === "linux" && confineHelperName() !== undefined)("landlockProblem: the helper where it is looked for", () => {
+const hasHelperName = process.platform === "linux" && confineHelperName() !== undefined;
+describe.runIf(hasHelperName)("landlockProblem: the helper where it is looked for", () => {
   // Where landlock.ts looks first when run from src/ (the tests): src/host/native/, which holds no file on disk.
   const sandboxDir = dirname(fileURLToPath(import.meta.resolve("../../../src/host/sandbox/landlock.ts")));
   const firstCandidate = join(sandboxDir, "../native", confineHelperName()!);
 
   it("says why when no helper is installed, and runs the one the lookup finds", async () => {
-    expect(await landlockProblem(new FakeFileSystem({}))).toMatch(/^the Landlock helper \(dist\/native\/ears-confine-linux-\w+\) is missing/);
+    expect(await landlockProblem(new FakeFileSystem({}))).toMatch(
+      /^the Landlock helper \(dist\/native\/ears-confine-linux-\w+\) is missing/,
+    );
     const lookup = new FakeFileSystem({ [firstCandidate]: { kind: "file", executable: true } });
     expect(await landlockProblem(lookup)).toMatch(new RegExp(`^the Landlock helper ${firstCandidate} could not be started: \\S.*ENOENT`));
   });

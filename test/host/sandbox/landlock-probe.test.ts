@@ -69,6 +69,18 @@ describe.runIf(process.platform === "linux")("the Landlock helper's self-test", 
     );
   });
 
+  it("takes the ok line only whole, on a line of its own, with a number of any length", async () => {
+    expect(await landlockHelperProblem(helper("abi-12", "echo 'probing'; echo 'landlock-abi 12 ok'"))).toBeUndefined();
+    for (const [name, line] of [
+      ["prefixed", "not landlock-abi 7 ok"],
+      ["suffixed", "landlock-abi 7 ok, but"],
+    ]) {
+      expect(await landlockHelperProblem(helper(name, `echo '${line}'; exit 0`))).toBe(
+        "Landlock cannot confine a run here (the self-test exited 0)",
+      );
+    }
+  });
+
   it("a helper killed by a signal is a refusal naming the signal", async () => {
     const killed = helper("killed", "kill -9 $$");
     expect(await landlockHelperProblem(killed)).toBe("Landlock cannot confine a run here (the self-test exited SIGKILL)");

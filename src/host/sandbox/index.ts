@@ -193,7 +193,14 @@ async function bubblewrapStart(bwrap: string, timeoutMs = PROBE_TIMEOUT_MS): Pro
 export async function landlockProblem(fs: FileSystemView = nodeFileSystem, timeoutMs = PROBE_TIMEOUT_MS): Promise<string | undefined> {
   const found = findConfineHelper(fs);
   if ("missing" in found) return found.missing;
-  const helper = found.path;
+  return landlockHelperProblem(found.path, timeoutMs);
+}
+
+/**
+ * @internal {@link landlockProblem} for a helper at a given path (tests give stand-ins): its self-test's answer,
+ * remembered by path as there.
+ */
+export async function landlockHelperProblem(helper: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<string | undefined> {
   if (landlockPassed === helper) return undefined;
   if (landlockRefused?.helper === helper) return landlockRefused.why;
   const end = await runBounded(

@@ -10,10 +10,7 @@ import { configDefaults, defineConfig } from "vitest/config";
 // client configurations, the browser timeline, the real-terminal approval, and the type checker's soak.
 export default defineConfig({
   test: {
-    include: [
-      "test/*.test.ts",
-      "test/{protocol,wires,guest,contract,host,code-tool,cli,frameworks}/**/*.test.ts",
-    ],
+    include: ["test/*.test.ts", "test/{protocol,wires,guest,contract,host,code-tool,cli,frameworks}/**/*.test.ts"],
     exclude: [
       ...configDefaults.exclude,
       "test/memory/**",

@@ -76,7 +76,8 @@ export function codeToolDescription(parts: DescriptionParts): string {
   return (
     `${bodyText(input)} ${typecheck ? "Types are checked before the body runs." : "Types are stripped, not checked."} ` +
     `${codeToolLimitsText(limits, fetchOrigins)}${files}${left}\n` +
-    "Tools (`args`: what a call takes; `result`: what it resolves to; TypedSuccess<T> is a success whose `structured` is a T; UntypedResult is a success with `content` text and any `structured`, or a failure):\n" +
+    "Tools (`args`: what a call takes; `result`: what it resolves to; TypedSuccess<T> is a success whose `structured` is a T; " +
+    "UntypedResult is a success with `content` text and any `structured`, or a failure):\n" +
     "```ts\n" +
     toolDeclarations(declarations) +
     "```"

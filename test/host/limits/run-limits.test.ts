@@ -537,7 +537,9 @@ describe("what a machine can enforce (ears doctor)", () => {
     expect(support.cgroup).toStrictEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
     expect(support.limits.memoryBytes).toStrictEqual({
       enforcedBy: "rlimit+watchdog",
-      note: `RLIMIT_DATA per process at the limit plus 1 GiB, a backstop (allocation past it fails); the host's watchdog over the tree's resident memory, every ${WATCH_MS} ms`,
+      note:
+        "RLIMIT_DATA per process at the limit plus 1 GiB, a backstop (allocation past it fails); " +
+        `the host's watchdog over the tree's resident memory, every ${WATCH_MS} ms`,
       fix: CGROUP_FIX,
     });
     expect(support.limits.processes).toMatchObject({ enforcedBy: "rlimit+watchdog", note: expect.stringContaining("RLIMIT_NPROC") });

@@ -117,6 +117,12 @@ interface Lane {
   busy: boolean;
   /** When its current text began stripping (amaro loaded), for {@link SPILL_MS}. */
   stripSince: number | undefined;
+  /**
+   * True once its text has held it for SPILL_MS: set by the lane's own timer, not by comparing clocks (a timer
+   * may fire a fraction of a millisecond before performance.now() says SPILL_MS passed, and a short text then
+   * waited behind the long ones until they ended).
+   */
+  spilled?: boolean;
 }
 
 interface WaitingText {
@@ -167,11 +173,10 @@ export class StripWorker {
 
   /** Hands waiting texts, oldest first, to an idle started worker that takes them, else to a new one when allowed. */
   private pump(): void {
-    const now = performance.now();
     // A new worker only when no busy one may be about to free itself (loading, or on its text for less than SPILL_MS).
     const mayStart =
       this.lanes.every((lane) => lane.worker === undefined) ||
-      this.lanes.every((lane) => !lane.busy || (lane.stripSince !== undefined && now - lane.stripSince >= SPILL_MS));
+      this.lanes.every((lane) => !lane.busy || lane.spilled);
     for (let i = 0; i < this.waiting.length;) {
       const next = this.waiting[i]!;
       const takes = (lane: Lane) => !lane.busy && (!lane.shortOnly || next.text.length <= SHORT_TEXT_CHARS);
@@ -187,6 +192,7 @@ export class StripWorker {
       void this.once(lane, next.text).then((result) => {
         lane.busy = false;
         lane.stripSince = undefined;
+        lane.spilled = false;
         next.resolve(result);
         this.pump();
       });
@@ -217,7 +223,11 @@ export class StripWorker {
         deadline = setTimeout(() => settle({ slow: true }, true), this.deadlineMs);
         lane.stripSince = performance.now();
         // Texts waiting behind a slow one may then go to a new worker.
-        spill = setTimeout(() => this.pump(), SPILL_MS);
+        lane.spilled = false;
+        spill = setTimeout(() => {
+          lane.spilled = true;
+          this.pump();
+        }, SPILL_MS);
         spill.unref();
       };
       const settle = (result: Stripped, end: boolean) => {

@@ -174,9 +174,7 @@ export class StripWorker {
   /** Hands waiting texts, oldest first, to an idle started worker that takes them, else to a new one when allowed. */
   private pump(): void {
     // A new worker only when no busy one may be about to free itself (loading, or on its text for less than SPILL_MS).
-    const mayStart =
-      this.lanes.every((lane) => lane.worker === undefined) ||
-      this.lanes.every((lane) => !lane.busy || lane.spilled);
+    const mayStart = this.lanes.every((lane) => lane.worker === undefined) || this.lanes.every((lane) => !lane.busy || lane.spilled);
     for (let i = 0; i < this.waiting.length;) {
       const next = this.waiting[i]!;
       const takes = (lane: Lane) => !lane.busy && (!lane.shortOnly || next.text.length <= SHORT_TEXT_CHARS);

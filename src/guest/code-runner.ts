@@ -28,6 +28,7 @@ import { serve, type ServeReport } from "./serve.js";
 
 type Body = (ears: unknown, input: unknown, outcome: typeof Outcome) => Promise<unknown>;
 
+const callSites = traceFetch();
 const wire = stdio();
 const receive = wire.receive.bind(wire);
 let body: Body | undefined;
@@ -111,11 +112,37 @@ function compile(javascript: string): Body {
   }
 }
 
-/** " (at code.ts:LINE:COLUMN)" for the innermost frame in the body, or "" when the body is not on the stack. */
+/**
+ * " (at code.ts:LINE:COLUMN)" for the innermost frame in the body, or "" when the body is not on the stack.
+ * A failed `fetch` is placed where the body called it, on every Node (its own stack names the body's
+ * `await` on Node 22, and no frame of the body on Node 24).
+ */
 function placeIn(error: unknown): string {
   const stack = error instanceof Error ? String(error.stack) : "";
-  const frame = /\bcode\.ts:(\d+):(\d+)/.exec(stack);
+  const site = typeof error === "object" && error !== null ? callSites.get(error) : undefined;
+  const frame = /\bcode\.ts:(\d+):(\d+)/.exec(site ?? "") ?? /\bcode\.ts:(\d+):(\d+)/.exec(stack);
   return frame === null ? "" : ` (at ${CODE_FILENAME}:${frame[1]}:${frame[2]})`;
+}
+
+/**
+ * Wraps the global `fetch` so that an error it rejects with remembers the stack of the call that made it:
+ * since Node 24 that error's stack holds only the fetch implementation's frames. The error itself is left as
+ * it is (its stack is the body's to read); the call site is kept beside it, in a WeakMap.
+ */
+function traceFetch(): WeakMap<object, string> {
+  const sites = new WeakMap<object, string>();
+  const original = globalThis.fetch;
+  if (typeof original !== "function") return sites;
+  const traced = function fetch(this: unknown, ...args: Parameters<typeof original>): ReturnType<typeof original> {
+    const site = new Error();
+    return Reflect.apply(original, this, args).catch((error: unknown) => {
+      if (typeof error === "object" && error !== null && !sites.has(error)) sites.set(error, String(site.stack));
+      throw error;
+    });
+  };
+  Object.defineProperty(traced, "length", { value: original.length });
+  globalThis.fetch = traced as typeof original;
+  return sites;
 }
 
 /** The stack down to the body's outermost frame: the runner's and serve's frames below it say nothing about the body. */

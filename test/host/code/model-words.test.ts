@@ -119,15 +119,31 @@ describe("words a model can act on", () => {
     async () => {
       const report = await runCode({ code: 'const r = await fetch("http://127.0.0.1:9/");\nreturn r.status;', sandbox: true });
       expect(report.failure).toBeUndefined();
-      // Node 24's fetch rejects with an error whose stack has no frame of the body, so no position (22 names it).
-      const at = Number(process.versions.node.split(".")[0]) >= 24 ? "" : " (at code.ts:1:11)";
+      // On every Node the position is the call of fetch (Node 22 names the await, Node 24 no frame of the body).
       expect(report.outcome).toEqual({
         status: "failure",
         code: "GuestFailed",
         content:
-          `fetch failed${at}: a sandboxed code body has no network of its own; ` +
+          "fetch failed (at code.ts:1:17): a sandboxed code body has no network of its own; " +
           'reach an HTTP API through ears.call("fetch", { url }) when the host grants fetch (it is then in the declarations)',
       });
+    },
+  );
+
+  it.runIf(process.platform === "linux" && bwrapPath !== undefined)(
+    "a failed fetch inside a function of the body is placed at that call; the error the body catches is its own",
+    async () => {
+      const code = [
+        "async function get(url: string) {",
+        "  return await fetch(url);",
+        "}",
+        'const caught = await get("http://127.0.0.1:9/").catch((e: unknown) => e);',
+        'if (!(caught instanceof TypeError) || caught.message !== "fetch failed") return "not the fetch error";',
+        'await get("http://127.0.0.1:9/");',
+      ].join("\n");
+      const report = await runCode({ code, sandbox: true });
+      expect(report.outcome?.status).toBe("failure");
+      expect(report.outcome?.content).toMatch(/^fetch failed \(at code\.ts:2:16\): a sandboxed code body has no network/);
     },
   );
 

@@ -62,6 +62,12 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     ...host
   } = await hostOptionsOf(values, io);
   host.limits = { ...host.limits, maxResultBytes, runTimeoutMs: host.limits?.runTimeoutMs ?? MCP_RUN_TIMEOUT_MS };
+  // Once the session ends, the runs still going are stopped, and what they write while they stop (a runner
+  // that can no longer write its result says so: EPIPE) is the end of a run nobody waits for, not news.
+  let ending = false;
+  const { onStderr, onLog } = host;
+  if (onStderr !== undefined) host.onStderr = (chunk) => (ending ? undefined : onStderr(chunk));
+  if (onLog !== undefined) host.onLog = (entry) => (ending ? undefined : onLog(entry));
   host.sandbox = mcpSandboxOf(host.sandbox);
   const notice = host.sandbox === false ? UNCONFINED_NOTICE : undefined;
   const typecheck = values.typecheck ?? false;
@@ -130,6 +136,7 @@ export const mcpCommand = subcommand("mcp", MCP_OPTIONS, MCP_HELP, async ({ valu
     await closed;
   } finally {
     io.signal?.removeEventListener("abort", onSignal);
+    ending = true;
     served.stop(new Error("the MCP session ended"));
     await pool?.close();
     await session?.close();

@@ -105,11 +105,13 @@ describe.runIf(process.platform === "linux")("ears mcp: a client that goes away 
   });
 
   it("what a run being stopped writes after the client left (a result it cannot write, EPIPE) is not shown", async () => {
-    // The second body writes on its stderr from the moment ears closes its input (ears stopping it) until it ends.
+    // The second body writes on its stderr the moment ears closes its input (ears stopping it), before its runner
+    // can exit (a write to a pipe is synchronous on Linux), and on until it ends.
     const { code, lines } = await rawClient(
       ["--pool", "0"],
       "return 2;",
-      'process.stdin.once("end", () => setInterval(() => process.stderr.write("ears: could not write the result (EPIPE)\\n"), 1));\n' +
+      'const say = () => process.stderr.write("ears: could not write the result (EPIPE)\\n");\n' +
+        'process.stdin.once("end", () => (say(), setInterval(say, 1)));\n' +
         'console.log("second is running");\nawait new Promise(() => {});',
       "stdin",
     );

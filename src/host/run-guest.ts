@@ -284,7 +284,9 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
     if (planned.kind !== "confined") {
       await copy.discard();
       if (planned.kind === "spawnFailed") return blank(failures.spawnFailed(command, planned.error));
-      return blank(failures.sandboxUnavailable(planned.kind === "unavailable" ? planned.reason : "the scratch copy's run could not be confined"));
+      return blank(
+        failures.sandboxUnavailable(planned.kind === "unavailable" ? planned.reason : "the scratch copy's run could not be confined"),
+      );
     }
     planned = { ...planned, report: { ...planned.report, gaps: [...planned.report.gaps, scratchGap(copy.bound)] } };
   }

@@ -70,7 +70,9 @@ export function expectLandlockSession(seen: HostResult["sessionBound"]): void {
   expect(bound.suidMode! & 0o7000).toBe(0);
   expect(bound.second).toMatchObject({ ok: true, structured: "first run" });
   expect(bound.flood).toMatchObject({ ok: false, failure: "WorkspaceNotKept", mechanism: "landlock" });
-  expect(bound.flood.message).toMatch(/more than workspaceBytes \(4194304 bytes.*the host's watchdog ended it; nothing of the run was kept/);
+  expect(bound.flood.message).toMatch(
+    /more than workspaceBytes \(4194304 bytes.*the host's watchdog ended it; nothing of the run was kept/,
+  );
   expect(bound.afterFlood).toEqual(["kept.txt", "planted-suid"]);
   expect(bound.keptAfterFlood).toBe("first run");
 }

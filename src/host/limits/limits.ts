@@ -290,7 +290,10 @@ export class RunLimits {
    */
   watchDirectory(dir: WatchedDirectory): string | undefined {
     if (!this.host.tools.rlimits) {
-      return "a session's workspace under Landlock needs the launcher's RLIMIT_FSIZE to bound each file, and this machine has no /bin/sh to set it";
+      return (
+        "a session's workspace under Landlock needs the launcher's RLIMIT_FSIZE to bound each file, " +
+        "and this machine has no /bin/sh to set it"
+      );
     }
     const { fileBytes } = this.rlimits;
     this.rlimits = { ...this.rlimits, fileBytes: fileBytes === undefined ? dir.fileBytes : Math.min(fileBytes, dir.fileBytes) };

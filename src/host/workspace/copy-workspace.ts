@@ -105,9 +105,11 @@ export function sandboxProcess(pid: number): number | undefined {
 /** Why a measured copy cannot be kept (a bound passed, something unreadable), or undefined when it can. */
 function measuredProblem(measured: Measured, bound: CopyBound): ReadBackProblem {
   const { over, unreadable } = measured;
-  if (over === "files") return `the run left more than ${bound.files} files and directories in the workspace (workspaceFiles); nothing of the run was kept`;
+  if (over === "files")
+    return `the run left more than ${bound.files} files and directories in the workspace (workspaceFiles); nothing of the run was kept`;
   if (over === "bytes") {
-    return `the run left more than workspaceBytes (${bound.bytes} bytes, a file's holes counted) in the workspace; nothing of the run was kept`;
+    const past = `more than workspaceBytes (${bound.bytes} bytes, a file's holes counted)`;
+    return `the run left ${past} in the workspace; nothing of the run was kept`;
   }
   if (unreadable !== undefined) {
     return `the run left ${unreadable === "" ? "its workspace" : unreadable} unreadable (its mode); nothing of the run was kept`;

@@ -276,7 +276,12 @@ describe("a directory the watchdog bounds (a session's scratch copy under Landlo
   it("looks every WATCH_MS, one look at a time; past the bound it ends the tree at once, trips once, and is the verdict", async () => {
     vi.useFakeTimers();
     const ended: number[] = [];
-    const { run, fake } = prepared({}, V1, undefined, { tools: LINUX, userThreads: () => 0, kill: (pid) => notKilled.push(pid), end: (pid) => ended.push(pid) });
+    const { run, fake } = prepared({}, V1, undefined, {
+      tools: LINUX,
+      userThreads: () => 0,
+      kill: (pid) => notKilled.push(pid),
+      end: (pid) => ended.push(pid),
+    });
     const { dir, looks, answer } = directory();
     run.watchDirectory(dir);
     const tripped: HostFailure[] = [];
@@ -302,7 +307,11 @@ describe("a directory the watchdog bounds (a session's scratch copy under Landlo
   it("a look that answers after the run's end, or after another limit tripped, changes nothing", async () => {
     vi.useFakeTimers();
     const ended: number[] = [];
-    const linux = prepared({}, NONE, undefined, { tools: { ...BARE, rlimits: true }, userThreads: () => 0, end: (pid) => ended.push(pid) }).run;
+    const linux = prepared({}, NONE, undefined, {
+      tools: { ...BARE, rlimits: true },
+      userThreads: () => 0,
+      end: (pid) => ended.push(pid),
+    }).run;
     const { dir, looks, answer } = directory();
     linux.watchDirectory(dir);
     const tripped: HostFailure[] = [];

@@ -73,7 +73,8 @@ return process.cwd();`,
     // Empty before: the file fills the workspace exactly, never past the total (the watchdog's), and is kept.
     const one = await session({ workspaceBytes: 4 * MiB });
     const report = await runCode({
-      code: `${FS}try { fs.writeFileSync("big", Buffer.alloc(8 * 1024 * 1024, 1)); return "wrote"; } catch (e) { return [e.code, fs.statSync("big").size]; }`,
+      code: `${FS}try { fs.writeFileSync("big", Buffer.alloc(8 * 1024 * 1024, 1)); return "wrote"; }
+catch (e) { return [e.code, fs.statSync("big").size]; }`,
       session: one,
       sandbox: LANDLOCK,
     });
@@ -83,7 +84,7 @@ return process.cwd();`,
     expect(lstatSync(join(one.path, "big")).size).toBe(4 * MiB);
   });
 
-  it("many small files past the total: the watchdog ends the run WorkspaceNotKept naming the bound; the workspace is as before", async () => {
+  it("many small files past the total: the watchdog ends the run WorkspaceNotKept naming the bound; the workspace as before", async () => {
     const one = await session({ workspaceBytes: 4 * MiB, files: { "before.txt": "before" } });
     const report = await runCode({
       // The body never ends by itself: only the watchdog can end it (else the run's deadline would, as RunTimeout).
@@ -117,7 +118,7 @@ await new Promise(() => {});`,
     expect(readdirSync(one.path)).toEqual(["before.txt"]);
   });
 
-  it("a run past the total that ends at once: the watchdog or the read-back, whichever sees it, keeps nothing and names the bound", async () => {
+  it("a run past the total that ends at once: whichever of the watchdog and the read-back sees it keeps nothing", async () => {
     const one = await session({ workspaceBytes: 4 * MiB, files: { "before.txt": "before" } });
     // A sparse file: past the bound at once, in one call, and nothing for the watchdog to race.
     const report = await runCode({

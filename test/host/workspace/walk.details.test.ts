@@ -261,13 +261,16 @@ describe("measureTree's counts", () => {
     expect(measured).toStrictEqual({ files: MAX_DEPTH + 2, bytes: 0, deep: true });
   });
 
-  it.runIf(process.getuid?.() !== 0)("a directory it cannot read is named (unreadable); a missing root is unreadable at the top", async () => {
-    const root = scratch();
-    mkdirSync(join(root, "closed"));
-    chmodSync(join(root, "closed"), 0);
-    expect(await measureTree(root, BIG)).toMatchObject({ unreadable: "closed" });
-    chmodSync(join(root, "closed"), 0o700);
-  });
+  it.runIf(process.getuid?.() !== 0)(
+    "a directory it cannot read is named (unreadable); a missing root is unreadable at the top",
+    async () => {
+      const root = scratch();
+      mkdirSync(join(root, "closed"));
+      chmodSync(join(root, "closed"), 0);
+      expect(await measureTree(root, BIG)).toMatchObject({ unreadable: "closed" });
+      chmodSync(join(root, "closed"), 0o700);
+    },
+  );
 
   it("a root that cannot be opened is unreadable at the top", async () => {
     expect(await measureTree(join(scratch(), "missing"), BIG)).toStrictEqual({ files: 0, bytes: 0, deep: false, unreadable: "" });

@@ -1,6 +1,6 @@
 /**
  * docs/deploy.md's Docker recipe, for real: a dockerd of the test's own (test/deploy/docker.ts), an image
- * of this machine's node, bubblewrap, sh and sleep with this checkout's package installed under /app, run as
+ * of this machine's node, bubblewrap, sh, sleep and mkfifo with this checkout's package installed under /app, run as
  * `--user 1000:1000` with `--network none`, Docker's default seccomp profile (nothing passed to change it)
  * and no added capability. Inside, the recipe's host (docs/deploy/host.mjs) and the attack host
  * (fixtures/attack-host.mjs) run bodies with runCode's defaults.
@@ -35,7 +35,9 @@ describe.skipIf(missing !== undefined)(`the Docker recipe in a real dockerd${mis
       return;
     }
     app = makeApp();
-    root = assembleRoot(["/usr/bin/node", "/usr/bin/bwrap", "/usr/bin/dash", "/usr/bin/sleep", "/usr/bin/env"], { [app]: "/app" });
+    root = assembleRoot(["/usr/bin/node", "/usr/bin/bwrap", "/usr/bin/dash", "/usr/bin/sleep", "/usr/bin/env", "/usr/bin/mkfifo"], {
+      [app]: "/app",
+    });
     spawnSync("ln", ["-s", "dash", `${root}/usr/bin/sh`]);
     importImage(daemon, root, IMAGE, ["USER 1000:1000", "WORKDIR /app", "ENV PATH=/usr/bin:/bin"]);
   }, 240_000);

@@ -27,7 +27,7 @@ import { launcherCommand, leakedDescriptors, machineShells } from "./limits/laun
 import { findExecutable } from "./sandbox/policy.js";
 import { nodeFileSystem } from "./sandbox/file-system-view.js";
 import { isSession, sessionCopyRun, sessionRun, type Session } from "./workspace/index.js";
-import { GATE_GO_FD, GATE_READY_FD } from "./workspace/copy-workspace.js";
+import { GATE_GO_FD, GATE_READY_FD, scratchGap } from "./workspace/copy-workspace.js";
 import type { GuestCommand, HostFailure, LimitState, ResourceLimitName, ResourceUsage, RunReport } from "./api/types.js";
 import { RemoteTarget } from "./remote/remote-target.js";
 import { admissionOf, type Admission } from "./engine/admission.js";
@@ -247,7 +247,7 @@ export async function runLaunch(launch: CheckedLaunch, observer: RunObserver | u
 export async function startGuest(launch: CheckedLaunch, startedAt: number): Promise<StartedGuest | RunReport> {
   const { command, args, env, settings, sandbox, scratch, discover = true } = launch;
   const resourceLimits = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, settings.limits[name]])) as ResourceLimits;
-  const cwd = launch.cwd ?? process.cwd();
+  let cwd = launch.cwd ?? process.cwd();
   const blank = (failure: HostFailure, fallback?: string): RunReport => notStartedReport(failure, performance.now() - startedAt, fallback);
   const aborted = () => blank(failures.abortedBeforeStart(settings.signal?.reason));
 
@@ -258,30 +258,67 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   // A "copy" session's workspace: a tmpfs inside the sandbox, filled behind the gate (workspace/copy-workspace.ts).
   const copy = launch.session === undefined ? undefined : sessionCopyRun(launch.session);
   const privateDir = copy?.privateDir ?? (launch.privateDirBytes === undefined ? undefined : { path: cwd, bytes: launch.privateDirBytes });
-  const plan = await planSandbox(
+  let planned = await planSandbox(
     sandbox,
     { command, args, cwd, env: env ?? process.env, discover, workspace },
     { tmpBytes, privateDir, gate: copy !== undefined },
   );
   if (settings.signal?.aborted) return aborted();
-  if (plan.kind === "unavailable") return blank(failures.sandboxUnavailable(plan.reason));
-  if (plan.kind === "spawnFailed") return blank(failures.spawnFailed(command, plan.error));
-  // A "copy" workspace is bounded by the tmpfs bubblewrap makes; a mechanism without a mount namespace has none.
-  if (copy !== undefined && plan.kind === "confined" && plan.gate !== true) {
-    return blank(failures.sandboxUnavailable(copyNeedsBubblewrap(plan.report.mechanism)));
+  if (planned.kind === "unavailable") return blank(failures.sandboxUnavailable(planned.reason));
+  if (planned.kind === "spawnFailed") return blank(failures.spawnFailed(command, planned.error));
+  // A "copy" workspace under a mechanism without a mount namespace (Landlock): no tmpfs inside the sandbox, so the run
+  // works in a scratch copy of its own, bounded by RLIMIT_FSIZE and the watchdog (workspace/copy-workspace.ts).
+  let copyDir: string | undefined;
+  if (copy !== undefined && planned.kind === "confined" && planned.gate !== true) {
+    const made = await copy.scratchCopy();
+    if (made === undefined) return blank(failures.workspaceNotCopied(copy.problem ?? "the scratch copy could not be made"));
+    if (settings.signal?.aborted) {
+      await copy.discard();
+      return aborted();
+    }
+    copyDir = made;
+    const writable = (sandbox.options.writable ?? []).map((path) => (path === workspace ? made : path));
+    const request = { ...sandbox, options: { ...sandbox.options, mechanism: planned.report.mechanism, writable } };
+    cwd = made;
+    planned = await planSandbox(request, { command, args, cwd, env: env ?? process.env, discover, workspace: made }, { tmpBytes });
+    if (planned.kind !== "confined") {
+      await copy.discard();
+      if (planned.kind === "spawnFailed") return blank(failures.spawnFailed(command, planned.error));
+      return blank(
+        failures.sandboxUnavailable(planned.kind === "unavailable" ? planned.reason : "the scratch copy's run could not be confined"),
+      );
+    }
+    planned = { ...planned, report: { ...planned.report, gaps: [...planned.report.gaps, scratchGap(copy.bound)] } };
   }
+  const plan = planned;
   const confined = plan.kind === "confined";
   const fallback = plan.kind === "unconfined" ? plan.fallback : undefined;
   // Only bubblewrap gives the guest a private /tmp to bound; under Landlock there is no mount (limits.ts says what does).
   const limits = RunLimits.prepare(resourceLimits, launch.requestedLimits, confined ? plan.report.mechanism : "none");
-  if (typeof limits === "string") return blank(failures.limitUnavailable(limits), fallback);
+  if (typeof limits === "string") {
+    await copy?.discard();
+    return blank(failures.limitUnavailable(limits), fallback);
+  }
+  if (copyDir !== undefined && copy !== undefined) {
+    const problem = limits.watchDirectory({
+      fileBytes: copy.bound.bytes,
+      check: async () => {
+        const reason = await copy.overBound();
+        return reason === undefined ? undefined : failures.workspaceNotKept(reason);
+      },
+    });
+    if (problem !== undefined) {
+      await Promise.all([copy.discard(), limits.cgroup?.remove()]);
+      return blank(failures.sandboxUnavailable(problem));
+    }
+  }
   // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
   const childEnv = confined ? {} : (env ?? process.env);
   // The seccomp program's pipe is the one descriptor above 2 the child is given on purpose.
   const keepFds = confined ? [...(plan.seccomp !== undefined ? [SECCOMP_FD] : []), ...(plan.gate ? [GATE_GO_FD, GATE_READY_FD] : [])] : [];
   const start = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
   if ("problem" in start || "error" in start) {
-    await limits.cgroup?.remove();
+    await Promise.all([limits.cgroup?.remove(), copy?.discard()]);
     return "error" in start
       ? blank(failures.spawnFailed(command, start.error), fallback)
       : blank(failures.limitUnavailable(start.problem), fallback);
@@ -301,7 +338,7 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
       });
     }
   } catch (error) {
-    await limits.cgroup?.remove();
+    await Promise.all([limits.cgroup?.remove(), copy?.discard()]);
     return blank(failures.spawnFailed(confined ? plan.command : command, error), fallback);
   }
   if (copy !== undefined && confined && plan.gate && child.pid !== undefined) {
@@ -544,13 +581,4 @@ function guestLaunch(
     }
     return { error: error as Error };
   }
-}
-
-/** Why a "copy" session's run cannot run confined by `mechanism` (one without a mount namespace). */
-function copyNeedsBubblewrap(mechanism: string): string {
-  return (
-    `this session's workspace is a "copy" one, bounded by a tmpfs bubblewrap makes inside the sandbox, and ${mechanism} ` +
-    "confines this run without one (it would write the host's directory unbounded); run the host where bubblewrap can " +
-    "create its namespaces, or as root with a mounted workspace (docs/deploy.md)"
-  );
 }

@@ -18,6 +18,7 @@ import {
   ATTACKS,
   expectBombsEnded,
   expectConfined,
+  expectLandlockSession,
   runAttackHost,
   startOrphanRun as runOrphan,
   type HostResult,
@@ -151,14 +152,27 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
 
   for (const environment of ["no user namespaces (uid 0, no capabilities)", "no user namespaces (non-root)"] as const) {
     it(`${environment}: bubblewrap cannot start, so the bodies are confined by Landlock and every attack fails`, async () => {
-      const result = await runAttackHost(app, environment, [...ATTACKS.filter((name) => !name.endsWith("Bomb")), "session"]);
+      const result = await runAttackHost(app, environment, [...ATTACKS.filter((name) => !name.endsWith("Bomb")), "sessionBound"]);
       expectConfined(result.runs, "landlock");
-      // A "copy" session needs bubblewrap's tmpfs: refused here, saying why, rather than written unbounded.
-      const refused = { ok: false, failure: "SandboxUnavailable" };
-      expect(result.session).toMatchObject({ created: true, mechanism: "copy", list: ["seed.txt"], run: refused });
-      const session = result.session as { run: { message: string } };
-      expect(session.run.message).toMatch(/"copy" one, bounded by a tmpfs bubblewrap makes .* landlock confines this run without one/);
+      // Sessions too: the runs work in a scratch copy bounded by RLIMIT_FSIZE and the watchdog (see expectLandlockSession).
+      expectLandlockSession(result.sessionBound);
       hostUnharmed(result);
     }, 240_000);
+
+    it(`${environment}: a SIGKILLed host leaves no descendant of a session's run under Landlock`, async () => {
+      const marker = uniqueMarker();
+      try {
+        const { host, started } = await runOrphan(app, environment, marker, "orphanSession");
+        try {
+          expect(liveWith(marker)).toHaveLength(1);
+          process.kill(host, "SIGKILL");
+          expect(await goneWithin(marker, 20_000)).toEqual([]);
+        } finally {
+          started.kill("SIGKILL");
+        }
+      } finally {
+        killAllWith(marker);
+      }
+    }, 120_000);
   }
 });

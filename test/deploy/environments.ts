@@ -34,7 +34,47 @@ export interface HostResult {
     | { created: true; mechanism: string | null; run: RunSummary; list: string[]; kept: string | null }
     | { created: false; error: string }
     | null;
+  /** The "sessionBound" scenario (attack-host.mjs): a session's bounds and promises over three runs. */
+  sessionBound: SessionBound | { created: false; error: string } | null;
   host: { victimAlive: boolean; accepted: { tcp: number; unix: number } };
+}
+
+/** What the attack host's "sessionBound" scenario saw. */
+export interface SessionBound {
+  created: true;
+  mechanism: string | null;
+  first: Extract<RunSummary, { ok: boolean }>;
+  gaps: string[];
+  afterFirst: string[];
+  suidMode: number | null;
+  second: Extract<RunSummary, { ok: boolean }>;
+  flood: Extract<RunSummary, { ok: boolean }>;
+  afterFlood: string[];
+  keptAfterFlood: string;
+}
+
+/**
+ * A session under Landlock (a "copy" one: no namespace, no mount), as docs/deploy.md promises it: a file kept from one
+ * run to the next; a file past workspaceBytes refused inside the body with EFBIG (RLIMIT_FSIZE) and at most the bound
+ * written; the session's own directory unwritable by the body (it works in a scratch copy); no link, FIFO or setuid
+ * bit kept; a flood of small files past the total ended by the watchdog as WorkspaceNotKept naming workspaceBytes,
+ * with the workspace as it was before that run.
+ */
+export function expectLandlockSession(seen: HostResult["sessionBound"]): void {
+  expect(seen).toMatchObject({ created: true, mechanism: "copy" });
+  const bound = seen as SessionBound;
+  expect(bound.first).toMatchObject({ ok: true, mechanism: "landlock" });
+  expect(bound.first.structured).toMatchObject({ big: "EFBIG", bigSize: 4 * 1024 * 1024, direct: "EACCES", inPlace: false });
+  expect(bound.gaps).toHaveLength(1);
+  expect(bound.afterFirst).toEqual(["kept.txt:file", "planted-suid:file"]);
+  expect(bound.suidMode! & 0o7000).toBe(0);
+  expect(bound.second).toMatchObject({ ok: true, structured: "first run" });
+  expect(bound.flood).toMatchObject({ ok: false, failure: "WorkspaceNotKept", mechanism: "landlock" });
+  expect(bound.flood.message).toMatch(
+    /more than workspaceBytes \(4194304 bytes.*the host's watchdog ended it; nothing of the run was kept/,
+  );
+  expect(bound.afterFlood).toEqual(["kept.txt", "planted-suid"]);
+  expect(bound.keptAfterFlood).toBe("first run");
 }
 
 /** An unprivileged uid and gid that exist on every Debian-like system (nobody, nogroup). */
@@ -93,7 +133,8 @@ export function runAttackHost(app: string, environment: EnvironmentName, attacks
 }
 
 /**
- * Starts the attack host's "orphan" run (a body that leaves a detached `sleep MARKER` and waits) and resolves
+ * Starts the attack host's "orphan" run (a body that leaves a detached `sleep MARKER` and waits; "orphanSession": the
+ * same in a session's workspace) and resolves
  * once the body said it spawned it, with the pid of the host's own Node process (to SIGKILL: in the environments
  * started through bubblewrap, the process spawned here is bubblewrap) and the process spawned (to end after the
  * test); rejects with the host's output when it ends first.
@@ -102,9 +143,10 @@ export function startOrphanRun(
   app: string,
   environment: EnvironmentName,
   marker: string,
+  scenario: "orphan" | "orphanSession" = "orphan",
 ): Promise<{ host: number; started: ChildProcess }> {
   const prefix: readonly string[] = ENVIRONMENTS[environment];
-  const argv = [...prefix, process.execPath, join(app, "attack-host.mjs"), "orphan"];
+  const argv = [...prefix, process.execPath, join(app, "attack-host.mjs"), scenario];
   const env = { PATH: process.env.PATH, LANG: "C.UTF-8", EARS_ORPHAN_MARKER: marker };
   const child = spawn(argv[0]!, argv.slice(1), { cwd: app, stdio: ["ignore", "pipe", "pipe"], env });
   return new Promise((done, fail) => {
@@ -112,7 +154,7 @@ export function startOrphanRun(
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk;
       if (!out.includes("spawned\n")) return;
-      const script = `${process.execPath} ${join(app, "attack-host.mjs")} orphan`;
+      const script = `${process.execPath} ${join(app, "attack-host.mjs")} ${scenario}`;
       const host = processTable().find((entry) => entry.command.trim() === script);
       if (host === undefined) fail(new Error(`the attack host (${environment}) said it spawned, but its process is not in /proc`));
       else done({ host: host.pid, started: child });

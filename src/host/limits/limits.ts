@@ -187,6 +187,17 @@ export function limitPlan(input: {
   return plan;
 }
 
+/**
+ * A directory the run writes whose total the host's watchdog bounds (a session's scratch copy under Landlock,
+ * where no tmpfs can: workspace/copy-workspace.ts).
+ */
+export interface WatchedDirectory {
+  /** The largest file a process of the run may write there (RLIMIT_FSIZE; the smaller of it and `tmpBytes`'s is set). */
+  fileBytes: number;
+  /** Resolves with the failure that ends the run when the directory is past its bounds, else undefined. Never rejects. */
+  check(): Promise<HostFailure | undefined>;
+}
+
 let tools: HostTools | undefined;
 
 /** What this process can use besides a cgroup (Linux with a shell: rlimits and the watchdog), looked up once. */
@@ -262,8 +273,56 @@ export class RunLimits {
     this.rlimits = nproc === undefined ? plan.rlimits : { ...plan.rlimits, processes: nproc };
   }
 
-  /** What the launcher sets: the plan's rlimits, RLIMIT_NPROC as the user's threads now plus twice the run's allowance. */
-  readonly rlimits: Rlimits;
+  /**
+   * What the launcher sets: the plan's rlimits, RLIMIT_NPROC as the user's threads now plus twice the run's allowance,
+   * RLIMIT_FSIZE lowered for a {@link watchDirectory}.
+   */
+  rlimits: Rlimits;
+  /** The directory {@link watchDirectory} bounds, and its watch's timer. */
+  private directory: WatchedDirectory | undefined;
+  private directoryTimer: ReturnType<typeof setInterval> | undefined;
+
+  /**
+   * Bounds a directory the run writes: each file at `dir.fileBytes` by RLIMIT_FSIZE, and, while the run lives,
+   * `dir.check` every {@link WATCH_MS} (one look at a time); the failure it gives ends the run's tree at once (its
+   * cgroup killed, and the process the host started, the Landlock helper, told to end its tree) and becomes the
+   * run's. Call before the launcher's command is built. Returns why not when no rlimit can be set here.
+   */
+  watchDirectory(dir: WatchedDirectory): string | undefined {
+    if (!this.host.tools.rlimits) {
+      return (
+        "a session's workspace under Landlock needs the launcher's RLIMIT_FSIZE to bound each file, " +
+        "and this machine has no /bin/sh to set it"
+      );
+    }
+    const { fileBytes } = this.rlimits;
+    this.rlimits = { ...this.rlimits, fileBytes: fileBytes === undefined ? dir.fileBytes : Math.min(fileBytes, dir.fileBytes) };
+    this.directory = dir;
+    return undefined;
+  }
+
+  /** Starts {@link watchDirectory}'s watch (see there). */
+  private watchTheDirectory(trip: (failure: HostFailure) => void, pid: number | undefined): void {
+    const dir = this.directory;
+    if (dir === undefined) return;
+    let looking = false;
+    const timer = setInterval(() => {
+      if (looking) return;
+      looking = true;
+      void dir.check().then((failure) => {
+        looking = false;
+        // Stopped meanwhile (the run ended, or another limit tripped): the verdict is already someone else's.
+        if (failure === undefined || this.tripped !== undefined || this.directoryTimer !== timer) return;
+        this.tripped = failure;
+        this.cgroup?.killAll();
+        if (pid !== undefined) this.host.end(pid);
+        this.stopWatch();
+        trip(failure);
+      });
+    }, WATCH_MS);
+    timer.unref();
+    this.directoryTimer = timer;
+  }
 
   /**
    * Plans the limits for a run and creates its cgroup (whenever `cgroupPlan`, by default this host's,
@@ -298,6 +357,7 @@ export class RunLimits {
    * Without a cgroup, samples the process tree under `pid` instead, for the report's usage (Linux).
    */
   watch(trip: (failure: HostFailure) => void, pid?: number): void {
+    this.watchTheDirectory(trip, pid);
     if (this.cgroup === undefined) {
       if (pid === undefined || !this.host.tools.watchdog) return;
       const tree = (this.tree = new TreeUsage(pid, this.host.proc));
@@ -467,7 +527,9 @@ export class RunLimits {
 
   private stopWatch(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.directoryTimer !== undefined) clearInterval(this.directoryTimer);
     this.timer = undefined;
+    this.directoryTimer = undefined;
   }
 }
 
@@ -482,6 +544,8 @@ export interface RunHost {
   tools?: HostTools;
   proc?: ProcFiles;
   kill?: (pid: number) => void;
+  /** Asks the process the host started to end its run's tree (SIGTERM: the Landlock helper kills every descendant, then exits). */
+  end?: (pid: number) => void;
   userThreads?: (uid: number) => number;
 }
 
@@ -494,6 +558,14 @@ function defaultRunHost(): Required<RunHost> {
       if (!Number.isSafeInteger(pid) || pid <= 1 || pid === process.pid) return;
       try {
         process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone meanwhile.
+      }
+    },
+    end(pid) {
+      if (!Number.isSafeInteger(pid) || pid <= 1 || pid === process.pid) return;
+      try {
+        process.kill(pid, "SIGTERM");
       } catch {
         // Gone meanwhile.
       }

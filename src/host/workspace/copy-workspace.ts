@@ -1,44 +1,38 @@
 /**
  * A session's workspace on a host that cannot mount (not root; a container): the "copy" mechanism. The
- * workspace lives in a plain directory of the host's (`Session.path`); a run gets, at the same path inside
- * its sandbox, a tmpfs of `workspaceBytes` that bubblewrap mounts (no privilege needed: it is made in the
- * sandbox's own namespaces), so a write past the bound fails with ENOSPC inside the body, as a mounted
- * workspace's does.
+ * workspace lives in a plain directory of the host's (`Session.path`), which no run writes: each run gets a
+ * copy of it, made before the run and read back after it, within the bounds. Where the copy lives depends on
+ * the sandbox that confines the run:
  *
- * The copies, and why they are safe:
- * - In: the sandbox's first program is a gate (a POSIX sh, {@link gateScript}) that says it is ready on one
- *   descriptor and waits for a line on another before it executes the guest. Once ready, the sandbox's
- *   mounts are all made and nothing of the guest has run: the host opens the tmpfs through the sandbox's
- *   root (`/proc/<pid>/root`), checks it is the tmpfs it asked for, copies the workspace into it, and
- *   only then lets the gate go on. The host keeps that descriptor for the whole run.
- * - Out: after the run, the host reads the tmpfs through its descriptor (the mount lives while it is held,
- *   even once the sandbox is gone) into a fresh directory, which then takes the workspace's place. Every
- *   step names one entry relative to a directory descriptor and never follows a link, so a process of the
- *   run that is still there cannot lead the walk outside the tmpfs by swapping a directory for a link; only
- *   files and directories are kept (no link, pipe, socket or device, no setuid, setgid or sticky bit); and
- *   the walk stops at the bounds (files, and bytes counted by size: a sparse file's holes count), in which
- *   case nothing of the run is kept and the run fails naming the bound.
+ * - **Bubblewrap:** at the same path inside the sandbox, a tmpfs of `workspaceBytes` that bubblewrap mounts
+ *   (no privilege needed: it is made in the sandbox's own namespaces), so a write past the bound fails with
+ *   ENOSPC inside the body, as a mounted workspace's does. The sandbox's first program is a gate (a POSIX sh,
+ *   {@link gateScript}) that says it is ready on one descriptor and waits for a line on another before it
+ *   executes the guest. Once ready, the sandbox's mounts are all made and nothing of the guest has run: the
+ *   host opens the tmpfs through the sandbox's root (`/proc/<pid>/root`), checks it is the tmpfs it asked
+ *   for, copies the workspace into it, and only then lets the gate go on. The host keeps that descriptor for
+ *   the whole run (the mount lives while it is held, even once the sandbox is gone) and reads back through it.
+ * - **Landlock** (no namespace, no mount: {@link CopyRun.scratchCopy}): in a scratch directory of the host's
+ *   beside the workspace (mode 0700), the run's working directory and the one place of the session its
+ *   Landlock rules let it write. No kernel bound fails a write past the total there, so: RLIMIT_FSIZE (the
+ *   launcher's) bounds each file at `workspaceBytes` (EFBIG inside the body), and the host's watchdog measures
+ *   the scratch copy every 100 ms ({@link CopyRun.overBound}) and ends the run past the bound, failing it
+ *   `WorkspaceNotKept`; nothing of such a run is kept.
+ *
+ * The read-back, either way, starts once the run's whole process tree is gone: the copy is measured with
+ * walk.ts's bounded walk (every entry against `workspaceFiles`, each file's apparent size against
+ * `workspaceBytes`: a sparse file's holes count), and only within the bounds copied into a fresh directory
+ * beside the workspace (walk.ts's mirror: never through a link, only files and directories, no setuid, setgid
+ * or sticky bit, at most the size each file had when the walk reached it), which then takes the workspace's
+ * place. Past a bound, or where the run left something the host cannot read, nothing of the run is kept and
+ * the run fails naming the bound. Every step is asynchronous: a large workspace never blocks the event loop.
  */
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  fchmodSync,
-  fstatSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  renameSync,
-  rmSync,
-  statfsSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, statfsSync } from "node:fs";
+import { mkdtemp, rename } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { childrenOf } from "../limits/process-tree.js";
+import { MAX_DEPTH, measureTree, mirrorTree, removePath, type Measured } from "./walk.js";
 
 /** The descriptor on which the gate waits for the host's go-ahead (after the seccomp program's, 3). */
 export const GATE_GO_FD = 4;
@@ -72,28 +66,13 @@ export interface CopyBound {
 /** Why a run's workspace was not kept (the run fails with it), or undefined when it was. */
 export type ReadBackProblem = string | undefined;
 
-/** What the bytes and entries of a directory tree on the host come to (regular files and directories only). */
-export function treeUsage(root: string): { bytes: number; files: number } {
-  let bytes = 0;
-  let files = 0;
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      files++;
-      if (entry.isDirectory()) walk(join(dir, entry.name));
-      else if (entry.isFile()) bytes += pages(fstatSize(join(dir, entry.name)));
-    }
-  };
-  walk(root);
+/**
+ * What the bytes and entries of a directory tree on the host come to, each file counted in whole 4 KiB pages
+ * (what the tmpfs of a run under bubblewrap must hold). Never rejects: what cannot be read counts nothing.
+ */
+export async function treeUsage(root: string): Promise<{ bytes: number; files: number }> {
+  const { bytes, files } = await measureTree(root, { bytes: Infinity, files: Infinity }, PAGE);
   return { bytes, files };
-}
-
-function fstatSize(path: string): number {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  try {
-    return fstatSync(fd).size;
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** Bytes in whole pages. */
@@ -123,15 +102,35 @@ export function sandboxProcess(pid: number): number | undefined {
   return undefined;
 }
 
+/** Why a measured copy cannot be kept (a bound passed, something unreadable), or undefined when it can. */
+function measuredProblem(measured: Measured, bound: CopyBound): ReadBackProblem {
+  const { over, unreadable } = measured;
+  if (over === "files")
+    return `the run left more than ${bound.files} files and directories in the workspace (workspaceFiles); nothing of the run was kept`;
+  if (over === "bytes") {
+    const past = `more than workspaceBytes (${bound.bytes} bytes, a file's holes counted)`;
+    return `the run left ${past} in the workspace; nothing of the run was kept`;
+  }
+  if (unreadable !== undefined) {
+    return `the run left ${unreadable === "" ? "its workspace" : unreadable} unreadable (its mode); nothing of the run was kept`;
+  }
+  return undefined;
+}
+
 /**
- * One run of a copy workspace: opens the sandbox's tmpfs when the gate is ready and fills it, then after the
- * run reads it back. Made by the session for each run ({@link CopyRun.privateDir} is the tmpfs to ask for).
+ * One run of a copy workspace: under bubblewrap, opens the sandbox's tmpfs when the gate is ready and fills it
+ * ({@link CopyRun.attach}); under Landlock, makes the scratch copy ({@link CopyRun.scratchCopy}). After the run,
+ * {@link CopyRun.readBack}. Made by the session for each run.
  */
 export class CopyRun {
-  /** The descriptor of the sandbox's tmpfs, once open. */
+  /** The descriptor of the sandbox's tmpfs, once open (bubblewrap). */
   private fd: number | undefined;
+  /** The scratch copy the run works in (Landlock). */
+  private scratch: string | undefined;
   /** Why the run must fail, when the copy in could not be made. */
   problem: string | undefined;
+  /** Why the watchdog ended the run: its scratch copy past the bounds (Landlock). */
+  ended: string | undefined;
 
   constructor(
     /** The workspace on the host (Session.path): the tmpfs is mounted at this path inside the sandbox. */
@@ -154,31 +153,32 @@ export class CopyRun {
     ready.on("error", () => {});
     let answered = false;
     const refuse = (reason: string) => {
-      if (answered) return;
-      answered = true;
       this.problem = reason;
       go.destroy();
       ready.destroy();
     };
-    ready.once("end", () => refuse("the sandbox ended before its workspace could be copied in"));
+    ready.once("end", () => {
+      if (answered) return;
+      answered = true;
+      refuse("the sandbox ended before its workspace could be copied in");
+    });
     ready.once("data", () => {
       if (answered) return;
-      try {
-        this.fill(pid);
-      } catch (error) {
-        // A half-filled tmpfs is never read back over the workspace.
-        this.release();
-        refuse(`the workspace could not be copied into the sandbox: ${(error as Error).message}`);
-        return;
-      }
       answered = true;
       ready.destroy();
-      go.end("go\n");
+      this.fill(pid).then(
+        () => go.end("go\n"),
+        (error: unknown) => {
+          // A half-filled tmpfs is never read back over the workspace.
+          this.release();
+          refuse(`the workspace could not be copied into the sandbox: ${(error as Error).message}`);
+        },
+      );
     });
   }
 
   /** Opens the sandbox's tmpfs (checked to be the one asked for) and copies the workspace into it. */
-  private fill(pid: number): void {
+  private async fill(pid: number): Promise<void> {
     const inner = sandboxProcess(pid);
     if (inner === undefined) throw new Error("no process of the sandbox was found");
     const fd = openSync(`/proc/${inner}/root${this.path}`, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
@@ -189,34 +189,99 @@ export class CopyRun {
     if (fs.type !== TMPFS_MAGIC || fs.blocks * fs.bsize !== pages(this.bound.bytes) || !stat.isDirectory()) {
       throw new Error(`${this.path} inside the sandbox is not the workspace's tmpfs of ${this.bound.bytes} bytes`);
     }
-    copyTree(this.path, at);
+    await this.copyIn(at);
   }
 
   /**
-   * After the run (its processes ended, or not: see the module's comment): reads the tmpfs back into a fresh
-   * directory beside the workspace, which takes its place; past a bound, or where the run left something
-   * unreadable, the workspace is left as it was and the reason returned. Closes the descriptor. Never throws.
+   * Copies the workspace into the directory `to` (a tmpfs through its descriptor's path, or the scratch copy),
+   * first checking that it fits the bounds as a tmpfs holds it (in whole pages). Throws why not.
    */
-  readBack(): ReadBackProblem {
-    const { fd } = this;
-    if (fd === undefined) return undefined;
+  private async copyIn(to: string): Promise<void> {
+    const measured = await measureTree(this.path, this.bound, PAGE);
+    if (measured.over !== undefined) {
+      throw new Error(
+        `the workspace holds more than its bounds (${this.bound.bytes} bytes in whole 4 KiB pages, ${this.bound.files} files) (ENOSPC)`,
+      );
+    }
+    // The trailing slash: a descriptor's path is followed to the directory it names.
+    if (!(await mirrorTree(this.path, `${to}/`))) throw new Error("not all of it could be copied");
+  }
+
+  /**
+   * Landlock: makes the run's scratch copy of the workspace, a fresh directory (mode 0700) beside it, and resolves
+   * with its path; or, when it cannot be made, with undefined and {@link CopyRun.problem} saying why (nothing is
+   * left of it then). Never rejects.
+   */
+  async scratchCopy(): Promise<string | undefined> {
+    let made: string | undefined;
+    try {
+      made = await mkdtemp(join(dirname(this.path), "run-"));
+      await this.copyIn(made);
+      this.scratch = made;
+      return made;
+    } catch (error) {
+      if (made !== undefined) await removeTree(made);
+      this.problem = `the workspace could not be copied for the run: ${(error as Error).message}`;
+      return undefined;
+    }
+  }
+
+  /**
+   * The watchdog's look at the scratch copy while the run lives: the reason the run must end (its total past the
+   * bounds, or directories deeper than the walk goes, which could hide any amount), recorded as
+   * {@link CopyRun.ended}; undefined while it is within them. Never rejects.
+   */
+  async overBound(): Promise<string | undefined> {
+    if (this.scratch === undefined) return undefined;
+    const measured = await measureTree(this.scratch, this.bound);
+    const { over, deep, unreadable } = measured;
+    // What the watchdog cannot see into could hold anything: a directory too deep, or one the run made unreadable.
+    const past =
+      over === "files"
+        ? `wrote more than ${this.bound.files} files and directories (workspaceFiles)`
+        : over === "bytes"
+          ? `wrote more than workspaceBytes (${this.bound.bytes} bytes, a file's holes counted)`
+          : deep
+            ? `made directories more than ${MAX_DEPTH} levels deep`
+            : unreadable !== undefined
+              ? `made ${unreadable === "" ? "its workspace" : unreadable} unreadable to the host`
+              : undefined;
+    if (past === undefined) return undefined;
+    this.ended ??= `the run ${past} in its workspace, so the host's watchdog ended it; nothing of the run was kept`;
+    return this.ended;
+  }
+
+  /**
+   * After the run, once its processes are gone: reads the copy (the tmpfs through its descriptor, or the
+   * scratch copy) back into a fresh directory beside the workspace, which takes its place; past a bound, where
+   * the watchdog ended the run, or where the run left something unreadable, the workspace is left as it was and
+   * the reason returned. Lets go of the copy. Never rejects.
+   */
+  async readBack(): Promise<ReadBackProblem> {
+    const { fd, scratch } = this;
     this.fd = undefined;
+    this.scratch = undefined;
+    if (fd === undefined && scratch === undefined) return undefined;
+    const source = fd !== undefined ? `/proc/self/fd/${fd}/` : scratch!;
     let incoming: string | undefined;
     try {
-      incoming = mkdtempSync(join(dirname(this.path), "incoming-"));
-      const problem = readInto(fd, incoming, this.bound);
+      if (this.ended !== undefined) return this.ended;
+      const problem = measuredProblem(await measureTree(source, this.bound), this.bound);
       if (problem !== undefined) return problem;
+      incoming = await mkdtemp(join(dirname(this.path), "incoming-"));
+      if (!(await mirrorTree(source, incoming))) return "the run left something the host could not read back; nothing of the run was kept";
       const old = `${incoming}.old`;
-      renameSync(this.path, old);
-      renameSync(incoming, this.path);
+      await rename(this.path, old);
+      await rename(incoming, this.path);
       incoming = undefined;
-      rmSync(old, { recursive: true, force: true });
+      await removeTree(old);
       return undefined;
     } catch (error) {
-      return `the workspace could not be read back from the sandbox: ${(error as Error).message}`;
+      return `the workspace could not be read back from the run: ${(error as Error).message}`;
     } finally {
-      if (incoming !== undefined) rmSync(incoming, { recursive: true, force: true });
-      closeSync(fd);
+      if (incoming !== undefined) await removeTree(incoming);
+      if (fd !== undefined) closeSync(fd);
+      if (scratch !== undefined) await removeTree(scratch);
     }
   }
 
@@ -225,127 +290,30 @@ export class CopyRun {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
-}
 
-/** Copies a host workspace (regular files and directories only: it holds nothing else) into `to`. */
-function copyTree(from: string, to: string): void {
-  for (const entry of readdirSync(from, { withFileTypes: true })) {
-    const source = join(from, entry.name);
-    const target = join(to, entry.name);
-    if (entry.isDirectory()) {
-      mkdirSync(target, { mode: 0o700 });
-      copyTree(source, target);
-      chmodLike(source, target);
-    } else if (entry.isFile()) {
-      copyFile(openSync(source, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK), target, Infinity);
-    }
-  }
-}
-
-function chmodLike(source: string, target: string): void {
-  const fd = openSync(source, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  try {
-    const mode = fstatSync(fd).mode & 0o777;
-    const out = openSync(target, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-    try {
-      fchmodSync(out, mode);
-    } finally {
-      closeSync(out);
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Chunk of a file copy. */
-const CHUNK = 1 << 20;
-
-/**
- * Copies the open regular file `fd` (closed here) into a new file `target` with its permission bits (no
- * setuid, setgid, sticky), at most `budget` bytes: returns the bytes copied, or -1 past the budget.
- */
-function copyFile(fd: number, target: string, budget: number): number {
-  try {
-    const stat = fstatSync(fd);
-    if (stat.size > budget) return -1;
-    const out = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      const buffer = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, stat.size)));
-      let copied = 0;
-      for (;;) {
-        const read = readSync(fd, buffer, 0, buffer.length, null);
-        if (read === 0) break;
-        copied += read;
-        // A file still growing (a process of the run that is still there) is bounded all the same.
-        if (copied > budget) return -1;
-        let written = 0;
-        while (written < read) written += writeSync(out, buffer, written, read - written);
-      }
-      fchmodSync(out, stat.mode & 0o777);
-      return copied;
-    } finally {
-      closeSync(out);
-    }
-  } finally {
-    closeSync(fd);
+  /** Forgets the copy without reading it back (the run never started): the tmpfs let go, the scratch copy removed. Never rejects. */
+  async discard(): Promise<void> {
+    this.release();
+    const { scratch } = this;
+    this.scratch = undefined;
+    if (scratch !== undefined) await removeTree(scratch);
   }
 }
 
 /**
- * Reads the tree under the directory descriptor `root` into `to`, within `bound`; returns why it stopped,
- * or undefined when all of it was read. Each entry is opened as one name under its directory's descriptor
- * (`/proc/self/fd/<dir>/<name>`, O_NOFOLLOW): no step ever resolves a link.
+ * The entry a session's run under Landlock adds to `report.sandbox.gaps`: how its workspace is bounded without a
+ * tmpfs (docs/host.md, "Sessions").
  */
-function readInto(root: number, to: string, bound: CopyBound): ReadBackProblem {
-  let bytes = 0;
-  let files = 0;
-  const walk = (dir: number, target: string, at: string): ReadBackProblem => {
-    const names = readdirSync(`/proc/self/fd/${dir}`);
-    for (const name of names) {
-      const shown = at === "" ? name : `${at}/${name}`;
-      let fd: number;
-      try {
-        fd = openSync(
-          `/proc/self/fd/${dir}/${name}`,
-          constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY,
-        );
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        // A link (ELOOP), or what vanished meanwhile: not kept. A pipe without a writer opens; a socket does not (ENXIO).
-        if (code === "ELOOP" || code === "ENOENT" || code === "ENXIO" || code === "EOPNOTSUPP") continue;
-        if (code === "EACCES") return `the run left ${shown} unreadable (its mode); nothing of the run was kept`;
-        throw error;
-      }
-      const stat = fstatSync(fd);
-      if (!stat.isFile() && !stat.isDirectory()) {
-        closeSync(fd);
-        continue;
-      }
-      files++;
-      if (files > bound.files) {
-        closeSync(fd);
-        return `the run left more than ${bound.files} files and directories in the workspace (workspaceFiles); nothing of the run was kept`;
-      }
-      if (stat.isDirectory()) {
-        const made = join(target, name);
-        mkdirSync(made, { mode: 0o700 });
-        let problem: ReadBackProblem;
-        try {
-          problem = walk(fd, made, shown);
-        } finally {
-          closeSync(fd);
-        }
-        if (problem !== undefined) return problem;
-        chmodSync(made, (stat.mode & 0o777) | 0o700);
-        continue;
-      }
-      const copied = copyFile(fd, join(target, name), bound.bytes - bytes);
-      if (copied < 0 || (bytes += pages(copied)) > bound.bytes) {
-        const past = `more than workspaceBytes (${bound.bytes} bytes, a file's holes counted)`;
-        return `the run left ${past} in the workspace; nothing of the run was kept`;
-      }
-    }
-    return undefined;
-  };
-  return walk(root, to, "");
+export function scratchGap(bound: CopyBound): string {
+  return (
+    `workspace: no tmpfs bounds it: the run works in a scratch copy on the host's disk (up to ${bound.bytes} bytes besides ` +
+    "the workspace, and as much again while it is read back); each file is bounded by RLIMIT_FSIZE (EFBIG), the total by " +
+    "the host's watchdog every 100 ms, which ends the run past it (the copy can pass the total by what the body writes " +
+    "between two looks); nothing past the bounds is written back"
+  );
+}
+
+/** Removes a directory a run made (any depth, links never followed: walk.ts's removal). Never rejects. */
+async function removeTree(path: string): Promise<void> {
+  await removePath(dirname(path), basename(path)).catch(() => {});
 }

@@ -2,8 +2,9 @@
  * Sessions: a workspace that lasts between runs (issue 32). A session owns a bounded directory
  * (bounded-dir.ts: a tmpfs the host mounts, `workspaceBytes` and one file per 4 KiB of them), which
  * `runCode({ session })` and `runGuest({ session })` get as their writable working directory. Where the
- * host cannot mount (not root, a container), the workspace is a plain directory copied into a tmpfs of the
- * sandbox's own for each run and read back after it, within the bounds (copy-workspace.ts). Runs and
+ * host cannot mount (not root, a container), the workspace is a plain directory copied for each run into a tmpfs
+ * of the sandbox's own (bubblewrap) or a scratch directory only the run may write (Landlock), and read back
+ * after it, within the bounds (copy-workspace.ts). Runs and
  * the host's own file operations on one session are serialised; after each run the workspace is
  * cleaned once the run's whole process tree is gone (walk.ts: no link, special file, setuid bit, byte
  * name, or anything past the bounds is kept). A session made with `dir` is durable:
@@ -58,8 +59,10 @@ export interface SessionOptions {
   /**
    * How the workspace is bounded (default "auto": "mount" where the host can mount, else "copy"). "mount": a
    * tmpfs the host mounts (root); the runs work in it. "copy": a plain directory of the host's, copied for each
-   * run into a tmpfs bubblewrap makes inside the sandbox and read back after it (any uid). Both fail a write past
-   * the bounds with ENOSPC inside the body; see docs/host.md, "Sessions", for what differs.
+   * run and read back after it within the bounds (any uid): into a tmpfs bubblewrap makes inside the sandbox, or,
+   * under Landlock (no mount), into a scratch directory only the run may write. A write past the bounds fails
+   * with ENOSPC inside the body, but under Landlock, where a file past `workspaceBytes` fails with EFBIG and a
+   * run past the total is ended (`WorkspaceNotKept`); see docs/host.md, "Sessions", for what differs.
    */
   mechanism?: WorkspaceMechanism;
 }
@@ -273,7 +276,7 @@ class WorkspaceSession implements Session {
       } finally {
         this.copying = undefined;
         // Read back whatever the run did, also when it failed (a body that wrote, then crashed), as a mounted one keeps it.
-        const problem = copy?.readBack();
+        const problem = await copy?.readBack();
         await this.settle();
         if (report !== undefined && copy?.problem !== undefined) report = failed(report, failures.workspaceNotCopied(copy.problem));
         else if (report !== undefined && problem !== undefined) report = failed(report, failures.workspaceNotKept(problem));
@@ -337,7 +340,7 @@ class WorkspaceSession implements Session {
       if (existing !== undefined && !existing.isFile()) throw new Error(`session.writeFile: ${path} is a ${kindOf(existing)}, not a file`);
       if (this.mechanism === "copy") {
         // The host's write is bounded as a body's is: what the tmpfs of the next run must hold.
-        const used = treeUsage(this.path);
+        const used = await treeUsage(this.path);
         const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
         const bytes = used.bytes - (existing === undefined ? 0 : pages(existing.size)) + pages(size);
         const files = used.files + (existing === undefined ? 1 : 0);

@@ -376,6 +376,86 @@ async function copyFile(from: Buffer, to: Buffer, stat: Stats, mode: number): Pr
   }
 }
 
+/** What {@link measureTree} found. */
+export interface Measured {
+  /** The entries counted (every kind) and the apparent bytes of the regular files among them, up to where the walk stopped. */
+  files: number;
+  bytes: number;
+  /** Which bound was passed (the walk stopped there), if one was. */
+  over?: "files" | "bytes";
+  /** A directory deeper than {@link MAX_DEPTH} levels was found (not walked: what it holds is not counted). */
+  deep: boolean;
+  /** A directory that could not be read (its path from the top, "" for the top itself): the count is incomplete. */
+  unreadable?: string;
+}
+
+/**
+ * Counts the tree under `root` as a workspace's bounds count it, and stops as soon as `bound` is passed:
+ * every entry (a link, a pipe, a socket: each costs the disk an inode) against `bound.files`, and each regular
+ * file's apparent size (holes counted) against `bound.bytes`. Directories deeper than {@link MAX_DEPTH} are
+ * counted but not walked (`deep`). `page`: each file's size is counted in whole pages of this many bytes (what a
+ * tmpfs holds it in; 1, the default, counts apparent bytes). Never follows a link, never changes the tree, never throws.
+ */
+export async function measureTree(root: string, bound: TreeBound, page = 1): Promise<Measured> {
+  const state: Measured = { files: 0, bytes: 0, deep: false };
+  const walk = async (dir: FileHandle, path: string, depth: number): Promise<boolean> => {
+    let entries: { name: Buffer; stat: Stats | undefined }[];
+    try {
+      entries = await inParallel(await names(dir), async (name) => ({ name, stat: await lstat(at(dir, name)).catch(() => undefined) }));
+    } catch {
+      state.unreadable = path;
+      return false;
+    }
+    const directories: { name: Buffer; stat: Stats }[] = [];
+    for (const { name, stat } of entries) {
+      // Gone since the listing: nothing to count.
+      if (stat === undefined) continue;
+      state.files++;
+      if (stat.isFile()) state.bytes += Math.ceil(stat.size / page) * page;
+      if (state.files > bound.files || state.bytes > bound.bytes) {
+        state.over = state.files > bound.files ? "files" : "bytes";
+        return false;
+      }
+      if (stat.isDirectory()) {
+        if (depth >= MAX_DEPTH) state.deep = true;
+        else directories.push({ name, stat });
+      }
+    }
+    for (const { name, stat } of directories) {
+      const inner = path === "" ? name.toString("utf8") : `${path}/${name.toString("utf8")}`;
+      let handle: FileHandle;
+      try {
+        handle = await openDirectory(at(dir, name), stat);
+      } catch (error) {
+        // Removed or swapped meanwhile: nothing of it to count; unreadable (its mode): the count cannot be complete.
+        if ((error as NodeJS.ErrnoException).code === "EACCES") {
+          state.unreadable = inner;
+          return false;
+        }
+        continue;
+      }
+      try {
+        if (!(await walk(handle, inner, depth + 1))) return false;
+      } finally {
+        await handle.close();
+      }
+    }
+    return true;
+  };
+  let top: FileHandle;
+  try {
+    top = await openDirectory(root);
+  } catch {
+    return { ...state, unreadable: "" };
+  }
+  try {
+    await walk(top, "", 0);
+  } finally {
+    await top.close();
+  }
+  return state;
+}
+
 /** Why a host directory cannot be loaded as a workspace. */
 export class TreeRefused extends Error {
   constructor(

@@ -235,6 +235,97 @@ describe("the watchdog over a run's process tree (no cgroup)", () => {
   });
 });
 
+describe("a directory the watchdog bounds (a session's scratch copy under Landlock)", () => {
+  const PAST: HostFailure = { code: "WorkspaceNotKept", message: "past the bound (test)" };
+  /** A check whose answers the test gives, one look at a time: `answer` settles the look under way. */
+  function directory(fileBytes = 4096) {
+    const looks: ((failure: HostFailure | undefined) => void)[] = [];
+    return {
+      looks,
+      dir: { fileBytes, check: () => new Promise<HostFailure | undefined>((settle) => looks.push(settle)) },
+      answer: async (failure: HostFailure | undefined) => {
+        looks.shift()!(failure);
+        await Promise.resolve();
+        await Promise.resolve();
+      },
+    };
+  }
+
+  it("sets RLIMIT_FSIZE to the smaller of its file bound and tmpBytes's; refused where no rlimit can be set", () => {
+    const own = prepared({}, NONE).run;
+    expect(own.watchDirectory(directory(4096).dir)).toBeUndefined();
+    expect(own.rlimits.fileBytes).toBe(4096);
+    const tmp = RunLimits.prepare({ ...UNLIMITED, tmpBytes: 1024 }, none, "landlock", NONE, undefined, {
+      tools: LINUX,
+      userThreads: () => 0,
+    }) as RunLimits;
+    expect(tmp.rlimits.fileBytes).toBe(1024);
+    expect(tmp.watchDirectory(directory(4096).dir)).toBeUndefined();
+    expect(tmp.rlimits.fileBytes).toBe(1024);
+    const larger = RunLimits.prepare({ ...UNLIMITED, tmpBytes: 8192 }, none, "landlock", NONE, undefined, {
+      tools: LINUX,
+      userThreads: () => 0,
+    }) as RunLimits;
+    larger.watchDirectory(directory(4096).dir);
+    expect(larger.rlimits.fileBytes).toBe(4096);
+    const noShell = prepared({}, NONE, undefined, { tools: BARE, userThreads: () => 0 }).run;
+    expect(noShell.watchDirectory(directory().dir)).toMatch(/needs the launcher's RLIMIT_FSIZE .* no \/bin\/sh/);
+    expect(noShell.rlimits.fileBytes).toBeUndefined();
+  });
+
+  it("looks every WATCH_MS, one look at a time; past the bound it ends the tree at once, trips once, and is the verdict", async () => {
+    vi.useFakeTimers();
+    const ended: number[] = [];
+    const { run, fake } = prepared({}, V1, undefined, {
+      tools: LINUX,
+      userThreads: () => 0,
+      kill: (pid) => notKilled.push(pid),
+      end: (pid) => ended.push(pid),
+    });
+    const { dir, looks, answer } = directory();
+    run.watchDirectory(dir);
+    const tripped: HostFailure[] = [];
+    run.watch((failure) => tripped.push(failure), 77);
+    addProcesses(fake, run.cgroup!.dirs.memory!, [78]);
+    vi.advanceTimersByTime(WATCH_MS);
+    expect(looks).toHaveLength(1);
+    // A slow look: no second one starts meanwhile.
+    vi.advanceTimersByTime(WATCH_MS * 3);
+    expect(looks).toHaveLength(1);
+    await answer(undefined);
+    expect(tripped).toStrictEqual([]);
+    vi.advanceTimersByTime(WATCH_MS);
+    expect(looks).toHaveLength(1);
+    await answer(PAST);
+    expect(tripped).toStrictEqual([PAST]);
+    expect(ended).toStrictEqual([77]);
+    expect(fake.killed).toStrictEqual([78]);
+    expect(vi.getTimerCount()).toBe(0);
+    expect((await run.finish(report())).failure).toStrictEqual(PAST);
+  });
+
+  it("a look that answers after the run's end, or after another limit tripped, changes nothing", async () => {
+    vi.useFakeTimers();
+    const ended: number[] = [];
+    const linux = prepared({}, NONE, undefined, {
+      tools: { ...BARE, rlimits: true },
+      userThreads: () => 0,
+      end: (pid) => ended.push(pid),
+    }).run;
+    const { dir, looks, answer } = directory();
+    linux.watchDirectory(dir);
+    const tripped: HostFailure[] = [];
+    linux.watch((failure) => tripped.push(failure), 90);
+    vi.advanceTimersByTime(WATCH_MS);
+    expect(looks).toHaveLength(1);
+    expect((await linux.finish(report())).failure).toBeUndefined();
+    await answer(PAST);
+    expect(tripped).toStrictEqual([]);
+    expect(ended).toStrictEqual([]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
 describe("the verdict where rlimits stand in", () => {
   const crashedReport = (stderr: string, code = "GuestCrashed") =>
     report({ ok: false, failure: { code, message: "x" }, stderr, exit: { code: 134, signal: null } } as Partial<RunReport>);

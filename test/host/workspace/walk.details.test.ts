@@ -21,7 +21,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { cleanTree, MAX_DEPTH, mirrorTree, removePath, surveyTree, TreeRefused } from "../../../src/host/workspace/walk.js";
+import { cleanTree, MAX_DEPTH, measureTree, mirrorTree, removePath, surveyTree, TreeRefused } from "../../../src/host/workspace/walk.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -219,6 +219,61 @@ describe("mirrorTree's copies", () => {
     expect(await mirrorTree(from, to)).toBe(true);
     expect(readFileSync(join(to, "big")).equals(body)).toBe(true);
     expect(statSync(join(to, "empty")).size).toBe(0);
+  });
+});
+
+describe("measureTree's counts", () => {
+  it("counts every entry (links and pipes too) and files' apparent sizes, in pages when asked; changes nothing", async () => {
+    const root = scratch();
+    writeFileSync(join(root, "a"), "12345");
+    mkdirSync(join(root, "d"));
+    writeFileSync(join(root, "d", "b"), Buffer.alloc(5000));
+    symlinkSync("/etc/passwd", join(root, "link"));
+    execFileSync("mkfifo", [join(root, "fifo")]);
+    const sparse = join(root, "d", "sparse");
+    writeFileSync(sparse, "");
+    execFileSync("truncate", ["-s", "1M", sparse]);
+    expect(await measureTree(root, BIG)).toStrictEqual({ files: 6, bytes: 5 + 5000 + (1 << 20), deep: false });
+    expect(await measureTree(root, BIG, 4096)).toStrictEqual({ files: 6, bytes: 4096 + 8192 + (1 << 20), deep: false });
+    expect(sorted(root)).toEqual(["a", "d", "fifo", "link"]);
+  });
+
+  it("stops at the first entry past a bound and says which; the bounds are inclusive", async () => {
+    const root = scratch();
+    for (const name of ["a", "b", "c"]) writeFileSync(join(root, name), Buffer.alloc(100));
+    expect(await measureTree(root, { bytes: 300, files: 3 })).toStrictEqual({ files: 3, bytes: 300, deep: false });
+    expect(await measureTree(root, { bytes: 299, files: 3 })).toMatchObject({ over: "bytes", files: 3 });
+    expect(await measureTree(root, { bytes: 300, files: 2 })).toMatchObject({ over: "files", files: 3 });
+  });
+
+  it("counts a directory deeper than MAX_DEPTH but walks nothing in it (deep); never follows a link", async () => {
+    const root = scratch();
+    let at = root;
+    for (let level = 0; level <= MAX_DEPTH; level++) {
+      at = join(at, "d");
+      mkdirSync(at);
+    }
+    writeFileSync(join(at, "hidden"), Buffer.alloc(4096));
+    const outside = scratch();
+    writeFileSync(join(outside, "big"), Buffer.alloc(1 << 20));
+    symlinkSync(outside, join(root, "out"));
+    const measured = await measureTree(root, BIG);
+    expect(measured).toStrictEqual({ files: MAX_DEPTH + 2, bytes: 0, deep: true });
+  });
+
+  it.runIf(process.getuid?.() !== 0)(
+    "a directory it cannot read is named (unreadable); a missing root is unreadable at the top",
+    async () => {
+      const root = scratch();
+      mkdirSync(join(root, "closed"));
+      chmodSync(join(root, "closed"), 0);
+      expect(await measureTree(root, BIG)).toMatchObject({ unreadable: "closed" });
+      chmodSync(join(root, "closed"), 0o700);
+    },
+  );
+
+  it("a root that cannot be opened is unreadable at the top", async () => {
+    expect(await measureTree(join(scratch(), "missing"), BIG)).toStrictEqual({ files: 0, bytes: 0, deep: false, unreadable: "" });
   });
 });
 

@@ -74,7 +74,7 @@ describe.runIf(process.platform === "linux")("the Landlock helper's self-test", 
     for (const [name, line] of [
       ["prefixed", "not landlock-abi 7 ok"],
       ["suffixed", "landlock-abi 7 ok, but"],
-    ]) {
+    ] as const) {
       expect(await landlockHelperProblem(helper(name, `echo '${line}'; exit 0`))).toBe(
         "Landlock cannot confine a run here (the self-test exited 0)",
       );

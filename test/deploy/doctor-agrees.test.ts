@@ -46,7 +46,11 @@ interface DoctorJson {
 }
 
 /** Runs `argv` under the environment's prefix from the install; resolves with its stdout (any exit status). */
-function runIn(app: string, prefix: readonly string[], argv: readonly string[]): Promise<{ code: number | null; out: string; err: string }> {
+function runIn(
+  app: string,
+  prefix: readonly string[],
+  argv: readonly string[],
+): Promise<{ code: number | null; out: string; err: string }> {
   const [command, ...args] = [...prefix, process.execPath, ...argv];
   return new Promise((done, fail) => {
     const child = spawn(command!, args, { cwd: app, stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, LANG: "C.UTF-8" } });
@@ -78,7 +82,12 @@ describe.skipIf(!(root && bwrapPath !== undefined))("ears doctor agrees with a r
       const said = JSON.parse(doctor.out) as DoctorJson;
       const host = await runIn(app, prefix, [join(app, "limits-host.mjs")]);
       expect(host.code, host.err).toBe(0);
-      const ran = JSON.parse(host.out) as { outcome: unknown; failure: unknown; mechanism: string | null; limits: Record<string, string | null> };
+      const ran = JSON.parse(host.out) as {
+        outcome: unknown;
+        failure: unknown;
+        mechanism: string | null;
+        limits: Record<string, string | null>;
+      };
       expect(ran.failure, host.err).toBeNull();
       expect(ran.outcome).toBe(42);
       const rows = Object.fromEntries(said.matrix.map((row) => [row.guarantee, row.mechanism]));

@@ -192,15 +192,21 @@ function cgroupFix(facts: DeploymentFacts): string {
   }
 }
 
-/** A resource guarantee, as the limit plan enforces it: the run's cgroup, else the launcher's rlimits and the host's watchdog, else none. */
+/** A resource guarantee as the limit plan enforces it: the run's cgroup, else the launcher's rlimits and the watchdog, else none. */
 function resourceRow(guarantee: "memory" | "processes" | "CPU", facts: DeploymentFacts, support: LimitSupport): MatrixRow {
   const controller = guarantee === "memory" ? "memory" : guarantee === "processes" ? "pids" : "cpu";
   const { enforcedBy } = support.limits[guarantee === "memory" ? "memoryBytes" : guarantee === "processes" ? "processes" : "cpuTimeMs"];
   if (enforcedBy === "cgroup-v1" || enforcedBy === "cgroup-v2") {
-    return { guarantee, mechanism: enforcedBy === "cgroup-v1" ? "cgroup v1" : "cgroup v2", ok: true, detail: `the run's own cgroup (${controller})` };
+    return {
+      guarantee,
+      mechanism: enforcedBy === "cgroup-v1" ? "cgroup v1" : "cgroup v2",
+      ok: true,
+      detail: `the run's own cgroup (${controller})`,
+    };
   }
   const { cgroup } = facts;
-  const mechanism: Mechanism = enforcedBy === "rlimit" || enforcedBy === "watchdog" || enforcedBy === "rlimit+watchdog" ? enforcedBy : "none";
+  const mechanism: Mechanism =
+    enforcedBy === "rlimit" || enforcedBy === "watchdog" || enforcedBy === "rlimit+watchdog" ? enforcedBy : "none";
   const why = cgroup.version === null ? cgroup.reason : `the host's cgroup has no ${controller} controller`;
   if (mechanism === "none") return { guarantee, mechanism, ok: false, detail: `not enforced: ${why}`, fix: cgroupFix(facts) };
   const what =
@@ -218,7 +224,8 @@ function resourceRow(guarantee: "memory" | "processes" | "CPU", facts: Deploymen
 function tmpRow(facts: DeploymentFacts, support: LimitSupport): MatrixRow {
   const guarantee = "/tmp";
   const { enforcedBy } = support.limits.tmpBytes;
-  if (enforcedBy === "bubblewrap") return { guarantee, mechanism: "bubblewrap tmpfs", ok: true, detail: "a private tmpfs of limits.tmpBytes" };
+  if (enforcedBy === "bubblewrap")
+    return { guarantee, mechanism: "bubblewrap tmpfs", ok: true, detail: "a private tmpfs of limits.tmpBytes" };
   if (enforcedBy === "rlimit") {
     return {
       guarantee,

@@ -35,7 +35,7 @@ function alive(pid: number): boolean {
 
 /** Waits for a real condition, at most `ms`. */
 async function until(check: () => boolean, ms = 30_000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; ) {
+  for (const end = Date.now() + ms; Date.now() < end;) {
     if (check()) return true;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

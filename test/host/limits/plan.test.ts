@@ -273,7 +273,13 @@ describe("the limit plan", () => {
     expect(plan.cpuRlimitSeconds).toBe(2);
     expect(plan.cgroupLimits).toStrictEqual({});
     // Root: the kernel exempts it from RLIMIT_NPROC, so the watchdog alone bounds processes.
-    const root = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: "bubblewrap", cgroup: none, tools: { ...LINUX, root: true } });
+    const root = limitPlan({
+      limits: DEFAULTS,
+      requested: new Set(),
+      confined: "bubblewrap",
+      cgroup: none,
+      tools: { ...LINUX, root: true },
+    });
     expect(root.report.processes.enforcedBy).toBe("watchdog");
     expect(root.rlimits).toStrictEqual({ dataBytes: 2 ** 30 + DATA_RLIMIT_HEADROOM });
     // rlimits without the watchdog (no children lists), the watchdog without rlimits (no shell).

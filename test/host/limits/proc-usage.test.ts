@@ -87,7 +87,8 @@ describe.runIf(process.platform === "linux")("usage without a cgroup, from /proc
         const started = (child) => new Promise((resolve, reject) => { child.on("spawn", resolve); child.on("error", reject); });
         await Promise.all(children.map(started));
         // The test's go-ahead, once the host's watch has seen the whole tree (bounded: a missing one fails the count).
-        for (const end = Date.now() + 120000; !existsSync(${JSON.stringify(go)}) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+        const end = Date.now() + 120000;
+        while (!existsSync(${JSON.stringify(go)}) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
         return children.length;`;
       try {
         const running = runCode({ code, sandbox: sandbox ? { readable: [dir] } : false, limits: { runTimeoutMs: 180_000 } });

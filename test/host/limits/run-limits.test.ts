@@ -572,7 +572,7 @@ describe("what a machine can enforce (ears doctor)", () => {
 });
 
 describe("limitSupport, this machine", () => {
-  it("bounds /tmp by the mechanism it is told runs get (bubblewrap's tmpfs, Landlock's RLIMIT_FSIZE, none); by default, bubblewrap where installed", () => {
+  it("bounds /tmp by the mechanism it is told (bubblewrap's tmpfs, Landlock's RLIMIT_FSIZE, none); default: bubblewrap", () => {
     expect(limitSupport("bubblewrap").limits.tmpBytes.enforcedBy).toBe("bubblewrap");
     expect(limitSupport("landlock").limits.tmpBytes.enforcedBy).toBe("rlimit");
     expect(limitSupport("none").limits.tmpBytes.enforcedBy).toBeNull();

@@ -207,7 +207,8 @@ describe("ears runner on its own", () => {
   });
 
   it("refuses a mechanism it does not know, one beside sandbox: off, and one in a version 1 line, before starting anything", async () => {
-    const line = (fields: object) => `${JSON.stringify({ type: "runner", sandbox: "required", limits: {}, killGraceMs: 2000, ...fields })}\n`;
+    const line = (fields: object) =>
+      `${JSON.stringify({ type: "runner", sandbox: "required", limits: {}, killGraceMs: 2000, ...fields })}\n`;
     for (const [fields, why] of [
       [{ version: 2, mechanism: "chroot" }, "its mechanism must be bubblewrap or landlock"],
       [{ version: 2 }, "its mechanism must be bubblewrap or landlock"],
@@ -242,7 +243,14 @@ describe("the launch line", () => {
       killGraceMs: 2000,
     });
     const named = launchLine("required", limits, new Set(), 5, "landlock");
-    expect(JSON.parse(named)).toStrictEqual({ type: "runner", version: 2, sandbox: "required", mechanism: "landlock", limits: {}, killGraceMs: 5 });
+    expect(JSON.parse(named)).toStrictEqual({
+      type: "runner",
+      version: 2,
+      sandbox: "required",
+      mechanism: "landlock",
+      limits: {},
+      killGraceMs: 5,
+    });
     expect(parseLaunch(plain.trim())).toStrictEqual(JSON.parse(plain));
     expect(parseLaunch(named.trim())).toStrictEqual(JSON.parse(named));
   });

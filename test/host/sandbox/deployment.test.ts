@@ -173,7 +173,11 @@ describe("the deployment matrix", () => {
             : facts.cgroup.version === "v2"
               ? { version: "v2", parent: "/cg", controllers: facts.cgroup.controllers as never, enable: [] }
               : { version: "v1", parents: Object.fromEntries(facts.cgroup.controllers.map((c) => [c, `/cg/${c}`])) };
-        const confinement = facts.bubblewrap.starts ? "bubblewrap" : facts.landlock.abi !== null && facts.landlock.abi >= 6 ? "landlock" : "none";
+        const confinement = facts.bubblewrap.starts
+          ? "bubblewrap"
+          : facts.landlock.abi !== null && facts.landlock.abi >= 6
+            ? "landlock"
+            : "none";
         const support = supportOn(confinement, plan, { rlimits: facts.rlimits, watchdog: facts.watchdog, root: facts.root });
         const named = (enforcer: string | null) => (enforcer === null ? "none" : enforcer.replace(/^cgroup-/, "cgroup "));
         expect([memory!.mechanism, processes!.mechanism, cpu!.mechanism]).toEqual([

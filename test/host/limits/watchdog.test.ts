@@ -154,7 +154,7 @@ describe("the watchdog's usage and verdicts, on /proc as data", () => {
     } as Partial<RunReport>);
     expect((await run.finish(answered)).failure).toBeUndefined();
     // Without the outcome, the same stderr is the limit.
-    expect((await run.finish({ ...answered, outcome: undefined })).failure).toMatchObject({ code: "MemoryLimit" });
+    expect((await run.finish({ ...answered, outcome: undefined } as RunReport)).failure).toMatchObject({ code: "MemoryLimit" });
   });
 
   it("a processes limit watched by a watchdog that never ran (no pid given): a crash is the run's own, not ProcessLimit", async () => {

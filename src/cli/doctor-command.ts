@@ -7,8 +7,8 @@ import {
   type DeploymentLook,
   type MachineView,
 } from "../host/sandbox/doctor.js";
-import { deploymentMatrix, type Environment, type MatrixRow } from "../host/sandbox/deployment.js";
-import { limitSupport, type LimitSupport } from "../host/limits/limits.js";
+import { deploymentMatrix, runLimits, type Environment, type MatrixRow } from "../host/sandbox/deployment.js";
+import type { LimitSupport } from "../host/limits/limits.js";
 import { DOCTOR_HELP } from "./help.js";
 import { ExitStatus } from "./report-output.js";
 import { subcommand, UsageError, type Subcommand } from "./usage.js";
@@ -93,9 +93,9 @@ export function doctorCommand(machine?: MachineView, look?: DeploymentLook): Sub
     if (positionals.length > 0 || sawSeparator) throw new UsageError("ears doctor takes no arguments (see ears doctor --help)");
     const view = machine ?? thisMachine();
     const { confined, checks } = await diagnoseSandbox(view);
-    // The limits of this machine's runs: what the cgroups and the sandbox here can enforce.
-    const limits = limitSupport(confined);
     const facts = deploymentFacts(view, checks, look);
+    // The limits of this machine's runs, planned as a run plans them: its mechanism (bubblewrap, else Landlock), its cgroup, its tools.
+    const limits = runLimits(facts);
     const matrix = deploymentMatrix(facts);
     // The sandbox's own failure gets the fix for this environment (a container's differs from a host's).
     const fileSystem = matrix.find((row) => row.guarantee === "file system");

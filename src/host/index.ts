@@ -34,7 +34,7 @@ export type {
   ResourceLimitName,
   ResourceUsage,
 } from "./api/types.js";
-export { limitSupport, type LimitSupport } from "./limits/limits.js";
+export { limitSupport, type Confinement, type LimitSupport } from "./limits/limits.js";
 export type { SandboxOptions, SandboxReport, SandboxSetting } from "./sandbox/types.js";
 export { runCode, type CodeOptions } from "./code/run-code.js";
 export { resumeCode, type ResumeOptions } from "./approvals/resume.js";

@@ -345,7 +345,7 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
     const stdio = child.stdio as unknown as (Readable | Writable | null)[];
     copy.attach(child.pid, stdio[GATE_READY_FD] as Readable, stdio[GATE_GO_FD] as Writable);
   }
-  const group = new ProcessGroup(child, confined, scratch, limits.cgroup?.directories);
+  const group = new ProcessGroup(child, confined ? plan.report.mechanism : false, scratch, limits.cgroup?.directories);
   const { maxStderrBytes } = settings.limits;
   const guest = new GuestProcess(child, group, launch.killGraceMs, maxStderrBytes, launch.onStderr, undefined, launch.disposable);
   // Bubblewrap's own processes hold the guest's stdout; the Landlock helper lets go of its copy once the guest runs.

@@ -34,10 +34,9 @@ export type CgroupOffer = { version: "v1" | "v2"; controllers: readonly Controll
 
 /**
  * How a run is confined, as far as its limits care: bubblewrap gives it a private `/tmp` tmpfs of a size;
- * another confinement without one (Landlock) bounds each file it writes by RLIMIT_FSIZE; none, nothing.
- * `true` and `false` stand for "bubblewrap" and "none".
+ * Landlock, without one, bounds each file it writes by RLIMIT_FSIZE; none, nothing.
  */
-export type Confinement = "bubblewrap" | "landlock" | "none" | boolean;
+export type Confinement = "bubblewrap" | "landlock" | "none";
 
 /**
  * What the host can use besides a cgroup: `rlimits`, a launcher shell that sets them (Linux with /bin/sh);
@@ -129,8 +128,7 @@ export function limitPlan(input: {
   cgroup: CgroupOffer;
   tools: HostTools;
 }): LimitPlan {
-  const { limits, requested, cgroup, tools } = input;
-  const confinement = input.confined === true ? "bubblewrap" : input.confined === false ? "none" : input.confined;
+  const { limits, requested, confined: confinement, cgroup, tools } = input;
   const plan: LimitPlan = { report: {} as LimitPlan["report"], unenforced: [], cgroupLimits: {}, rlimits: {}, watch: {} };
   const refusals: string[] = [];
   for (const name of RESOURCE_LIMITS) {
@@ -600,20 +598,28 @@ export interface LimitSupport {
 
 /**
  * Which resource limits this machine can enforce and how, with the one line that fixes each missing
- * piece (`ears doctor` prints it). `sandboxed`: whether runs are confined here (bubblewrap bounds /tmp);
- * by default, whether bubblewrap is installed (whether it starts is `ears doctor`'s other question).
+ * piece (`ears doctor` prints it, for the mechanism a default run gets here). `confinement`: how runs are
+ * confined (bubblewrap bounds /tmp, Landlock each file by RLIMIT_FSIZE); by default `"bubblewrap"` where it
+ * is installed (whether it starts is `ears doctor`'s other question), else `"none"`.
  *
  * @example
- * const support = limitSupport();
+ * const support = limitSupport("landlock");
  * for (const [name, { enforcedBy, fix }] of Object.entries(support.limits)) console.log(name, enforcedBy ?? `no: ${fix}`);
  */
-export function limitSupport(sandboxed?: boolean): LimitSupport {
-  return supportOn(sandboxed ?? sandboxMissing() === undefined, hostCgroupPlan(), hostTools());
+export function limitSupport(confinement?: Confinement): LimitSupport {
+  return supportOn(confinement ?? (sandboxMissing() === undefined ? "bubblewrap" : "none"), hostCgroupPlan(), hostTools());
 }
 
 /** {@link limitSupport} of a machine given as data: how runs are confined, its cgroup plan and its other tools. */
 export function supportOn(confined: Confinement, cgroupPlan: CgroupPlan, tools: HostTools): LimitSupport {
-  const offer = offerOf(cgroupPlan);
+  return supportWith(confined, offerOf(cgroupPlan), tools);
+}
+
+/**
+ * {@link supportOn} from what the cgroup plan offers a run: {@link limitPlan}'s answer for each limit, as a run
+ * here gets it (the deployment matrix's resource rows are read off this too: one decision, not two).
+ */
+export function supportWith(confined: Confinement, offer: CgroupOffer, tools: HostTools): LimitSupport {
   const every = new Set<ResourceLimitName>(RESOURCE_LIMITS);
   const probe = Object.fromEntries(RESOURCE_LIMITS.map((name) => [name, 1])) as ResourceLimits;
   const plan = limitPlan({ limits: probe, requested: every, confined, cgroup: offer, tools });

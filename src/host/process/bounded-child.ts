@@ -132,7 +132,10 @@ export class BoundedChild {
     for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.on("error", ignore);
     child.on("error", ignore);
     this.ownsGroup = !(group instanceof ProcessGroup);
-    this.group = group instanceof ProcessGroup ? group : new ProcessGroup(child, group.sandboxed ?? false, group.scratch, group.cgroups);
+    this.group =
+      group instanceof ProcessGroup
+        ? group
+        : new ProcessGroup(child, group.sandboxed === true ? "bubblewrap" : false, group.scratch, group.cgroups);
     if (output !== undefined) {
       this.kept = output.keep === "first" ? new ByteHead(output.maxBytes) : new ByteTail(output.maxBytes);
       if (output.onText !== undefined) this.decoder = new StringDecoder("utf8");

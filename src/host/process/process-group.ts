@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { isRunCgroupDir } from "../limits/cgroup.js";
 import { childrenOf } from "../limits/process-tree.js";
+import type { SandboxMechanism } from "../sandbox/types.js";
 
 /** Whether guests get their own process group here (POSIX); Windows has none, so the child alone is signalled. */
 export const GROUPS_SUPPORTED = process.platform !== "win32";
@@ -130,17 +131,18 @@ export class ProcessGroup {
 
   /**
    * `child` must have been spawned with `detached: true` (POSIX: its own group and session). An
-   * unconfined child is told to the watchdog; a `sandboxed` one (bubblewrap) is covered by
-   * --die-with-parent, and is told only to remove what the host made for this run should the host die:
-   * `scratch`, a directory, and `cgroups`, the run's cgroup directories.
+   * unconfined child (`sandbox` false) is told to the watchdog; a confined one (bubblewrap, or the Landlock
+   * helper) ends its run should the host die (--die-with-parent; the helper's parent-death signal), and is told
+   * only to remove what the host made for this run: `scratch`, a directory, and `cgroups`, the run's cgroup
+   * directories.
    */
   constructor(
     private readonly child: ChildProcess,
-    private readonly sandboxed: boolean,
+    private readonly sandbox: false | SandboxMechanism,
     scratch?: string,
     cgroups: readonly string[] = [],
   ) {
-    if (!GROUPS_SUPPORTED || child.pid === undefined || (sandboxed && scratch === undefined && cgroups.length === 0)) return;
+    if (!GROUPS_SUPPORTED || child.pid === undefined || (sandbox !== false && scratch === undefined && cgroups.length === 0)) return;
     // Only directories named as this host's run cgroups: a wrong one would have the watchdog kill what is in it.
     this.covered = watchdog.cover(
       child.pid,
@@ -152,29 +154,36 @@ export class ProcessGroup {
   /**
    * Sends `signal` to the whole group (the child alone where there are no groups). In a sandbox, the
    * group is bubblewrap's: SIGTERM would end bubblewrap, and with it the sandbox at once, so it goes to
-   * the session inside the sandbox instead, and the guest gets its chance to end cleanly.
+   * the session inside the sandbox instead, and the guest gets its chance to end cleanly. Under Landlock
+   * the group is the helper's, the guest's session its child's: every signal goes to that session, and where
+   * there is none to signal (the guest is gone, its tree not yet), SIGKILL reaches the helper as SIGTERM, which
+   * it answers by killing and reaping the run's whole tree before it exits. SIGKILLed, it could not: what the
+   * run detached into a session of its own would outlive it.
    */
   signal(signal: NodeJS.Signals): void {
-    if (this.sandboxed && signal !== "SIGKILL" && this.signalInside(signal)) return;
+    const inside = this.sandbox === "landlock" || (this.sandbox === "bubblewrap" && signal !== "SIGKILL");
+    if (inside && this.signalInside(signal)) return;
+    const sent = this.sandbox === "landlock" && signal === "SIGKILL" ? "SIGTERM" : signal;
     if (GROUPS_SUPPORTED && this.child.pid !== undefined) {
       try {
-        process.kill(-this.child.pid, signal);
+        process.kill(-this.child.pid, sent);
         return;
       } catch {
         // The group is gone (ESRCH); the child may still need its own signal below.
       }
     }
-    this.child.kill(signal);
+    this.child.kill(sent);
   }
 
   /**
    * SIGKILLs what the guest runs, at once (runCode's runner: nothing in it has anything to clean up). In a
    * sandbox, the sandbox's session: bubblewrap then exits once the kernel has emptied the sandbox's PID
    * namespace (its init waits for that), so bubblewrap's exit still means that everything inside is gone.
-   * Bubblewrap's own group when the session cannot be found; unconfined, the whole group.
+   * Bubblewrap's own group when the session cannot be found; the Landlock helper, told to end, when its guest's
+   * session cannot be (see {@link signal}); unconfined, the whole group.
    */
   endNow(): void {
-    if (this.sandboxed && this.signalInside("SIGKILL")) return;
+    if (this.sandbox !== false && this.signalInside("SIGKILL")) return;
     this.signal("SIGKILL");
   }
 

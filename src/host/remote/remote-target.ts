@@ -86,10 +86,14 @@ export class RemoteTarget {
       }
     }
     if (typeof options.sandbox === "object" && options.sandbox !== null) {
-      throw new TypeError(
-        `${caller}: a sandbox options object names this machine's paths; with remote, sandbox is "auto", true or false ` +
-          "and the runner's machine decides the rest (see docs/remote.md)",
-      );
+      const sandbox = options.sandbox as Record<string, unknown>;
+      const named = Object.keys(sandbox).filter((key) => key !== "mechanism" && sandbox[key] !== undefined);
+      if (named.length > 0) {
+        throw new TypeError(
+          `${caller}: a sandbox options object names this machine's paths (${named.join(", ")}); with remote, sandbox is ` +
+            '"auto", true, false or { mechanism } and the runner\'s machine decides the rest (see docs/remote.md)',
+        );
+      }
     }
     const words = guest === undefined ? [] : ["--", ...guest];
     const odd = words.find((word) => !PLAIN_WORD.test(word));
@@ -197,7 +201,8 @@ export class RemoteTarget {
       cpuTimeMs: settings.limits.cpuTimeMs,
       tmpBytes: settings.limits.tmpBytes,
     };
-    child.stdin.write(launchLine(sandbox.mode, limits, requestedLimits, killGraceMs));
+    const mechanism = sandbox.options.mechanism === "auto" ? undefined : sandbox.options.mechanism;
+    child.stdin.write(launchLine(sandbox.mode, limits, requestedLimits, killGraceMs, mechanism));
     const group = new ProcessGroup(child, false);
     return { child, group, output: stream.output, end: remoteEnd(stream), farEnd: farEnd(stream, name), name };
   }

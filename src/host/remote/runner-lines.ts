@@ -7,11 +7,16 @@
  */
 import { randomBytes } from "node:crypto";
 import { RESOURCE_LIMITS } from "../settings.js";
-import type { SandboxReport } from "../sandbox/index.js";
+import type { SandboxMechanism, SandboxReport } from "../sandbox/index.js";
 import type { HostFailure, HostFailureCode, LimitState, ResourceLimitName, ResourceUsage, RunDetails } from "../api/types.js";
 
 /** The version of these lines (both ends must speak it). */
 export const RUNNER_LINES = 1;
+/**
+ * The version of a launch line that names a sandbox mechanism: version 1 and `mechanism`. A runner of this package
+ * reads both; an older one refuses version 2 before it starts anything, so a mechanism asked for is never dropped.
+ */
+export const LAUNCH_WITH_MECHANISM = 2;
 /** The most bytes a launch line, a header or a trailer may have. */
 export const MAX_RUNNER_LINE_BYTES = 1024 * 1024;
 /** The trailer's mark starts with this byte (ASCII record separator), which no JSON frame holds unescaped. */
@@ -20,9 +25,12 @@ export const TRAILER_START = 0x1e;
 /** Host to runner, the first line on its stdin: how the host asks for the run to be confined. */
 export interface RunnerLaunch {
   type: "runner";
-  version: typeof RUNNER_LINES;
+  /** {@link RUNNER_LINES}, or {@link LAUNCH_WITH_MECHANISM} when `mechanism` is given. */
+  version: typeof RUNNER_LINES | typeof LAUNCH_WITH_MECHANISM;
   /** The host's `sandbox` setting: "auto" and "required" confine (a runner without `--no-sandbox` always does). */
   sandbox: "auto" | "required" | "off";
+  /** The host's `sandbox.mechanism`, when it named one: the runner confines with it, or refuses the run. */
+  mechanism?: SandboxMechanism;
   /** The resource limits the host asked for (null: none, the JSON of Infinity); the rest are the runner's defaults. */
   limits: Partial<Record<ResourceLimitName, number | null>>;
   killGraceMs: number;
@@ -61,16 +69,20 @@ export function trailerMark(nonce: string): Buffer {
   return Buffer.concat([Buffer.of(TRAILER_START), Buffer.from(`${nonce} `)]);
 }
 
-/** The launch line for a run with these limits (as the host's checked launch has them). */
+/** The launch line for a run with these limits (as the host's checked launch has them) and, if named, this sandbox mechanism. */
 export function launchLine(
   sandbox: RunnerLaunch["sandbox"],
   limits: Readonly<Record<ResourceLimitName, number>>,
   requested: ReadonlySet<ResourceLimitName>,
   killGraceMs: number,
+  mechanism?: SandboxMechanism,
 ): string {
   const asked: RunnerLaunch["limits"] = {};
   for (const name of RESOURCE_LIMITS) if (requested.has(name)) asked[name] = limits[name] === Infinity ? null : limits[name];
-  const launch: RunnerLaunch = { type: "runner", version: RUNNER_LINES, sandbox, limits: asked, killGraceMs };
+  const launch: RunnerLaunch =
+    mechanism === undefined
+      ? { type: "runner", version: RUNNER_LINES, sandbox, limits: asked, killGraceMs }
+      : { type: "runner", version: LAUNCH_WITH_MECHANISM, sandbox, mechanism, limits: asked, killGraceMs };
   return `${JSON.stringify(launch)}\n`;
 }
 
@@ -78,11 +90,18 @@ export function launchLine(
 export function parseLaunch(line: string): RunnerLaunch | string {
   const value = parseObject(line);
   if (typeof value === "string") return value;
-  if (value.type !== "runner" || value.version !== RUNNER_LINES) {
-    return `the first line is not an ears runner launch of version ${RUNNER_LINES} (is the host's @posoco/ears too old or too new?)`;
+  if (value.type !== "runner" || (value.version !== RUNNER_LINES && value.version !== LAUNCH_WITH_MECHANISM)) {
+    return (
+      `the first line is not an ears runner launch of version ${RUNNER_LINES} or ${LAUNCH_WITH_MECHANISM} ` +
+      "(is the host's @posoco/ears too old or too new?)"
+    );
   }
   if (value.sandbox !== "auto" && value.sandbox !== "required" && value.sandbox !== "off")
     return "its sandbox must be auto, required or off";
+  if (value.version === LAUNCH_WITH_MECHANISM) {
+    if (value.mechanism !== "bubblewrap" && value.mechanism !== "landlock") return "its mechanism must be bubblewrap or landlock";
+    if (value.sandbox === "off") return "its mechanism names a sandbox, which its sandbox: off turns off";
+  } else if (value.mechanism !== undefined) return `a launch line names a mechanism only in version ${LAUNCH_WITH_MECHANISM}`;
   if (typeof value.killGraceMs !== "number" || !(value.killGraceMs >= 0)) return "its killGraceMs must be a number >= 0";
   const limits = value.limits;
   if (typeof limits !== "object" || limits === null || Array.isArray(limits)) return "its limits must be an object";

@@ -110,7 +110,15 @@ export async function serveRunner(options: RunnerOptions, io: RunnerIo): Promise
 /** The launch the host asked for, as this machine runs it: the code runner, or the guest this runner's command line names. */
 function checkedLaunch(launch: RunnerLaunch, options: RunnerOptions, onStderr: (chunk: string) => void): CheckedLaunch {
   // Without --no-sandbox every run is confined, whatever the host asked ("auto" is no permission to run unconfined).
-  const sandbox: SandboxSetting = !options.noSandbox || launch.sandbox === "required" ? true : launch.sandbox === "off" ? false : "auto";
+  // A mechanism the host named is required: confined with it, or refused (the mechanism cannot start here).
+  const sandbox: SandboxSetting =
+    launch.mechanism !== undefined
+      ? { mechanism: launch.mechanism }
+      : !options.noSandbox || launch.sandbox === "required"
+        ? true
+        : launch.sandbox === "off"
+          ? false
+          : "auto";
   const limits: HostLimits = {};
   for (const [name, value] of Object.entries(launch.limits)) limits[name as keyof HostLimits] = value ?? Infinity;
   const common = { sandbox, limits, killGraceMs: launch.killGraceMs, onStderr };

@@ -3,8 +3,13 @@
  * sockets, signals and /proc, memory, processes, CPU, /tmp, sessions), the mechanism that gives it, and
  * where one is missing the exact fix for the environment detected (a Docker or Podman container, a
  * Kubernetes pod, a non-root host, a plain root host). Pure: the facts come in as data ({@link DeploymentFacts},
- * gathered by `probeDeployment` in doctor.ts), the matrix goes out, so every environment is tested without one.
+ * gathered by `deploymentFacts` in doctor.ts), the matrix goes out, so every environment is tested without one.
+ * What confines a run and what bounds it are decided as a run decides them: the mechanism as `planSandbox` picks it
+ * (bubblewrap where it starts, else Landlock at the helper's ABI), the limits by `limitPlan` (limits.ts).
  */
+import type { Controller } from "../limits/cgroup.js";
+import { supportWith, type Confinement, type LimitSupport } from "../limits/limits.js";
+import { LANDLOCK_ABI_MIN } from "./landlock.js";
 
 /** Where the host runs, as far as the fixes differ. */
 export type Environment = "docker" | "podman" | "kubernetes" | "container" | "host";
@@ -25,7 +30,7 @@ export interface DeploymentFacts {
   /** Whether the kernel has seccomp and the project has a filter for this architecture. */
   seccomp: boolean;
   /** The cgroup runs get, or why none; and whether cgroup v2 is mounted at all (delegation is then possible). */
-  cgroup: { version: "v1" | "v2"; controllers: readonly string[] } | { version: null; reason: string; v2Mounted: boolean };
+  cgroup: { version: "v1" | "v2"; controllers: readonly Controller[] } | { version: null; reason: string; v2Mounted: boolean };
   /** The launcher's rlimits and the /proc watchdog (Linux with a shell). */
   rlimits: boolean;
   watchdog: boolean;
@@ -49,15 +54,26 @@ export interface MatrixRow {
   fix?: string;
 }
 
-/** The Landlock ABI each confinement guarantee needs: file system 1, TCP 4, signal and abstract-socket scoping 6. */
-function landlockNeeds(guarantee: MatrixRow["guarantee"]): number {
-  return guarantee === "network" ? 4 : guarantee === "host sockets" || guarantee === "signals and /proc" ? 6 : 1;
+/**
+ * How a default run is confined here, as `planSandbox` decides it: bubblewrap where it starts, else Landlock where the
+ * helper's self-test passes (ABI {@link LANDLOCK_ABI_MIN} or later: the helper refuses less), else none (the run is
+ * refused; only `sandbox: false` runs unconfined).
+ */
+export function runConfinement(facts: DeploymentFacts): Confinement {
+  if (facts.platform !== "linux") return "none";
+  if (facts.bubblewrap.starts) return "bubblewrap";
+  return facts.landlock.abi !== null && facts.landlock.abi >= LANDLOCK_ABI_MIN ? "landlock" : "none";
+}
+
+/** What enforces each resource limit of a default run here: {@link supportWith}, the limit plan a run uses. */
+export function runLimits(facts: DeploymentFacts): LimitSupport {
+  return supportWith(runConfinement(facts), facts.cgroup, { rlimits: facts.rlimits, watchdog: facts.watchdog, root: facts.root });
 }
 
 /** The fix that gives a run a sandbox where it has none, for the environment. */
 function sandboxFix(facts: DeploymentFacts): string {
   const landlock =
-    "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): " +
+    "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): " +
     "use an ears build with the Landlock helper";
   switch (facts.environment) {
     case "docker":
@@ -103,7 +119,7 @@ function confinementRow(guarantee: MatrixRow["guarantee"], facts: DeploymentFact
     return { guarantee, mechanism: "bubblewrap", ok: true, detail: `${detail}${seccomp}` };
   }
   const abi = facts.landlock.abi;
-  if (abi !== null && abi >= landlockNeeds(guarantee)) {
+  if (runConfinement(facts) === "landlock") {
     const detail =
       guarantee === "file system"
         ? "reads and writes only where the policy says (Landlock ABI " + abi + ")"
@@ -120,7 +136,7 @@ function confinementRow(guarantee: MatrixRow["guarantee"], facts: DeploymentFact
       ...(guarantee === "signals and /proc" ? { fix: sandboxFixForProc(facts) } : {}),
     };
   }
-  const partial = abi !== null ? `Landlock ABI ${abi} cannot give it (needs ${landlockNeeds(guarantee)}); ` : "";
+  const partial = abi !== null ? `Landlock ABI ${abi} is below the ${LANDLOCK_ABI_MIN} a run needs; ` : "";
   return { guarantee, mechanism: "none", ok: false, detail: `${partial}no sandbox: ${noSandboxWhy(facts)}`, fix: sandboxFix(facts) };
 }
 
@@ -176,21 +192,21 @@ function cgroupFix(facts: DeploymentFacts): string {
   }
 }
 
-/** A resource guarantee: the run's cgroup, else the launcher's rlimits and the host's watchdog, else none. */
-function resourceRow(guarantee: "memory" | "processes" | "CPU", facts: DeploymentFacts): MatrixRow {
+/** A resource guarantee as the limit plan enforces it: the run's cgroup, else the launcher's rlimits and the watchdog, else none. */
+function resourceRow(guarantee: "memory" | "processes" | "CPU", facts: DeploymentFacts, support: LimitSupport): MatrixRow {
   const controller = guarantee === "memory" ? "memory" : guarantee === "processes" ? "pids" : "cpu";
-  const { cgroup } = facts;
-  if (cgroup.version !== null && cgroup.controllers.includes(controller)) {
+  const { enforcedBy } = support.limits[guarantee === "memory" ? "memoryBytes" : guarantee === "processes" ? "processes" : "cpuTimeMs"];
+  if (enforcedBy === "cgroup-v1" || enforcedBy === "cgroup-v2") {
     return {
       guarantee,
-      mechanism: cgroup.version === "v1" ? "cgroup v1" : "cgroup v2",
+      mechanism: enforcedBy === "cgroup-v1" ? "cgroup v1" : "cgroup v2",
       ok: true,
       detail: `the run's own cgroup (${controller})`,
     };
   }
-  // The kernel exempts root from RLIMIT_NPROC.
-  const rlimit = facts.rlimits && !(guarantee === "processes" && facts.root);
-  const mechanism: Mechanism = rlimit && facts.watchdog ? "rlimit+watchdog" : rlimit ? "rlimit" : facts.watchdog ? "watchdog" : "none";
+  const { cgroup } = facts;
+  const mechanism: Mechanism =
+    enforcedBy === "rlimit" || enforcedBy === "watchdog" || enforcedBy === "rlimit+watchdog" ? enforcedBy : "none";
   const why = cgroup.version === null ? cgroup.reason : `the host's cgroup has no ${controller} controller`;
   if (mechanism === "none") return { guarantee, mechanism, ok: false, detail: `not enforced: ${why}`, fix: cgroupFix(facts) };
   const what =
@@ -204,11 +220,13 @@ function resourceRow(guarantee: "memory" | "processes" | "CPU", facts: Deploymen
   return { guarantee, mechanism, ok: false, detail: `no cgroup (${why}): ${what}; not exact per tree`, fix: cgroupFix(facts) };
 }
 
-/** /tmp: bubblewrap's sized tmpfs; under Landlock RLIMIT_FSIZE per file; else none. */
-function tmpRow(facts: DeploymentFacts): MatrixRow {
+/** /tmp, as the limit plan bounds it: bubblewrap's sized tmpfs; under Landlock RLIMIT_FSIZE per file; else none. */
+function tmpRow(facts: DeploymentFacts, support: LimitSupport): MatrixRow {
   const guarantee = "/tmp";
-  if (facts.bubblewrap.starts) return { guarantee, mechanism: "bubblewrap tmpfs", ok: true, detail: "a private tmpfs of limits.tmpBytes" };
-  if (facts.landlock.abi !== null && facts.rlimits) {
+  const { enforcedBy } = support.limits.tmpBytes;
+  if (enforcedBy === "bubblewrap")
+    return { guarantee, mechanism: "bubblewrap tmpfs", ok: true, detail: "a private tmpfs of limits.tmpBytes" };
+  if (enforcedBy === "rlimit") {
     return {
       guarantee,
       mechanism: "rlimit",
@@ -271,15 +289,16 @@ export function deploymentMatrix(facts: DeploymentFacts): MatrixRow[] {
       fix: "run guests on Linux (a VM or a container), or accept unconfined runs (sandbox: false)",
     }));
   }
+  const support = runLimits(facts);
   return [
     confinementRow("file system", facts),
     confinementRow("network", facts),
     confinementRow("host sockets", facts),
     confinementRow("signals and /proc", facts),
-    resourceRow("memory", facts),
-    resourceRow("processes", facts),
-    resourceRow("CPU", facts),
-    tmpRow(facts),
+    resourceRow("memory", facts, support),
+    resourceRow("processes", facts, support),
+    resourceRow("CPU", facts, support),
+    tmpRow(facts, support),
     sessionsRow(facts),
   ];
 }

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { hostCgroupPlan, type CgroupPlan } from "../limits/cgroup.js";
+import { hostCgroupPlan, type CgroupPlan, type Controller } from "../limits/cgroup.js";
 import { hostTools, type HostTools } from "../limits/limits.js";
 import { environmentOf, type DeploymentFacts } from "./deployment.js";
 import { landlockAbi, type LandlockProbe } from "./landlock-probe.js";
@@ -223,7 +223,7 @@ export function deploymentFacts(machine: MachineView, checks: readonly Check[], 
     cgroup:
       plan.version === null
         ? { version: null, reason: plan.reason, v2Mounted: / - cgroup2 /.test(machine.proc("/proc/self/mountinfo") ?? "") }
-        : { version: plan.version, controllers: plan.version === "v2" ? plan.controllers : Object.keys(plan.parents) },
+        : { version: plan.version, controllers: plan.version === "v2" ? plan.controllers : (Object.keys(plan.parents) as Controller[]) },
     rlimits: tools.rlimits,
     watchdog: tools.watchdog,
     systemdRun: ["/usr/bin/systemd-run", "/bin/systemd-run"].some((path) => look.exists(path)),

@@ -149,7 +149,7 @@ describe("resource limits, enforced by a cgroup", () => {
   });
 
   it("a launcher that cannot join the run's cgroup fails the run as SandboxUnavailable, naming it, and the cgroup is removed", async () => {
-    const limits = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS }, new Set(), false);
+    const limits = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS }, new Set(), "none");
     if (typeof limits === "string") throw new Error(limits);
     expect(leftoverCgroups().length).toBeGreaterThan(0);
     const report = {
@@ -214,7 +214,7 @@ describe.runIf(process.platform === "linux")("limits that cannot apply", () => {
 
 describe.runIf(process.platform === "linux")("without a cgroup", () => {
   it("CPU time falls back to RLIMIT_CPU: the kernel ends the guest with SIGXCPU, which the run reports as CpuLimit", async () => {
-    const limits = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS, cpuTimeMs: 1000 }, new Set(["cpuTimeMs"]), false, {
+    const limits = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS, cpuTimeMs: 1000 }, new Set(["cpuTimeMs"]), "none", {
       version: null,
       reason: "none here",
     });
@@ -255,7 +255,7 @@ describe.runIf(process.platform === "linux")("without a cgroup", () => {
     const refused = RunLimits.prepare(
       { ...DEFAULT_HOST_LIMITS, memoryBytes: 64 * MiB },
       new Set(["memoryBytes"]),
-      true,
+      "bubblewrap",
       none,
       undefined,
       bare,
@@ -263,7 +263,7 @@ describe.runIf(process.platform === "linux")("without a cgroup", () => {
     expect(refused).toMatch(
       /^limits\.memoryBytes \(67108864\) was asked for but cannot be enforced: .*systemd-run --user --scope -p Delegate=yes/,
     );
-    const here = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS, memoryBytes: 64 * MiB }, new Set(["memoryBytes"]), true, none);
+    const here = RunLimits.prepare({ ...DEFAULT_HOST_LIMITS, memoryBytes: 64 * MiB }, new Set(["memoryBytes"]), "bubblewrap", none);
     if (typeof here === "string") throw new Error(here);
     expect(here.cgroup).toBeUndefined();
     expect(here.plan.report.memoryBytes).toMatchObject({ value: 64 * MiB, enforcedBy: "rlimit+watchdog" });
@@ -295,7 +295,7 @@ describe("limits outside a guest process", () => {
         expect(support.cgroup).toMatchObject({ version: cgroupVersion });
         expect(support.limits.memoryBytes.enforcedBy).toBe(enforcerName());
       } else expect(support.cgroup).toMatchObject({ version: null, fix: expect.stringContaining("Delegate=yes") });
-      expect(limitSupport(false).limits.tmpBytes).toMatchObject({ enforcedBy: null, fix: expect.stringContaining("bubblewrap") });
+      expect(limitSupport("none").limits.tmpBytes).toMatchObject({ enforcedBy: null, fix: expect.stringContaining("bubblewrap") });
     },
   );
 });

@@ -214,7 +214,7 @@ describe("the limit plan", () => {
     const plan = limitPlan({
       limits: { ...DEFAULTS, cpuTimeMs: 500 },
       requested: new Set(["cpuTimeMs"]),
-      confined: true,
+      confined: "bubblewrap",
       cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
       tools: LINUX,
     });
@@ -238,7 +238,7 @@ describe("the limit plan", () => {
     const plan = limitPlan({
       limits: { ...DEFAULTS, memoryBytes: 1000, cpuTimeMs: 1500 },
       requested: new Set(["memoryBytes", "processes"]),
-      confined: true,
+      confined: "bubblewrap",
       cgroup: none,
       tools: LINUX,
     });
@@ -273,14 +273,20 @@ describe("the limit plan", () => {
     expect(plan.cpuRlimitSeconds).toBe(2);
     expect(plan.cgroupLimits).toStrictEqual({});
     // Root: the kernel exempts it from RLIMIT_NPROC, so the watchdog alone bounds processes.
-    const root = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: true, cgroup: none, tools: { ...LINUX, root: true } });
+    const root = limitPlan({
+      limits: DEFAULTS,
+      requested: new Set(),
+      confined: "bubblewrap",
+      cgroup: none,
+      tools: { ...LINUX, root: true },
+    });
     expect(root.report.processes.enforcedBy).toBe("watchdog");
     expect(root.rlimits).toStrictEqual({ dataBytes: 2 ** 30 + DATA_RLIMIT_HEADROOM });
     // rlimits without the watchdog (no children lists), the watchdog without rlimits (no shell).
     const rlimitsOnly = limitPlan({
       limits: DEFAULTS,
       requested: new Set(),
-      confined: true,
+      confined: "bubblewrap",
       cgroup: none,
       tools: { ...LINUX, watchdog: false },
     });
@@ -292,7 +298,7 @@ describe("the limit plan", () => {
     const watchOnly = limitPlan({
       limits: DEFAULTS,
       requested: new Set(),
-      confined: true,
+      confined: "bubblewrap",
       cgroup: none,
       tools: { ...LINUX, rlimits: false },
     });
@@ -305,7 +311,7 @@ describe("the limit plan", () => {
     const asked = limitPlan({
       limits: { ...DEFAULTS, memoryBytes: 1000 },
       requested: new Set(["memoryBytes"]),
-      confined: true,
+      confined: "bubblewrap",
       cgroup: none,
       tools: BARE,
     });
@@ -319,7 +325,7 @@ describe("the limit plan", () => {
     const defaults = limitPlan({
       limits: { ...DEFAULTS, cpuTimeMs: 1500 },
       requested: new Set(),
-      confined: true,
+      confined: "bubblewrap",
       cgroup: none,
       tools: BARE,
     });
@@ -337,7 +343,7 @@ describe("the limit plan", () => {
     const plan = limitPlan({
       limits: { ...DEFAULTS, memoryBytes: 100, processes: 5 },
       requested: new Set(["memoryBytes", "processes"]),
-      confined: true,
+      confined: "bubblewrap",
       cgroup: { version: "v1", controllers: ["cpu"] },
       tools: BARE,
     });
@@ -354,7 +360,7 @@ describe("the limit plan", () => {
     const linux = limitPlan({
       limits: { ...DEFAULTS, memoryBytes: 100, processes: 5, cpuTimeMs: 10 },
       requested: new Set(["memoryBytes", "processes"]),
-      confined: true,
+      confined: "bubblewrap",
       cgroup: { version: "v1", controllers: ["cpu"] },
       tools: LINUX,
     });
@@ -387,10 +393,10 @@ describe("the limit plan", () => {
 
   it("unconfined: /tmp cannot be bounded, refused when asked, reported when default", () => {
     const cgroup: CgroupOffer = { version: "v2", controllers: ["memory", "pids", "cpu"] };
-    expect(limitPlan({ limits: DEFAULTS, requested: new Set(["tmpBytes"]), confined: false, cgroup, tools: LINUX }).refusal).toMatch(
+    expect(limitPlan({ limits: DEFAULTS, requested: new Set(["tmpBytes"]), confined: "none", cgroup, tools: LINUX }).refusal).toMatch(
       /limits\.tmpBytes .* unconfined/,
     );
-    const plan = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: false, cgroup, tools: LINUX });
+    const plan = limitPlan({ limits: DEFAULTS, requested: new Set(), confined: "none", cgroup, tools: LINUX });
     expect(plan.report.tmpBytes).toMatchObject({ enforcedBy: null, note: expect.stringContaining("unconfined") });
     expect(plan.report.memoryBytes.enforcedBy).toBe("cgroup-v2");
   });
@@ -401,7 +407,7 @@ describe("the limit plan", () => {
       fc.property(
         fc.record({ memoryBytes: limitArb, processes: limitArb, cpuTimeMs: limitArb, tmpBytes: limitArb }),
         fc.subarray(NAMES),
-        fc.constantFrom<Confinement>(true, false, "bubblewrap", "landlock", "none"),
+        fc.constantFrom<Confinement>("bubblewrap", "landlock", "none"),
         fc.oneof(
           fc.constant<CgroupOffer>({ version: null, reason: "none here" }),
           fc.record({ version: fc.constantFrom<"v1" | "v2">("v1", "v2"), controllers: fc.subarray(["memory", "pids", "cpu"] as const) }),

@@ -3,18 +3,42 @@
  * body as limits.test.ts's tolerance test, run with the host's cgroup plan taken away, reports `source:
  * "proc"` and figures within docs/host.md's tolerance for that source (a lower bound, sampled), sandboxed
  * and not.
+ *
+ * The process count of a body that starts three children: runCode's runner exits as soon as it has written its
+ * result, and its children are then handed to init (or, sandboxed, to bubblewrap's), out of the tree, so the host's
+ * last look at the result may find them gone from it; only a look while the runner lived counts them. Once a test
+ * relied on a 100 ms sample landing between the spawns and the result, which a loaded machine did not ensure. Here
+ * the body returns only after the test saw a sample of the whole tree (the sampler is wrapped to say so) and told it
+ * to, through a file.
  */
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, vi } from "vitest";
 import { runCode, runGuest } from "../../../src/host/index.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
-import { goneWithin, threeChildrenBody, uniqueMarker } from "../../helpers/processes.js";
+import { goneWithin, uniqueMarker } from "../../helpers/processes.js";
 
 vi.mock("../../../src/host/limits/cgroup.js", async (importOriginal) => ({
   ...(await importOriginal<typeof import("../../../src/host/limits/cgroup.js")>()),
   hostCgroupPlan: () => ({ version: null, reason: "no cgroup in this test (test/host/limits/proc-usage.test.ts)" }),
 }));
+
+/** Told when the watch's sampler saw a tree of at least `processes` processes. */
+const watch = vi.hoisted(() => ({ processes: Infinity, saw: () => {} }));
+vi.mock("../../../src/host/limits/process-tree.js", async (importOriginal) => {
+  const real = await importOriginal<typeof import("../../../src/host/limits/process-tree.js")>();
+  class TreeUsage extends real.TreeUsage {
+    override sample() {
+      const sample = super.sample();
+      if (sample !== undefined && sample.processes >= watch.processes) watch.saw();
+      return sample;
+    }
+  }
+  return { ...real, TreeUsage };
+});
 
 failOnUnhandledRejections();
 
@@ -51,13 +75,36 @@ describe.runIf(process.platform === "linux")("usage without a cgroup, from /proc
   for (const sandbox of bwrapPath === undefined ? [false] : [false, true]) {
     it(`${sandbox ? "sandboxed" : "unconfined"}: three children make at least four processes, not their threads`, async () => {
       const marker = uniqueMarker();
-      const report = await runCode({ code: threeChildrenBody(marker), sandbox });
-      expect(report.outcome?.structured, JSON.stringify(report.failure)).toBe(3);
-      expect(report.usage?.source).toBe("proc");
-      expect(report.usage?.peakProcesses).toBeGreaterThanOrEqual(4);
-      expect(report.usage?.peakProcesses).toBeLessThanOrEqual((sandbox ? 3 : 1) + 3);
-      expect(report.usage?.peakThreads).toBeGreaterThan(report.usage!.peakProcesses!);
-      expect(await goneWithin(marker, 5000)).toEqual([]);
-    });
+      const dir = realpathSync(mkdtempSync(join(tmpdir(), "ears-proc-usage-")));
+      const go = join(dir, "go");
+      // The runner (bubblewrap and its init too, sandboxed) and its three children.
+      const whole = (sandbox ? 3 : 1) + 3;
+      const seen = new Promise<void>((resolve) => Object.assign(watch, { processes: whole, saw: resolve }));
+      const code = `
+        const { spawn } = process.getBuiltinModule("node:child_process");
+        const { existsSync } = process.getBuiltinModule("node:fs");
+        const children = [1, 2, 3].map(() => spawn("sleep", ["30", ${JSON.stringify(marker)}], { stdio: "ignore" }));
+        const started = (child) => new Promise((resolve, reject) => { child.on("spawn", resolve); child.on("error", reject); });
+        await Promise.all(children.map(started));
+        // The test's go-ahead, once the host's watch has seen the whole tree (bounded: a missing one fails the count).
+        const end = Date.now() + 120000;
+        while (!existsSync(${JSON.stringify(go)}) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+        return children.length;`;
+      try {
+        const running = runCode({ code, sandbox: sandbox ? { readable: [dir] } : false, limits: { runTimeoutMs: 180_000 } });
+        await Promise.race([seen, running]);
+        writeFileSync(go, "");
+        const report = await running;
+        expect(report.outcome?.structured, JSON.stringify(report.failure)).toBe(3);
+        expect(report.usage?.source).toBe("proc");
+        expect(report.usage?.peakProcesses).toBe(whole);
+        expect(report.usage?.peakThreads).toBeGreaterThan(report.usage!.peakProcesses!);
+        // Killed with the run (a bound, not an ordering: the kill is sent before the report resolves).
+        expect(await goneWithin(marker, 30_000)).toEqual([]);
+      } finally {
+        watch.processes = Infinity;
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, 240_000);
   }
 });

@@ -50,7 +50,7 @@ function prepared(
   // Never a real kill here (a mutant under Stryker must not reach the machine's processes): recorded, not sent.
   host: RunHost = { tools: LINUX, userThreads: () => 0, kill: (pid) => notKilled.push(pid) },
 ) {
-  const run = RunLimits.prepare({ ...UNLIMITED, ...limits }, none, true, plan, fake, host);
+  const run = RunLimits.prepare({ ...UNLIMITED, ...limits }, none, "bubblewrap", plan, fake, host);
   if (typeof run === "string") throw new Error(run);
   return { run, fake };
 }
@@ -82,7 +82,7 @@ describe("preparing a run's limits", () => {
 
   it("a limit asked for that cannot be enforced is refused before anything is made", () => {
     const fake = fakeCgroupFiles({ dirs: Object.values(PARENTS) });
-    const refusal = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), true, NONE, fake, bare);
+    const refusal = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), "bubblewrap", NONE, fake, bare);
     expect(refusal).toMatch(
       /^limits\.memoryBytes \(5\) was asked for but cannot be enforced: no cgroup memory controller .*no cgroup here \(test\)/,
     );
@@ -91,13 +91,13 @@ describe("preparing a run's limits", () => {
 
   it("a cgroup that cannot be created: an asked-for limit is refused with where and why; a default runs without one, noted", () => {
     const refusing = () => fakeCgroupFiles({ dirs: Object.values(PARENTS), refuseMkdir: () => true });
-    const asked = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), true, V1, refusing(), bare);
+    const asked = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, new Set(["memoryBytes"]), "bubblewrap", V1, refusing(), bare);
     expect(asked).toMatch(
       /^limits\.memoryBytes \(5\) was asked for but cannot be enforced: no cgroup memory controller can be used here \(the run's cgroup could not be created under \/cg\/memory\/host, \/cg\/pids, \/cg\/cpuacct \(EACCES: /,
     );
-    const v2Asked = RunLimits.prepare({ ...UNLIMITED, processes: 5 }, new Set(["processes"]), true, V2, refusing(), bare);
+    const v2Asked = RunLimits.prepare({ ...UNLIMITED, processes: 5 }, new Set(["processes"]), "bubblewrap", V2, refusing(), bare);
     expect(v2Asked).toContain(`could not be created under ${V2_PARENT} (`);
-    const fallback = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, none, true, V1, refusing(), bare);
+    const fallback = RunLimits.prepare({ ...UNLIMITED, memoryBytes: 5 }, none, "bubblewrap", V1, refusing(), bare);
     if (typeof fallback === "string") throw new Error(fallback);
     expect(fallback.cgroup).toBeUndefined();
     expect(fallback.plan.report.memoryBytes).toMatchObject({
@@ -435,7 +435,7 @@ describe("a default nothing enforces", () => {
     const before = onUnenforcedDefault((line) => said.push(line));
     try {
       for (let i = 0; i < 3; i += 1) {
-        const run = RunLimits.prepare({ ...UNLIMITED, tmpBytes: 1000 + i, memoryBytes: 5000 }, none, false, NONE, undefined, {
+        const run = RunLimits.prepare({ ...UNLIMITED, tmpBytes: 1000 + i, memoryBytes: 5000 }, none, "none", NONE, undefined, {
           tools: LINUX,
           userThreads: () => 0,
         });
@@ -596,7 +596,7 @@ describe("what a machine can enforce (ears doctor)", () => {
   const SANDBOX_FIX = "install bubblewrap (apt-get install bubblewrap) and run the guest sandboxed";
 
   it("cgroup v1 and a sandbox: every limit enforced, no fix to give", () => {
-    expect(supportOn(true, V1, LINUX)).toStrictEqual({
+    expect(supportOn("bubblewrap", V1, LINUX)).toStrictEqual({
       cgroup: { version: "v1", controllers: ["memory", "pids", "cpu"] },
       limits: {
         memoryBytes: { enforcedBy: "cgroup-v1" },
@@ -608,7 +608,7 @@ describe("what a machine can enforce (ears doctor)", () => {
   });
 
   it("cgroup v2, memory and pids only, unconfined: CPU by RLIMIT_CPU and the watchdog (cgroup fix), /tmp not (sandbox fix)", () => {
-    const support = supportOn(false, { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] }, LINUX);
+    const support = supportOn("none", { version: "v2", parent: V2_PARENT, controllers: ["memory", "pids"], enable: [] }, LINUX);
     expect(support.cgroup).toStrictEqual({ version: "v2", controllers: ["memory", "pids"] });
     expect(support.limits.memoryBytes).toStrictEqual({ enforcedBy: "cgroup-v2" });
     expect(support.limits.cpuTimeMs).toStrictEqual({
@@ -624,7 +624,7 @@ describe("what a machine can enforce (ears doctor)", () => {
   });
 
   it("no cgroup on Linux: memory and processes by rlimits and the watchdog (root: the watchdog alone), each with the cgroup fix", () => {
-    const support = supportOn(true, NONE, LINUX);
+    const support = supportOn("bubblewrap", NONE, LINUX);
     expect(support.cgroup).toStrictEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
     expect(support.limits.memoryBytes).toStrictEqual({
       enforcedBy: "rlimit+watchdog",
@@ -634,7 +634,7 @@ describe("what a machine can enforce (ears doctor)", () => {
       fix: CGROUP_FIX,
     });
     expect(support.limits.processes).toMatchObject({ enforcedBy: "rlimit+watchdog", note: expect.stringContaining("RLIMIT_NPROC") });
-    const asRoot = supportOn(true, NONE, { ...LINUX, root: true });
+    const asRoot = supportOn("bubblewrap", NONE, { ...LINUX, root: true });
     expect(asRoot.limits.processes).toStrictEqual({
       enforcedBy: "watchdog",
       note: `the host's watchdog over the tree's processes and threads, every ${WATCH_MS} ms`,
@@ -648,7 +648,7 @@ describe("what a machine can enforce (ears doctor)", () => {
   });
 
   it("no cgroup and no rlimits or watchdog: the reason and the fix, and memory and processes not enforced, each with the fix", () => {
-    const support = supportOn(true, NONE, BARE);
+    const support = supportOn("bubblewrap", NONE, BARE);
     expect(support.cgroup).toStrictEqual({ version: null, reason: "no cgroup here (test)", fix: CGROUP_FIX });
     for (const name of ["memoryBytes", "processes", "cpuTimeMs"] as const) {
       expect(support.limits[name]).toStrictEqual({
@@ -663,9 +663,10 @@ describe("what a machine can enforce (ears doctor)", () => {
 });
 
 describe("limitSupport, this machine", () => {
-  it("bounds /tmp when told runs are confined, not when told they are not; by default, where bubblewrap is installed", () => {
-    expect(limitSupport(true).limits.tmpBytes.enforcedBy).toBe("bubblewrap");
-    expect(limitSupport(false).limits.tmpBytes.enforcedBy).toBeNull();
-    expect(limitSupport()).toStrictEqual(limitSupport(bwrapPath !== undefined));
+  it("bounds /tmp by the mechanism it is told (bubblewrap's tmpfs, Landlock's RLIMIT_FSIZE, none); default: bubblewrap", () => {
+    expect(limitSupport("bubblewrap").limits.tmpBytes.enforcedBy).toBe("bubblewrap");
+    expect(limitSupport("landlock").limits.tmpBytes.enforcedBy).toBe("rlimit");
+    expect(limitSupport("none").limits.tmpBytes.enforcedBy).toBeNull();
+    expect(limitSupport()).toStrictEqual(limitSupport(bwrapPath !== undefined ? "bubblewrap" : "none"));
   });
 });

@@ -40,11 +40,38 @@ describe.runIf(process.platform === "linux")("signalling a sandboxed run", () =>
     ] as const) {
       sent.length = 0;
       children.list = init === undefined ? undefined : [...init];
-      new ProcessGroup(bwrap(outer), true).signal("SIGTERM");
+      new ProcessGroup(bwrap(outer), "bubblewrap").signal("SIGTERM");
       expect(sent, JSON.stringify(init)).toEqual([[expected, "SIGTERM"]]);
       sent.length = 0;
-      new ProcessGroup(bwrap(outer), true).endNow();
+      new ProcessGroup(bwrap(outer), "bubblewrap").endNow();
       expect(sent, JSON.stringify(init)).toEqual([[expected, "SIGKILL"]]);
+    }
+  });
+
+  it("under Landlock, SIGKILL too goes to the guest's session; with none to signal, the helper is told SIGTERM, never SIGKILLed", () => {
+    const sent: [number, string | number | undefined][] = [];
+    vi.spyOn(process, "kill").mockImplementation((pid: number, signal?: string | number) => {
+      sent.push([pid, signal]);
+      return true;
+    });
+    const helper = 999_999_002;
+    for (const [init, inside] of [
+      [[4242], true],
+      [[0], false],
+      [[], false],
+      [undefined, false],
+    ] as const) {
+      children.list = init === undefined ? undefined : [...init];
+      for (const act of ["signal", "endNow"] as const) {
+        sent.length = 0;
+        const group = new ProcessGroup(bwrap(helper), "landlock");
+        if (act === "signal") group.signal("SIGKILL");
+        else group.endNow();
+        expect(sent, `${act} ${JSON.stringify(init)}`).toEqual([inside ? [-4242, "SIGKILL"] : [-helper, "SIGTERM"]]);
+      }
+      sent.length = 0;
+      new ProcessGroup(bwrap(helper), "landlock").signal("SIGTERM");
+      expect(sent).toEqual([inside ? [-4242, "SIGTERM"] : [-helper, "SIGTERM"]]);
     }
   });
 });

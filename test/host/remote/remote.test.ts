@@ -12,8 +12,9 @@ import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createRunPool, runCode, runGuest } from "../../../src/host/index.js";
 import { RunnerStream } from "../../../src/host/remote/runner-stream.js";
-import { trailerMark } from "../../../src/host/remote/runner-lines.js";
+import { launchLine, parseLaunch, trailerMark } from "../../../src/host/remote/runner-lines.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
+import { hasLandlock } from "../../helpers/landlock.js";
 import { cliPath, root } from "../../helpers/sshd.js";
 
 const runner = (...runnerArgs: string[]) => ({ command: process.execPath, args: [cliPath, "runner", ...runnerArgs] });
@@ -23,7 +24,10 @@ describe("the remote option", () => {
     const remote = runner();
     expect(() => runCode({ code: "return 1;", remote, cwd: root })).toThrow(/options.cwd names this machine's/);
     expect(() => runCode({ code: "return 1;", remote, env: {} })).toThrow(/options.env names this machine's/);
-    expect(() => runCode({ code: "return 1;", remote, sandbox: { network: true } })).toThrow(/sandbox options object/);
+    expect(() => runCode({ code: "return 1;", remote, sandbox: { network: true } })).toThrow(/sandbox options object .*\(network\)/);
+    expect(() => runCode({ code: "return 1;", remote, sandbox: { mechanism: "landlock", readable: ["/x"] } })).toThrow(
+      /names this machine's paths \(readable\).*or \{ mechanism \}/,
+    );
     expect(() => runCode({ code: "return 1;", remote: [] })).toThrow(/at least one runner/);
     expect(() => runCode({ code: "return 1;", remote: { command: "" } })).toThrow(/non-empty string/);
     expect(() => runCode({ code: "return 1;", remote: { command: "ssh", args: [1 as unknown as string] } })).toThrow(/array of strings/);
@@ -54,6 +58,21 @@ describe.skipIf(bwrapPath === undefined)("ears runner as the remote command", ()
     expect(allowed.sandbox).toBeNull();
     const auto = await runCode({ code: "return 1;", remote: runner() });
     expect(auto.sandbox?.mechanism).toBe("bubblewrap");
+  });
+
+  it("confines with the sandbox mechanism the host names (sandbox.mechanism), even where its own pick differs", async () => {
+    const bubblewrap = await runCode({ code: "return 1;", sandbox: { mechanism: "bubblewrap" }, remote: runner() });
+    expect(bubblewrap.ok, JSON.stringify(bubblewrap.failure)).toBe(true);
+    expect(bubblewrap.sandbox?.mechanism).toBe("bubblewrap");
+    if (!hasLandlock) return;
+    // "auto" picks bubblewrap on this machine; the host's "landlock" is honoured over it.
+    const landlock = await runCode({ code: "return 1;", sandbox: { mechanism: "landlock" }, remote: runner() });
+    expect(landlock.ok, JSON.stringify(landlock.failure)).toBe(true);
+    expect(landlock.sandbox?.mechanism).toBe("landlock");
+    expect(landlock.sandbox?.gaps.length).toBeGreaterThan(0);
+    // With --no-sandbox too: a mechanism named is a sandbox required.
+    const named = await runCode({ code: "return 1;", sandbox: { mechanism: "landlock" }, remote: runner("--no-sandbox") });
+    expect(named.sandbox?.mechanism).toBe("landlock");
   });
 
   it("a guest cannot forge its runner's trailer: a mark without the runner's nonce is guest output", async () => {
@@ -187,12 +206,52 @@ describe("ears runner on its own", () => {
     expect(stdout).toContain('"exit":'); // its trailer: the guest was ended and the run reported
   });
 
+  it("refuses a mechanism it does not know, one beside sandbox: off, and one in a version 1 line, before starting anything", async () => {
+    const line = (fields: object) =>
+      `${JSON.stringify({ type: "runner", sandbox: "required", limits: {}, killGraceMs: 2000, ...fields })}\n`;
+    for (const [fields, why] of [
+      [{ version: 2, mechanism: "chroot" }, "its mechanism must be bubblewrap or landlock"],
+      [{ version: 2 }, "its mechanism must be bubblewrap or landlock"],
+      [{ version: 2, mechanism: "landlock", sandbox: "off" }, "its mechanism names a sandbox, which its sandbox: off turns off"],
+      [{ version: 1, mechanism: "landlock" }, "a launch line names a mechanism only in version 2"],
+    ] as const) {
+      const { code, stdout } = await runnerProcess(line(fields));
+      expect(code, why).toBe(1);
+      expect(JSON.parse(stdout)).toMatchObject({ refused: { code: "SpawnFailed", message: expect.stringContaining(why) } });
+    }
+  });
+
   it("refuses a launch line it cannot read, in its header, with exit status 1", async () => {
     const { code, stdout } = await runnerProcess('{"type":"runner","version":7}\n');
     expect(code).toBe(1);
     expect(JSON.parse(stdout)).toMatchObject({
       type: "runner",
-      refused: { code: "SpawnFailed", message: expect.stringContaining("version 1") },
+      refused: { code: "SpawnFailed", message: expect.stringContaining("version 1 or 2") },
     });
+  });
+});
+
+describe("the launch line", () => {
+  it("is version 1 without a mechanism, version 2 with one (which an older runner, reading version 1 only, refuses)", () => {
+    const limits = { memoryBytes: 1, processes: 2, cpuTimeMs: Infinity, tmpBytes: 4 };
+    const plain = launchLine("auto", limits, new Set(["memoryBytes", "cpuTimeMs"]), 2000);
+    expect(JSON.parse(plain)).toStrictEqual({
+      type: "runner",
+      version: 1,
+      sandbox: "auto",
+      limits: { memoryBytes: 1, cpuTimeMs: null },
+      killGraceMs: 2000,
+    });
+    const named = launchLine("required", limits, new Set(), 5, "landlock");
+    expect(JSON.parse(named)).toStrictEqual({
+      type: "runner",
+      version: 2,
+      sandbox: "required",
+      mechanism: "landlock",
+      limits: {},
+      killGraceMs: 5,
+    });
+    expect(parseLaunch(plain.trim())).toStrictEqual(JSON.parse(plain));
+    expect(parseLaunch(named.trim())).toStrictEqual(JSON.parse(named));
   });
 });

@@ -109,10 +109,14 @@ describe("the deployment matrix", () => {
       mechanism: "rlimit",
       fix: "bound the container's own /tmp: docker run --tmpfs /tmp:rw,size=256m (podman run the same)",
     });
-    // Landlock ABI 3: the file system, not TCP (ABI 4) nor scoping (ABI 6).
-    const old = deploymentMatrix({ ...DOCKER, landlock: { abi: 3 } });
-    expect(old.slice(0, 4).map((row) => row.mechanism)).toEqual(["landlock", "none", "none", "none"]);
-    expect(old[1]!.detail).toMatch(/^Landlock ABI 3 cannot give it \(needs 4\)/);
+    // Landlock ABI 3 or 5: the helper refuses to confine below ABI 6 (scoping), so runs are refused, and the matrix
+    // says none, not the file system alone; /tmp is not bounded per file either (no run to bound).
+    for (const abi of [3, 5]) {
+      const old = deploymentMatrix({ ...DOCKER, landlock: { abi } });
+      expect(old.slice(0, 4).map((row) => row.mechanism)).toEqual(["none", "none", "none", "none"]);
+      expect(old[0]!.detail).toMatch(new RegExp(`^Landlock ABI ${abi} is below the 6 a run needs; no sandbox`));
+      expect(old[7]).toMatchObject({ guarantee: "/tmp", mechanism: "none" });
+    }
   });
 
   it("Kubernetes: securityContext lines and the pod's resources; a non-root host: systemd-run delegation, or cgroup v2", () => {
@@ -157,8 +161,11 @@ describe("the deployment matrix", () => {
           if (facts.platform === "linux" && facts.environment !== "host") expect(fix).not.toMatch(/^apt-get|sysctl/);
         }
         if (facts.platform !== "linux") return;
-        const [fileSystem, , , , memory, processes, cpu] = matrix;
-        expect(fileSystem!.mechanism).toBe(facts.bubblewrap.starts ? "bubblewrap" : facts.landlock.abi !== null ? "landlock" : "none");
+        const [fileSystem, , , , memory, processes, cpu, tmp] = matrix;
+        // The mechanism a run gets: bubblewrap where it starts, else Landlock at the helper's floor (ABI 6), else none.
+        expect(fileSystem!.mechanism).toBe(
+          facts.bubblewrap.starts ? "bubblewrap" : facts.landlock.abi !== null && facts.landlock.abi >= 6 ? "landlock" : "none",
+        );
         // The resource rows say what the limit plan enforces with (limits.ts): one source of truth.
         const plan: CgroupPlan =
           facts.cgroup.version === null
@@ -166,13 +173,19 @@ describe("the deployment matrix", () => {
             : facts.cgroup.version === "v2"
               ? { version: "v2", parent: "/cg", controllers: facts.cgroup.controllers as never, enable: [] }
               : { version: "v1", parents: Object.fromEntries(facts.cgroup.controllers.map((c) => [c, `/cg/${c}`])) };
-        const support = supportOn(facts.bubblewrap.starts, plan, { rlimits: facts.rlimits, watchdog: facts.watchdog, root: facts.root });
+        const confinement = facts.bubblewrap.starts
+          ? "bubblewrap"
+          : facts.landlock.abi !== null && facts.landlock.abi >= 6
+            ? "landlock"
+            : "none";
+        const support = supportOn(confinement, plan, { rlimits: facts.rlimits, watchdog: facts.watchdog, root: facts.root });
         const named = (enforcer: string | null) => (enforcer === null ? "none" : enforcer.replace(/^cgroup-/, "cgroup "));
         expect([memory!.mechanism, processes!.mechanism, cpu!.mechanism]).toEqual([
           named(support.limits.memoryBytes.enforcedBy),
           named(support.limits.processes.enforcedBy),
           named(support.limits.cpuTimeMs.enforcedBy),
         ]);
+        expect(tmp!.mechanism).toBe(named(support.limits.tmpBytes.enforcedBy).replace(/^bubblewrap$/, "bubblewrap tmpfs"));
       }),
       { seed: 4242, numRuns: 300 },
     );
@@ -201,28 +214,28 @@ describe("the matrix, word for word, per environment (what a person reads and co
           "none",
           false,
           "no sandbox: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
-          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+          "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
         ],
         [
           "network",
           "none",
           false,
           "no sandbox: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
-          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+          "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
         ],
         [
           "host sockets",
           "none",
           false,
           "no sandbox: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
-          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+          "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
         ],
         [
           "signals and /proc",
           "none",
           false,
           "no sandbox: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
-          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+          "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
         ],
         [
           "memory",
@@ -250,14 +263,14 @@ describe("the matrix, word for word, per environment (what a person reads and co
           "none",
           false,
           "no sandbox, so no private /tmp: bubblewrap does not start (bwrap: No permissions to create new namespace); Landlock: unknown",
-          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+          "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
         ],
         [
           "sessions",
           "none",
           false,
           "createSession is refused: sessions run under bubblewrap, which does not start here",
-          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+          "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
         ],
       ]
     `);
@@ -327,7 +340,7 @@ describe("the matrix, word for word, per environment (what a person reads and co
           "none",
           false,
           "createSession is refused: sessions run under bubblewrap, which does not start here",
-          "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+          "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
         ],
       ]
     `);
@@ -403,7 +416,7 @@ describe("the matrix, word for word, per environment (what a person reads and co
             "none",
             false,
             "createSession is refused: sessions run under bubblewrap, which does not start here",
-            "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
+            "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; Docker's and Podman's default seccomp profiles allow it, so keep them: do not add --security-opt seccomp=unconfined or --privileged to let bubblewrap make user namespaces",
           ],
         ],
         [
@@ -468,7 +481,7 @@ describe("the matrix, word for word, per environment (what a person reads and co
             "none",
             false,
             "createSession is refused: sessions run under bubblewrap, which does not start here",
-            "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; it works under securityContext: { seccompProfile: { type: RuntimeDefault }, allowPrivilegeEscalation: false, runAsNonRoot: true } (keep them: no Unconfined profile, no privileged: true)",
+            "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; it works under securityContext: { seccompProfile: { type: RuntimeDefault }, allowPrivilegeEscalation: false, runAsNonRoot: true } (keep them: no Unconfined profile, no privileged: true)",
           ],
         ],
         [
@@ -533,7 +546,7 @@ describe("the matrix, word for word, per environment (what a person reads and co
             "none",
             false,
             "createSession is refused: sessions run under bubblewrap, which does not start here",
-            "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper; keep the container's seccomp profile",
+            "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper; keep the container's seccomp profile",
           ],
         ],
       ]
@@ -719,7 +732,7 @@ describe("the matrix, word for word, per environment (what a person reads and co
             "none",
             false,
             "no sandbox: bubblewrap does not start (unknown reason); Landlock: unknown",
-            "Landlock needs no privilege and no namespace (the kernel's, 5.13 or later with landlock in its LSM list): use an ears build with the Landlock helper, or let this user create user namespaces for bubblewrap",
+            "Landlock needs no privilege and no namespace (the kernel's, 6.12 or later with landlock in its LSM list): use an ears build with the Landlock helper, or let this user create user namespaces for bubblewrap",
           ],
         ],
         [

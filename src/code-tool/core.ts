@@ -167,9 +167,16 @@ export interface FrameworkTool<CallOptions> {
   call(args: Json, ctx: CapabilityContext, options: CallOptions): unknown;
   /**
    * The framework's approval policy for one call, when the tool has one: asked with the body's arguments
-   * and the code tool call's options; anything but `false` (a throw too) means the call needs a decision.
+   * and the code tool call's options; `false` lets the call through unasked, a {@link PolicyVerdict} is the
+   * decision itself (the policy approved or denied it), anything else (a throw too) means the call needs
+   * a decision.
    */
   needsApproval?: (args: Json, options: CallOptions) => unknown;
+}
+
+/** A framework policy's own decision on a call (the AI SDK 7's `toolApproval` answering "approved" or "denied"). */
+export class PolicyVerdict {
+  constructor(readonly decision: ResumeDecision) {}
 }
 
 /** A tool that cannot be called from a body, and why (it is named in the description). */
@@ -473,6 +480,7 @@ async function decision<CallOptions>(
     // Fail closed, as runCode's own predicates: a policy that throws holds the call.
   }
   if (needed === false) return { approved: true, by: "needsApproval" };
+  if (needed instanceof PolicyVerdict) return needed.decision;
   if (approval === undefined) {
     return {
       approved: false,

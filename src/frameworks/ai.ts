@@ -4,6 +4,7 @@
  * code body: the body calls the tools with `ears.call`, runs sandboxed with runCode, and each call runs
  * that tool's own `execute` in the host. See docs/frameworks.md.
  */
+import * as aiSdk from "ai";
 import { asSchema, jsonSchema as aiJsonSchema, type Tool, type ToolExecutionOptions, type ToolSet } from "ai";
 import { isSession, type Session } from "../host/workspace/index.js";
 import type { ResumeDecision } from "../host/index.js";
@@ -14,6 +15,7 @@ import {
   answerOf,
   codeToolCore,
   invalidArguments,
+  PolicyVerdict,
   type CodeToolOptions,
   type CodeToolOutput,
   type FrameworkTool,
@@ -45,7 +47,34 @@ export interface AiCodeToolOptions extends CodeToolOptions {
    * The caller closes its sessions.
    */
   session?: Session | ((options: ToolExecutionOptions) => Session | PromiseLike<Session>);
+  /**
+   * Which of `tools` need approval when a body calls them, as the AI SDK 7's `toolApproval` option of
+   * `generateText` / `streamText` says it for the model's own calls (that option never sees a body's calls:
+   * give the code tool the same entries). By tool name: `"not-applicable"` (runs unasked), `"approved"`,
+   * `"denied"` (the body's call is an `ApprovalDenied` failure, the tool does not run), `"user-approval"`
+   * (decided by `approval`), an object `{ type, reason? }` of these, or a function `(input, { toolCallId,
+   * messages, toolContext })` returning one (`undefined`: not-applicable; a throw: user-approval). An entry
+   * takes precedence over the tool's own `needsApproval`, as in the AI SDK 7. Works with the AI SDK 6 too.
+   */
+  toolApproval?: Record<string, ToolApprovalEntry>;
 }
+
+/** A status of the AI SDK 7's `toolApproval`, as {@link AiCodeToolOptions.toolApproval} takes it. */
+export type ToolApprovalStatus =
+  | "not-applicable"
+  | "approved"
+  | "denied"
+  | "user-approval"
+  | { type: "not-applicable" }
+  | { type: "approved" | "denied" | "user-approval"; reason?: string };
+
+/** One tool's entry of {@link AiCodeToolOptions.toolApproval}: a status, or a function of the call returning one. */
+export type ToolApprovalEntry =
+  | ToolApprovalStatus
+  | ((
+      input: never,
+      options: { toolCallId: string; messages: ToolExecutionOptions["messages"]; toolContext: unknown },
+    ) => ToolApprovalStatus | undefined | PromiseLike<ToolApprovalStatus | undefined>);
 
 /**
  * The AI SDK tool {@link createCodeTool} returns, with `resume`: goes on with a run that paused for
@@ -89,13 +118,15 @@ export function createCodeTool(options: AiCodeToolOptions): AiCodeTool {
   if (typeof tools !== "object" || tools === null || Array.isArray(tools)) {
     throw new TypeError(`${ENTRY}: options.tools must be an AI SDK ToolSet (an object of tools by name)`);
   }
+  const toolApproval = toolApprovalOf(options.toolApproval, tools);
   const own = new Map<string, FrameworkTool<ToolExecutionOptions>>();
   const leftOut: LeftOutTool[] = [];
   for (const [name, tool] of Object.entries(tools)) {
     if (typeof tool !== "object" || tool === null) throw new TypeError(`${ENTRY}: tools.${name} is not an AI SDK tool`);
-    const why = leftOutBecause(tool, options.approval !== undefined);
+    const entry = toolApproval?.[name];
+    const why = leftOutBecause(tool, entry, options.approval !== undefined);
     if (why !== undefined) leftOut.push({ name, why });
-    else own.set(name, callable(name, tool));
+    else own.set(name, callable(name, tool, entry));
   }
   const core = codeToolCore(ENTRY, own, leftOut, options, sessionOf(ENTRY, options.session));
   return {
@@ -115,20 +146,22 @@ export function createCodeTool(options: AiCodeToolOptions): AiCodeTool {
 
 /**
  * What the model reads: the output as JSON, or, when the result named images of the session, the output
- * without them as text and each image as an `image-data` part.
+ * without them as text and each image as the SDK's file part: the AI SDK 7's `file` part with inline data
+ * (its `image-data` is deprecated, and warned about on every call), the AI SDK 6's `image-data`.
  */
 type ModelOutput = Awaited<ReturnType<NonNullable<Tool<CodeToolInput, CodeToolOutput>["toModelOutput"]>>>;
+
+/** Whether the `ai` loaded is the AI SDK 7 or later: `isStepCount` is 7's name for `stepCountIs`. */
+const FILE_PARTS = "isStepCount" in aiSdk;
 
 function modelOutput({ output }: { output: CodeToolOutput }): ModelOutput {
   if (output?.files === undefined || output.files.length === 0) return { type: "json", value: output as never };
   const { files, ...rest } = output;
-  return {
-    type: "content",
-    value: [
-      { type: "text", text: JSON.stringify(rest) },
-      ...files.map((file) => ({ type: "image-data" as const, data: file.data, mediaType: file.mediaType })),
-    ],
-  };
+  const part = (file: { data: string; mediaType: string }) =>
+    FILE_PARTS
+      ? { type: "file", mediaType: file.mediaType, data: { type: "data", data: file.data } }
+      : { type: "image-data", data: file.data, mediaType: file.mediaType };
+  return { type: "content", value: [{ type: "text", text: JSON.stringify(rest) }, ...files.map(part)] as never };
 }
 
 function sessionOf(entry: string, session: AiCodeToolOptions["session"]): SessionOf<ToolExecutionOptions> | undefined {
@@ -143,20 +176,85 @@ function sessionOf(entry: string, session: AiCodeToolOptions["session"]): Sessio
  * Why a tool cannot be called from a body, or undefined when it can. A tool that always needs approval
  * is left out when the code tool has no way to ask (every call would be denied).
  */
-function leftOutBecause(tool: ToolSet[string], canAsk: boolean): string | undefined {
+function leftOutBecause(tool: ToolSet[string], entry: ToolApprovalEntry | undefined, canAsk: boolean): string | undefined {
   if ((tool as { type?: string }).type === "provider") return "its provider runs it";
   if (typeof tool.execute !== "function") return "it has no execute: the client runs it";
-  if (tool.needsApproval === true && !canAsk) return "it needs approval";
+  const always = entry === undefined ? tool.needsApproval === true : statusType(entry) === "user-approval";
+  if (always && !canAsk) return "it needs approval";
   return undefined;
 }
 
+/** The type of a static `toolApproval` status (undefined for a function, decided per call). */
+function statusType(entry: ToolApprovalEntry): string | undefined {
+  if (typeof entry === "function") return undefined;
+  return typeof entry === "string" ? entry : entry.type;
+}
+
+const STATUSES = new Set(["not-applicable", "approved", "denied", "user-approval"]);
+
+/** Checks the `toolApproval` option: an object of statuses or functions, by the name of a tool of `tools`. */
+function toolApprovalOf(toolApproval: unknown, tools: ToolSet): Record<string, ToolApprovalEntry> | undefined {
+  if (toolApproval === undefined) return undefined;
+  if (typeof toolApproval !== "object" || toolApproval === null || Array.isArray(toolApproval)) {
+    throw new TypeError(
+      `${ENTRY}: options.toolApproval must be an object of approval statuses by tool name (the AI SDK 7's per-tool toolApproval form)`,
+    );
+  }
+  const entries: Record<string, ToolApprovalEntry> = Object.create(null);
+  for (const [name, entry] of Object.entries(toolApproval)) {
+    if (!Object.hasOwn(tools, name)) throw new TypeError(`${ENTRY}: options.toolApproval.${name} names no tool of options.tools`);
+    const type =
+      typeof entry === "string" ? entry : typeof entry === "object" && entry !== null ? (entry as { type?: unknown }).type : undefined;
+    if (typeof entry !== "function" && (typeof type !== "string" || !STATUSES.has(type))) {
+      throw new TypeError(
+        `${ENTRY}: options.toolApproval.${name} must be "not-applicable", "approved", "denied", "user-approval", ` +
+          "{ type, reason? } or a function",
+      );
+    }
+    entries[name] = entry as ToolApprovalEntry;
+  }
+  return entries;
+}
+
+/**
+ * A `toolApproval` status as the code tool's policy answer: not-applicable lets the call through, approved
+ * and denied decide it (by "toolApproval", with the status's reason), user-approval (and anything it does
+ * not know: fail closed) hands it to the code tool's `approval`.
+ */
+function verdictOf(status: unknown): unknown {
+  const type = typeof status === "string" ? status : (status as { type?: unknown } | null | undefined)?.type;
+  const reason = typeof (status as { reason?: unknown } | null)?.reason === "string" ? (status as { reason: string }).reason : undefined;
+  if (status === undefined || type === "not-applicable") return false;
+  if (type === "approved") return new PolicyVerdict({ approved: true, by: "toolApproval" });
+  if (type === "denied") {
+    return new PolicyVerdict({ approved: false, reason: reason ?? "denied by the code tool's toolApproval", by: "toolApproval" });
+  }
+  return true;
+}
+
+/** A tool's description for its declaration: the text, or what a description function gives without a context. */
+function descriptionOf(description: unknown): string | undefined {
+  if (typeof description === "string") return description;
+  if (typeof description !== "function") return undefined;
+  // The AI SDK 7 lets a description depend on the tool's context; the declarations are made once, with none.
+  try {
+    const text: unknown = description({ context: undefined });
+    return typeof text === "string" ? text : undefined;
+  } catch {
+    return undefined; // it needs a context: the tool is declared without its description
+  }
+}
+
 /** An AI SDK tool as a capability: arguments checked with its own schema, its `execute` run with the code tool call's options. */
-function callable(name: string, tool: ToolSet[string]): FrameworkTool<ToolExecutionOptions> {
+function callable(name: string, tool: ToolSet[string], entry: ToolApprovalEntry | undefined): FrameworkTool<ToolExecutionOptions> {
   const input = asSchema(tool.inputSchema);
   const output = tool.outputSchema === undefined ? undefined : asSchema(tool.outputSchema);
-  const policy = tool.needsApproval === undefined || tool.needsApproval === false ? undefined : tool.needsApproval;
-  const approvalNote = policy === undefined ? undefined : "May need a person's approval: a denied call is an ApprovalDenied failure.";
-  const description = [tool.description, approvalNote].filter((text) => text !== undefined).join(" ");
+  const own = tool.needsApproval === undefined || tool.needsApproval === false ? undefined : tool.needsApproval;
+  // As the AI SDK 7's resolveToolApproval: a toolApproval entry takes precedence over the tool's needsApproval.
+  const policy = entry === undefined ? own : statusType(entry) === "not-applicable" ? undefined : entry;
+  const mayBeDenied = policy !== undefined && !(entry !== undefined && statusType(entry) === "approved");
+  const approvalNote = mayBeDenied ? "May need a person's approval: a denied call is an ApprovalDenied failure." : undefined;
+  const description = [descriptionOf(tool.description), approvalNote].filter((text) => text !== undefined).join(" ");
   const spec: CapabilitySpec = {
     ...(description === "" ? {} : { description }),
     arguments: jsonSchema(syncJsonSchema(name, "inputSchema", input.jsonSchema)),
@@ -176,7 +274,14 @@ function callable(name: string, tool: ToolSet[string]): FrameworkTool<ToolExecut
               if (!checked.success) return false;
               value = checked.value;
             }
-            return policy === true ? true : policy(value as never, callOptions);
+            if (entry !== undefined) {
+              const { toolCallId, messages } = callOptions;
+              const context = (callOptions as { context?: unknown }).context;
+              return verdictOf(
+                typeof entry === "function" ? await entry(value as never, { toolCallId, messages, toolContext: context }) : entry,
+              );
+            }
+            return policy === true ? true : (policy as Exclude<typeof own, true | undefined>)(value as never, callOptions);
           },
         }),
     async call(args, ctx, callOptions) {

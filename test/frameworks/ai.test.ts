@@ -519,6 +519,74 @@ describe("createCodeTool and needsApproval (runCode's approvals)", () => {
     expect(() => createCodeTool({ tools, approval: { tokenKey: "k".repeat(32), ledger: {} as never } })).toThrow(/options.approval.ledger/);
   });
 
+  it("toolApproval: a bad option is refused, naming the tool; a static user-approval without a way to ask leaves the tool out", () => {
+    const { tools } = paymentTools();
+    expect(() => createCodeTool({ tools, toolApproval: "approved" as never })).toThrow(
+      /^createCodeTool: options.toolApproval must be an object of approval statuses by tool name \(the AI SDK 7's per-tool/,
+    );
+    expect(() => createCodeTool({ tools, toolApproval: { nope: "approved" } })).toThrow(
+      "createCodeTool: options.toolApproval.nope names no tool of options.tools",
+    );
+    for (const status of ["maybe", { type: "yes" }, 3, null]) {
+      expect(() => createCodeTool({ tools, toolApproval: { pay: status as never } })).toThrow(
+        'createCodeTool: options.toolApproval.pay must be "not-applicable", "approved", "denied", "user-approval", ' +
+          "{ type, reason? } or a function",
+      );
+    }
+    const description = (toolApproval: Parameters<typeof createCodeTool>[0]["toolApproval"]) =>
+      (createCodeTool({ tools, pool: false, toolApproval }) as { description: string }).description;
+    expect(description({ pay: "user-approval" })).toContain(
+      "Not callable from code (call them as tools of their own): pay (it needs approval)",
+    );
+    expect(description({ pay: { type: "user-approval", reason: "money" } })).toContain("pay (it needs approval)");
+    // Decided per call or not needing a person: declared, and said when a call may be denied.
+    expect(description({ pay: () => "user-approval" })).toContain("May need a person's approval");
+    expect(description({ pay: "not-applicable" })).not.toContain("May need a person's approval");
+    expect(description({ pay: "approved" })).not.toContain("May need a person's approval");
+    expect(description({ pay: { type: "denied", reason: "closed" } })).toContain("May need a person's approval");
+  });
+
+  it("toolApproval: a function that throws or answers what it should not hands the call to decide (fail closed)", async () => {
+    const { tools, paid } = paymentTools();
+    const asked: string[] = [];
+    const code = createCodeTool({
+      tools,
+      pool: false,
+      toolApproval: {
+        pay: (input: { amount: number }) => {
+          if (input.amount > 100) throw new Error("policy down");
+          return "sometimes" as never;
+        },
+      },
+      approval: { decide: (call) => (asked.push(call.name), { approved: false, reason: "no", by: "ada" }) },
+    });
+    const { model } = scripted([
+      () => ({ code: callsInTurn([["pay", { amount: 500 }]]) }),
+      () => ({ code: callsInTurn([["pay", { amount: 5 }]]) }),
+      () => ({ text: "done" }),
+    ]);
+    const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(4), prompt: "x" });
+    expect(results(result.steps).map((output) => output.structured)).toEqual([
+      [expect.stringMatching(/^ApprovalDenied: .*not approved: no; it did not run$/)],
+      [expect.stringMatching(/^ApprovalDenied: .*not approved: no; it did not run$/)],
+    ]);
+    expect(asked).toEqual(["pay", "pay"]);
+    expect(paid).toEqual([]);
+  });
+
+  it("a description function (the AI SDK 7's per-context descriptions) is declared with what it gives without a context", () => {
+    const described = (description: unknown) =>
+      (
+        createCodeTool({
+          tools: { t: { description, inputSchema: z.object({}), execute: async () => 1 } as never },
+          pool: false,
+        }) as { description: string }
+      ).description;
+    expect(described(() => "Counts the things")).toContain("/** Counts the things */\n  t: {");
+    expect(described((options: { context: { name: string } }) => `Greets ${options.context.name}`)).not.toContain("Greets");
+    expect(described(() => 42)).toMatch(/\n {2}t: \{/);
+  });
+
   it("a pause decision without a tokenKey denies the call, saying the run cannot pause", async () => {
     const { tools, paid } = paymentTools();
     const code = createCodeTool({ tools, pool: false, approval: { decide: () => ({ pause: true }) } });

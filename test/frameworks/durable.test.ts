@@ -1,26 +1,18 @@
 /**
  * Durable approvals in the framework adapters: a call that needs approval pauses the run, the token stays
  * on the host (in the store), the model reads { status: "paused", resumeId, pending }, and the app resumes
- * with code.resume(resumeId, { decisions }), once. Across processes: the host that paused exits, two new
- * ones race to resume (released together by a barrier) on one fileStore and fileLedger: the payment is
- * made once, the lookup before the pause is replayed, never run again.
+ * with code.resume(resumeId, { decisions }), once, in one process. Across processes (the host that paused
+ * exits, two new ones race to resume on a shared store and ledger) with the AI SDK 6 and 7:
+ * test/frameworks/ai-sdks.test.ts.
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { Agent, run, tool as agentsTool, Usage, type Model, type ModelResponse } from "@openai/agents";
 import { generateText, stepCountIs, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createCodeTool, memoryLedger, memoryStore, type CodeToolOutput } from "../../src/frameworks/ai.js";
 import { codeTool } from "../../src/frameworks/openai-agents.js";
 
-const root = resolve(import.meta.dirname, "../..");
-// Inside the repository, so the scripts' bare imports (ai, zod) resolve through its node_modules.
-const dir = mkdtempSync(join(root, ".durable-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const KEY = "durable-test-key-0123456789abcdef";
 const BODY =
   'const a = await ears.call("lookup", { who: "ada" });\n' +
@@ -147,82 +139,5 @@ describe("durable approvals, in one process", () => {
       structured: "success",
     });
     expect(runs.pay).toBe(1);
-  });
-});
-
-describe("durable approvals across processes", () => {
-  it("the host that paused exits; two new ones race to resume: the payment is made once, the lookup replayed", async () => {
-    const effects = join(dir, "effects.txt");
-    writeFileSync(effects, "");
-    const script = join(dir, "host.mjs");
-    writeFileSync(
-      script,
-      `import { appendFileSync } from "node:fs";
-import { generateText, stepCountIs, tool } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
-import { z } from "zod";
-import { createCodeTool, fileLedger, fileStore } from ${JSON.stringify(join(root, "dist/frameworks/ai.js"))};
-const [mode, where, effects, key, resumeId] = process.argv.slice(2);
-const tools = {
-  lookup: tool({
-    inputSchema: z.object({ who: z.string() }),
-    execute: async ({ who }) => (appendFileSync(effects, "lookup " + process.pid + "\\n"), "IBAN-" + who),
-  }),
-  pay: tool({
-    inputSchema: z.object({ iban: z.string(), amount: z.number() }),
-    needsApproval: true,
-    execute: async ({ amount, iban }) => {
-      appendFileSync(effects, "pay " + amount + " " + process.pid + "\\n");
-      return "paid " + amount + " to " + iban;
-    },
-  }),
-};
-const approval = { tokenKey: key, store: fileStore(where + "/store"), ledger: fileLedger(where + "/ledger") };
-const code = createCodeTool({ tools, pool: false, approval });
-if (mode === "pause") {
-  const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
-  let step = 0;
-  const model = new MockLanguageModelV3({
-    doGenerate: async () => {
-      if (step++ > 0) return { content: [{ type: "text", text: "waiting" }], finishReason: { unified: "stop" }, usage, warnings: [] };
-      const call = { type: "tool-call", toolCallId: "c1", toolName: "code", input: JSON.stringify({ code: ${JSON.stringify(BODY)} }) };
-      return { content: [call], finishReason: { unified: "tool-calls" }, usage, warnings: [] };
-    },
-  });
-  const result = await generateText({ model, tools: { code }, stopWhen: stepCountIs(3), prompt: "pay" });
-  process.stdout.write(JSON.stringify(result.steps[0].toolResults[0].output) + "\\n");
-  process.exit(0); // the host goes away while the run waits for a person
-}
-process.stdout.write("ready\\n");
-await new Promise((resolve) => process.stdin.once("data", resolve));
-process.stdout.write(JSON.stringify(await code.resume(resumeId, { decisions: { 2: { approved: true, by: "console" } } })) + "\\n");
-process.exit(0);
-`,
-    );
-    const start = (args: string[]) => {
-      const child = spawn(process.execPath, [script, ...args], { stdio: ["pipe", "pipe", "inherit"], cwd: dir });
-      return { child, lines: createInterface({ input: child.stdout })[Symbol.asyncIterator]() };
-    };
-    const first = start(["pause", dir, effects, KEY]);
-    const paused = JSON.parse((await first.lines.next()).value as string) as CodeToolOutput;
-    expect(paused).toMatchObject({ status: "paused", pending: [{ id: 2, name: "pay", arguments: { iban: "IBAN-ada", amount: 120 } }] });
-    await new Promise((resolve) => (first.child.exitCode !== null ? resolve(undefined) : first.child.once("exit", resolve)));
-    expect(readFileSync(effects, "utf8").split("\n").filter(Boolean)).toEqual([expect.stringMatching(/^lookup \d+$/)]);
-    // Two new host processes, each loaded and holding the resume id, released together.
-    const racers = [start(["resume", dir, effects, KEY, paused.resumeId!]), start(["resume", dir, effects, KEY, paused.resumeId!])];
-    for (const racer of racers) expect((await racer.lines.next()).value).toBe("ready");
-    for (const racer of racers) racer.child.stdin.write("go\n");
-    const answers = await Promise.all(
-      racers.map(async (racer) => JSON.parse((await racer.lines.next()).value as string) as CodeToolOutput),
-    );
-    const won = answers.filter((answer) => answer.status === "success");
-    const refused = answers.filter((answer) => answer.status === "failure");
-    expect(won).toEqual([{ status: "success", content: "", structured: "paid 120 to IBAN-ada" }]);
-    expect(refused).toEqual([expect.objectContaining({ code: expect.stringMatching(/^(AlreadyResumed|UnknownResumeId)$/) })]);
-    expect(refused[0]!.content).toMatch(/nothing was run/);
-    // The lookup ran once, before the pause (replayed on resume); the payment once, in the winner.
-    const lines = readFileSync(effects, "utf8").split("\n").filter(Boolean);
-    expect(lines.filter((line) => line.startsWith("lookup"))).toHaveLength(1);
-    expect(lines.filter((line) => line.startsWith("pay"))).toEqual([expect.stringMatching(/^pay 120 \d+$/)]);
   });
 });

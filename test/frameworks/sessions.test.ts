@@ -2,11 +2,10 @@
  * Sessions in the framework adapters: one code tool, a session per conversation (found from the call's
  * context), three turns over one workspace: a file written in turn 1, transformed in turn 2, an image
  * named in turn 3 that reaches the model as the framework's image part, and the host taking the file out
- * after turn 3. With the AI SDK's mock model and the Agents SDK with a scripted model.
+ * after turn 3. Here the Agents SDK with a scripted model; the AI SDK 6 and 7, each with its own mock model,
+ * run the same turns in test/frameworks/ai-sdks.test.ts.
  */
 import { Agent, run, Usage, user, type AgentInputItem, type Model, type ModelRequest, type ModelResponse } from "@openai/agents";
-import { generateText, stepCountIs, type ModelMessage } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, describe, expect, it } from "vitest";
 import { createCodeTool } from "../../src/frameworks/ai.js";
 import { codeTool } from "../../src/frameworks/openai-agents.js";
@@ -25,11 +24,6 @@ const TURNS = [
     'return { chart: "chart.png", size: fs.statSync("upper.txt").size };',
 ];
 
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 1, text: 1, reasoning: undefined },
-};
-
 describe.runIf(canRun)("sessions in the code tools", () => {
   const sessions = new Map<string, Session>();
   const sessionFor = async (conversation: string) => {
@@ -42,71 +36,6 @@ describe.runIf(canRun)("sessions in the code tools", () => {
   };
   afterAll(async () => {
     for (const session of sessions.values()) await session.close();
-  });
-
-  it("AI SDK: three turns in one session; the image comes back as an image-data part; the host takes the file out", async () => {
-    const prompts: string[] = [];
-    let step = 0;
-    const model = new MockLanguageModelV3({
-      doGenerate: async (options) => {
-        prompts.push(JSON.stringify(options.prompt));
-        const turn = Math.floor(step / 2);
-        const code = step % 2 === 0 ? TURNS[turn] : undefined;
-        step++;
-        if (code !== undefined) {
-          return {
-            content: [{ type: "tool-call", toolCallId: `call-${step}`, toolName: "code", input: JSON.stringify({ code }) }],
-            finishReason: { unified: "tool-calls", raw: undefined },
-            usage,
-            warnings: [],
-          };
-        }
-        return {
-          content: [{ type: "text", text: `turn ${turn + 1} done` }],
-          finishReason: { unified: "stop", raw: undefined },
-          usage,
-          warnings: [],
-        };
-      },
-    });
-    // One code tool for every conversation: the session is the one of the call's context.
-    const code = createCodeTool({
-      tools: {},
-      pool: false,
-      session: (options) => sessionFor((options.experimental_context as { conversation: string }).conversation),
-    });
-    const messages: ModelMessage[] = [];
-    const outputs: unknown[] = [];
-    for (const text of ["write it", "transform it", "chart it"]) {
-      messages.push({ role: "user", content: text });
-      const result = await generateText({
-        model,
-        tools: { code },
-        stopWhen: stepCountIs(3),
-        messages,
-        experimental_context: { conversation: "ai-1" },
-      });
-      messages.push(...result.response.messages);
-      outputs.push(...result.steps.flatMap((s) => s.toolResults.map((r) => r.output)));
-    }
-    expect(outputs).toEqual([
-      { status: "success", content: "", structured: "written" },
-      { status: "success", content: "", structured: ["notes.txt", "upper.txt"] },
-      {
-        status: "success",
-        content: "",
-        structured: { chart: "chart.png", size: 19 },
-        files: [{ path: "chart.png", mediaType: "image/png", data: PNG }],
-      },
-    ]);
-    // What the model read after turn 3: the output without the image as text, and the image as an image part.
-    const last = prompts.at(-1)!;
-    expect(last).toContain('"type":"image-data","data":"' + PNG + '","mediaType":"image/png"');
-    expect(last).toContain(
-      '{\\"status\\":\\"success\\",\\"content\\":\\"\\",\\"structured\\":{\\"chart\\":\\"chart.png\\",\\"size\\":19}}',
-    );
-    // The host takes the file out after the conversation.
-    expect((await sessions.get("ai-1")!.readFile("upper.txt")).toString()).toBe("HELLO FROM TURN ONE");
   });
 
   it("Agents SDK: three turns in one session (from the run context); the image comes back as an image item", async () => {

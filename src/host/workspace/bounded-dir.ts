@@ -15,6 +15,7 @@ import { accessSync, constants, mkdirSync, mkdtempSync, realpathSync, rmSync } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { coverDirectory } from "../process/process-group.js";
+import { findMountHelper, MountHelper, type Mounter } from "./mount-helper.js";
 
 /** A directory's bounds: bytes of file data, and files (every file, directory and link counts one). */
 export interface DirBound {
@@ -47,20 +48,36 @@ const TIMEOUT_MS = 10_000;
 let tools: { mount: string; umount: string } | string | undefined;
 
 /**
- * What a bounded directory uses of the machine besides its temporary directory: the mount and umount programs
- * and the watchdog's cover. {@link hostMounts} by default; the in-process tests give stand-ins (programs that
- * only record what they were asked), so that no test, and no mutant under Stryker, mounts or unmounts anything
- * (CONTRIBUTING.md, "Mutation testing").
+ * What a bounded directory uses of the machine besides its temporary directory: the mount and umount programs,
+ * the mount helper, and the watchdog's cover. {@link hostMounts} by default; the in-process tests give stand-ins
+ * (programs that only record what they were asked), so that no test, and no mutant under Stryker, mounts or
+ * unmounts anything (CONTRIBUTING.md, "Mutation testing").
  */
 export interface MountSystem {
   /** The mount and umount programs, or why there are none. */
   tools(): { mount: string; umount: string } | string;
+  /**
+   * The mount helper (mount-helper.ts) that binds and detaches without a fork of the host, or undefined where
+   * there is none: then the programs do it.
+   */
+  helper?(): Mounter | undefined;
   /** Has the watchdog remove `dir` should the host die; returns what forgets it. */
   cover(dir: string): () => void;
 }
 
-/** The machine's own: util-linux's mount and umount, and the host's watchdog. */
-export const hostMounts: MountSystem = { tools: mountTools, cover: coverDirectory };
+let helper: MountHelper | null | undefined;
+
+/** This package's mount helper, started with its first request; undefined where none is built. */
+function hostHelper(): Mounter | undefined {
+  if (helper === undefined) {
+    const path = findMountHelper();
+    helper = path === undefined ? null : new MountHelper(path);
+  }
+  return helper?.request;
+}
+
+/** The machine's own: util-linux's mount and umount, this package's mount helper, and the host's watchdog. */
+export const hostMounts: MountSystem = { tools: mountTools, helper: hostHelper, cover: coverDirectory };
 
 /** The mount and umount programs, or why there are none. */
 function mountTools(): { mount: string; umount: string } | string {
@@ -125,6 +142,13 @@ export function mountBounded(dir: string, bound: DirBound | undefined, shared = 
 export function bindMount(source: string, target: string, system = hostMounts): Promise<string | undefined> {
   const found = system.tools();
   if (typeof found === "string") return Promise.resolve(found);
+  // The helper where there is one: a pooled session's run waits for this bind, and a fork of the host costs milliseconds.
+  const mounter = system.helper?.();
+  if (mounter !== undefined) {
+    return mounter({ verb: "bind", source, target }).then((problem) =>
+      problem === undefined ? undefined : `could not bind ${source} onto ${target} (${problem})`,
+    );
+  }
   return new Promise((settle) => {
     execFile(found.mount, ["--bind", source, target], { env: {}, timeout: TIMEOUT_MS }, (error, _stdout, stderr) =>
       settle(error === null ? undefined : `could not bind ${source} onto ${target} (${why({ stderr, message: error.message })})`),
@@ -139,6 +163,8 @@ export function bindMount(source: string, target: string, system = hostMounts): 
 export function unmountBounded(dir: string, system = hostMounts): Promise<void> {
   const found = system.tools();
   if (typeof found === "string") return Promise.resolve();
+  const mounter = system.helper?.();
+  if (mounter !== undefined) return mounter({ verb: "detach", dir }).then(() => {});
   return new Promise((settle) => {
     execFile(found.umount, ["-l", dir], { env: {}, timeout: TIMEOUT_MS }, () => settle());
   });

@@ -78,11 +78,11 @@ export class MountHelper {
   private readonly pending: Pending[] = [];
   private buffered = "";
 
-  /** `path`: the helper program; `timeoutMs`: how long a request may go unanswered before the helper is given up. */
-  constructor(
-    private readonly path: string,
-    private readonly timeoutMs = REQUEST_TIMEOUT_MS,
-  ) {}
+  /** How long a request may go unanswered before the helper is given up (counted from when it is sent). */
+  timeoutMs = REQUEST_TIMEOUT_MS;
+
+  /** `path`: the helper program. */
+  constructor(private readonly path: string) {}
 
   /** Sends `request`; resolves with undefined once it is done, else why not. Never rejects. */
   readonly request: Mounter = (request) => {

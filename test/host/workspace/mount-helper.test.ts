@@ -10,12 +10,20 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { bindMount, unmountBounded, type MountSystem } from "../../../src/host/workspace/bounded-dir.js";
+import {
+  bindMount,
+  makeBoundedDir,
+  mountBounded,
+  tmpfsData,
+  unmountBounded,
+  type MountSystem,
+} from "../../../src/host/workspace/bounded-dir.js";
 import {
   encodeRequest,
   findMountHelper,
   MountHelper,
   mountHelperName,
+  REQUEST_TIMEOUT_MS,
   type MountRequest,
 } from "../../../src/host/workspace/mount-helper.js";
 
@@ -36,6 +44,11 @@ describe("a mount request's bytes", () => {
     expect(encodeRequest({ verb: "detach", dir: "" })).toBeUndefined();
     expect(encodeRequest({ verb: "bind", source: "/a\0b", target: "/c" })).toBeUndefined();
     expect(encodeRequest({ verb: "bind", source: "/a", target: "" })).toBeUndefined();
+  });
+
+  it("gives the helper a bound's tmpfs options without the flags it always sets (nosuid, nodev)", () => {
+    expect(tmpfsData({ bytes: 8 * 1024 * 1024, files: 2048 })).toBe("size=8192k,nr_inodes=2048,mode=0700");
+    expect(tmpfsData({ bytes: 100, files: 1024 })).toBe("size=1k,nr_inodes=1024,mode=0700");
   });
 
   it("names the helper per architecture (x64 and arm64 are built)", () => {
@@ -147,9 +160,12 @@ describe.runIf(process.platform === "linux")("the host's side of the mount helpe
   });
 
   it("a helper that does not answer in time is given up, and the next request starts another", async () => {
-    const helper = new MountHelper(helperPath, 200);
+    const helper = new MountHelper(helperPath);
+    helper.timeoutMs = 200;
     mode("hang");
     expect(await helper.request({ verb: "detach", dir: "/t/a" })).toBe("the mount helper did not answer within 200 ms");
+    // The next one's deadline is the default again: a stand-in that starts slowly on a loaded machine still answers.
+    helper.timeoutMs = REQUEST_TIMEOUT_MS;
     mode("ok");
     expect(await helper.request({ verb: "detach", dir: "/t/b" })).toBeUndefined();
   });
@@ -169,6 +185,39 @@ describe.runIf(process.platform === "linux")("the host's side of the mount helpe
     );
     await expect(unmountBounded("/a/bounded/dir", system)).resolves.toBeUndefined();
     expect(requests()).toEqual(["b|/from/workspace|/onto/work", "u|/a/bounded/dir", "b|/from/workspace|/onto/work", "u|/a/bounded/dir"]);
+  });
+
+  it("mountBounded and makeBoundedDir mount through the helper too, without blocking the event loop", async () => {
+    const helper = new MountHelper(helperPath);
+    const covered: string[] = [];
+    const system: MountSystem = {
+      tools: () => ({ mount: join(dir, "no-mount-program"), umount: join(dir, "no-umount-program") }),
+      helper: () => helper.request,
+      cover: (path) => {
+        covered.push(path);
+        return () => {};
+      },
+    };
+    expect(await mountBounded("/t/d", { bytes: 8 * 1024 * 1024, files: 2048 }, true, system)).toBeUndefined();
+    expect(await mountBounded("/t/e", undefined, true, system)).toBeUndefined();
+    const made = await makeBoundedDir("ears-mount-helper-test-made-", { bytes: 1024 * 1024, files: 1024 }, false, true, system);
+    expect(made).toMatchObject({ bounded: true, shared: true });
+    await made.remove();
+    expect(requests()).toEqual([
+      "t|/t/d|size=8192k,nr_inodes=2048,mode=0700|1",
+      "s|/t/e",
+      `t|${made.dir}|size=1024k,nr_inodes=1024,mode=0700|1`,
+      `u|${made.dir}`,
+    ]);
+    expect(covered).toEqual([made.dir]);
+    mode("fail");
+    expect(await mountBounded("/t/d", { bytes: 1024 * 1024, files: 1024 }, false, system)).toBe(
+      "could not mount a bounded tmpfs on /t/d (mount --bind: No such file or directory); the host needs CAP_SYS_ADMIN (run it as root)",
+    );
+    const plain = await makeBoundedDir("ears-mount-helper-test-made-", { bytes: 1024 * 1024, files: 1024 }, true, true, system);
+    expect(plain).toMatchObject({ bounded: false, shared: false });
+    await plain.remove();
+    expect(existsSync(plain.dir)).toBe(false);
   });
 });
 

@@ -58,10 +58,10 @@ export function codeLaunch(options: Omit<GuestCommand, "command" | "args">, call
  * plain directory, bounded by nothing. With `shared`, its mount's propagation is shared (bounded-dir.ts),
  * and `shared` in the result says whether that could be had.
  */
-export function withWorkDir(
+export async function withWorkDir(
   launch: CheckedLaunch,
   shared = false,
-): { launch: CheckedLaunch; remove: () => Promise<void>; shared?: boolean } | { failure: HostFailure } {
+): Promise<{ launch: CheckedLaunch; remove: () => Promise<void>; shared?: boolean } | { failure: HostFailure }> {
   if (launch.cwd !== undefined || launch.remote !== undefined) return { launch, remove: () => Promise.resolve() };
   const bytes = launch.settings.limits.tmpBytes;
   // `shared` (a pool's runner): a session's workspace can be bound onto the directory after the runner started
@@ -69,7 +69,7 @@ export function withWorkDir(
   const inSandbox = !shared && bytes !== Infinity && willBeConfined(launch);
   try {
     const bound = bytes === Infinity || inSandbox ? undefined : { bytes, files: filesFor(bytes) };
-    const made = makeBoundedDir("ears-code-", bound, true, shared);
+    const made = await makeBoundedDir("ears-code-", bound, true, shared);
     const { work } = made;
     const own = { cwd: work, scratch: made.dir, sandbox: withPaths(launch.sandbox, [], [work]) };
     return {

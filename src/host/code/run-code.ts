@@ -144,9 +144,9 @@ export function runCodeWith(options: CodeOptions, replay: Replay | undefined, cl
         const ran = (report: RunReport) => inCodeWords(report, launch.settings.limits.runTimeoutMs);
         if (pool !== undefined) return runPooled(pool, launch, observer, body).then(ran);
         // The slot first: a run waiting in the queue has no working directory (a tmpfs mount) yet.
-        return admitted(launch, () => {
-          const own = withWorkDir(launch);
-          if ("failure" in own) return Promise.resolve(notStartedReport(own.failure, performance.now() - startedAt));
+        return admitted(launch, async () => {
+          const own = await withWorkDir(launch);
+          if ("failure" in own) return notStartedReport(own.failure, performance.now() - startedAt);
           return runLaunch(own.launch, observer, body).finally(own.remove);
         }).then(ran);
       });

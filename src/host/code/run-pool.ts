@@ -416,7 +416,7 @@ class WarmPool implements RunPool {
   /** {@link startRunner} once it holds its slot: resolves when the runner is gone again. */
   private async startAdmitted(uncount: () => void): Promise<void> {
     const startedAt = performance.now();
-    const own = withWorkDir(this.launch, true);
+    const own = await withWorkDir(this.launch, true);
     let started: StartedGuest | RunReport;
     if ("failure" in own) started = notStartedReport(own.failure, 0);
     else {

@@ -76,7 +76,7 @@ export async function serveRunner(options: RunnerOptions, io: RunnerIo): Promise
   } catch (error) {
     return refuse(badLaunch(describeError(error)));
   }
-  const own = options.guest === undefined ? withWorkDir(checked) : { launch: checked, remove: () => Promise.resolve() };
+  const own = options.guest === undefined ? await withWorkDir(checked) : { launch: checked, remove: () => Promise.resolve() };
   if ("failure" in own) return refuse(own.failure);
   const startedAt = performance.now();
   const started = await startGuest(own.launch, startedAt);

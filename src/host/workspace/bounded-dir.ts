@@ -10,11 +10,12 @@
  * out; a tmpfs made inside a sandbox dies with it. Mounting needs CAP_SYS_ADMIN (a root host, as the
  * cgroup limits do); a host that cannot mount gets {@link mountBounded}'s reason and the caller decides.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { accessSync, constants, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { coverDirectory } from "../process/process-group.js";
+import { findMountHelper, MountHelper, type Mounter } from "./mount-helper.js";
 
 /** A directory's bounds: bytes of file data, and files (every file, directory and link counts one). */
 export interface DirBound {
@@ -47,20 +48,36 @@ const TIMEOUT_MS = 10_000;
 let tools: { mount: string; umount: string } | string | undefined;
 
 /**
- * What a bounded directory uses of the machine besides its temporary directory: the mount and umount programs
- * and the watchdog's cover. {@link hostMounts} by default; the in-process tests give stand-ins (programs that
- * only record what they were asked), so that no test, and no mutant under Stryker, mounts or unmounts anything
- * (CONTRIBUTING.md, "Mutation testing").
+ * What a bounded directory uses of the machine besides its temporary directory: the mount and umount programs,
+ * the mount helper, and the watchdog's cover. {@link hostMounts} by default; the in-process tests give stand-ins
+ * (programs that only record what they were asked), so that no test, and no mutant under Stryker, mounts or
+ * unmounts anything (CONTRIBUTING.md, "Mutation testing").
  */
 export interface MountSystem {
   /** The mount and umount programs, or why there are none. */
   tools(): { mount: string; umount: string } | string;
+  /**
+   * The mount helper (mount-helper.ts) that binds and detaches without a fork of the host, or undefined where
+   * there is none: then the programs do it.
+   */
+  helper?(): Mounter | undefined;
   /** Has the watchdog remove `dir` should the host die; returns what forgets it. */
   cover(dir: string): () => void;
 }
 
-/** The machine's own: util-linux's mount and umount, and the host's watchdog. */
-export const hostMounts: MountSystem = { tools: mountTools, cover: coverDirectory };
+let helper: MountHelper | null | undefined;
+
+/** This package's mount helper, started with its first request; undefined where none is built. */
+function hostHelper(): Mounter | undefined {
+  if (helper === undefined) {
+    const path = findMountHelper();
+    helper = path === undefined ? null : new MountHelper(path);
+  }
+  return helper?.request;
+}
+
+/** The machine's own: util-linux's mount and umount, this package's mount helper, and the host's watchdog. */
+export const hostMounts: MountSystem = { tools: mountTools, helper: hostHelper, cover: coverDirectory };
 
 /** The mount and umount programs, or why there are none. */
 function mountTools(): { mount: string; umount: string } | string {
@@ -82,7 +99,7 @@ function mountTools(): { mount: string; umount: string } | string {
 
 /** The first line a failed program wrote, or its error's message. */
 function why(error: unknown): string {
-  // null, not undefined, when the program could not be started at all (spawnSync's error).
+  // Empty or null when the program could not be started at all (a spawn error).
   const stderr = (error as { stderr?: Buffer | string | null }).stderr;
   const text = (stderr === undefined || stderr === null ? "" : String(stderr)).trim().split("\n")[0];
   return text !== undefined && text !== "" ? text : (error as Error).message;
@@ -97,24 +114,40 @@ const SHARED = ["--make-private", "--make-shared"];
 
 /**
  * Mounts a bounded tmpfs on `dir` (an existing, empty directory of the host's), or with `bound` undefined
- * binds `dir` onto itself (unbounded, but a mount point). `shared`: see {@link BoundedDir.shared}. Returns
- * undefined when it is mounted, else why not (not Linux, no mount program, not permitted: the host is not root).
+ * binds `dir` onto itself (unbounded, but a mount point), without blocking the event loop: through the mount
+ * helper where there is one, else the mount program. `shared`: see {@link BoundedDir.shared}. Resolves with
+ * undefined when it is mounted, else why not (not Linux, no mount program, not permitted: the host is not
+ * root); never rejects.
  */
-export function mountBounded(dir: string, bound: DirBound | undefined, shared = false, system = hostMounts): string | undefined {
+export async function mountBounded(
+  dir: string,
+  bound: DirBound | undefined,
+  shared = false,
+  system = hostMounts,
+): Promise<string | undefined> {
   if (process.platform !== "linux") return `bounded directories need Linux (this is ${process.platform})`;
   const found = system.tools();
   if (typeof found === "string") return found;
-  const what = bound === undefined ? ["--bind", dir] : ["-t", "tmpfs", "-o", boundOptions(bound), SOURCE];
-  try {
-    execFileSync(found.mount, [...what, ...(shared ? SHARED : []), dir], {
-      stdio: ["ignore", "ignore", "pipe"],
-      env: {},
-      timeout: TIMEOUT_MS,
-    });
-    return undefined;
-  } catch (error) {
-    return `could not mount a bounded tmpfs on ${dir} (${why(error)}); the host needs CAP_SYS_ADMIN (run it as root)`;
+  const failed = (reason: string) => `could not mount a bounded tmpfs on ${dir} (${reason}); the host needs CAP_SYS_ADMIN (run it as root)`;
+  const mounter = system.helper?.();
+  if (mounter !== undefined) {
+    // The helper's tmpfs is nosuid and nodev, as boundOptions' own flags say for the mount program.
+    const problem = await mounter(
+      bound === undefined ? { verb: "self-bind", dir } : { verb: "tmpfs", dir, data: tmpfsData(bound), shared },
+    );
+    return problem === undefined ? undefined : failed(problem);
   }
+  const what = bound === undefined ? ["--bind", dir] : ["-t", "tmpfs", "-o", boundOptions(bound), SOURCE];
+  return new Promise((settle) => {
+    execFile(found.mount, [...what, ...(shared ? SHARED : []), dir], { env: {}, timeout: TIMEOUT_MS }, (error, _stdout, stderr) =>
+      settle(error === null ? undefined : failed(why({ stderr, message: error.message }))),
+    );
+  });
+}
+
+/** The tmpfs data options of a bound for the mount helper: boundOptions without the flags it always sets (nosuid, nodev). */
+export function tmpfsData(bound: DirBound): string {
+  return boundOptions(bound).replace(/,nosuid,nodev$/, "");
 }
 
 /**
@@ -125,6 +158,13 @@ export function mountBounded(dir: string, bound: DirBound | undefined, shared = 
 export function bindMount(source: string, target: string, system = hostMounts): Promise<string | undefined> {
   const found = system.tools();
   if (typeof found === "string") return Promise.resolve(found);
+  // The helper where there is one: a pooled session's run waits for this bind, and a fork of the host costs milliseconds.
+  const mounter = system.helper?.();
+  if (mounter !== undefined) {
+    return mounter({ verb: "bind", source, target }).then((problem) =>
+      problem === undefined ? undefined : `could not bind ${source} onto ${target} (${problem})`,
+    );
+  }
   return new Promise((settle) => {
     execFile(found.mount, ["--bind", source, target], { env: {}, timeout: TIMEOUT_MS }, (error, _stdout, stderr) =>
       settle(error === null ? undefined : `could not bind ${source} onto ${target} (${why({ stderr, message: error.message })})`),
@@ -139,6 +179,8 @@ export function bindMount(source: string, target: string, system = hostMounts): 
 export function unmountBounded(dir: string, system = hostMounts): Promise<void> {
   const found = system.tools();
   if (typeof found === "string") return Promise.resolve();
+  const mounter = system.helper?.();
+  if (mounter !== undefined) return mounter({ verb: "detach", dir }).then(() => {});
   return new Promise((settle) => {
     execFile(found.umount, ["-l", dir], { env: {}, timeout: TIMEOUT_MS }, () => settle());
   });
@@ -164,18 +206,18 @@ export interface BoundedDir {
 
 /**
  * Makes a fresh directory under the OS temporary directory, named `prefix` and a random suffix, with the
- * tmpfs of `bound` mounted on it and `work` made inside. Where the host cannot mount, it throws the reason,
- * unless `fallback` (then the directory is a plain one, bounded by nothing). With `shared`, the mount's
+ * tmpfs of `bound` mounted on it and `work` made inside. Where the host cannot mount, it rejects with the
+ * reason, unless `fallback` (then the directory is a plain one, bounded by nothing). With `shared`, the mount's
  * propagation is shared (and with no `bound`, `dir` is bound onto itself to be a mount); where that cannot
- * be had, `shared` is false and the rest as without it. Throws what mkdtemp throws.
+ * be had, `shared` is false and the rest as without it. Rejects with what mkdtemp throws.
  */
-export function makeBoundedDir(
+export async function makeBoundedDir(
   prefix: string,
   bound: DirBound | undefined,
   fallback: boolean,
   shared = false,
   system = hostMounts,
-): BoundedDir {
+): Promise<BoundedDir> {
   // Its real path: the sandbox compares the working directory by it.
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   // Covered from the moment it exists until it is gone: a host killed at any point in between (a run pool's
@@ -197,11 +239,11 @@ export function makeBoundedDir(
     })());
   try {
     if (bound !== undefined) {
-      const problem = mountBounded(dir, bound, shared, system);
+      const problem = await mountBounded(dir, bound, shared, system);
       if (problem !== undefined && !fallback) throw new Error(problem);
       bounded = problem === undefined;
       mounted = bounded;
-    } else if (shared) mounted = mountBounded(dir, undefined, true, system) === undefined;
+    } else if (shared) mounted = (await mountBounded(dir, undefined, true, system)) === undefined;
     const work = join(dir, "work");
     mkdirSync(work, { mode: 0o700 });
     return { dir, work, bounded, shared: shared && mounted, remove };

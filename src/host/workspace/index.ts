@@ -227,7 +227,7 @@ class WorkspaceSession implements Session {
       if (process.platform !== "linux") throw new Error(`sessions need Linux (this is ${process.platform})`);
       // Two inodes more than the files: the mount's top and the workspace directory in it. "auto": mounted
       // where the host can; else the plain directory "copy" works in.
-      bounded = makeBoundedDir("ears-session-", mechanism === "copy" ? undefined : { bytes, files: files + 2 }, mechanism === "auto");
+      bounded = await makeBoundedDir("ears-session-", mechanism === "copy" ? undefined : { bytes, files: files + 2 }, mechanism === "auto");
     } catch (error) {
       await lock?.release();
       throw new Error(

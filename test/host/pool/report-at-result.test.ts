@@ -122,8 +122,9 @@ describe.runIf(linux)("a pooled run reported at its result", () => {
 const HEAVY = "globalThis.kept = Buffer.alloc(256 * 1024 * 1024, 1); return kept.length;";
 
 /**
- * How many of this process's children are alive but the watchdog: the runners, counted until the kernel has
- * ended them (a dying process's environment and command line are gone before it is, its stat is not).
+ * How many of this process's children are alive but the watchdog and the mount helper (one each per host): the
+ * runners, counted until the kernel has ended them (a dying process's environment and command line are gone
+ * before it is, its stat is not).
  */
 function liveRunners(): number {
   let count = 0;
@@ -133,7 +134,8 @@ function liveRunners(): number {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const [state, parent] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       if (state === "Z" || Number(parent) !== process.pid) continue;
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("ears-watchdog")) continue;
+      const command = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (command.includes("ears-watchdog") || command.includes("ears-mount-linux")) continue;
       count += 1;
     } catch {
       // Gone meanwhile.

@@ -93,7 +93,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
   const leftovers = () => covered.filter((dir) => existsSync(dir));
 
   it("mounts a tmpfs of the bound on a fresh 0700 directory, with `work` (0700) inside, covered until removed", async () => {
-    const made = makeBoundedDir("ears-bounded-test-a-", { bytes: 8 * MiB, files: 2048 }, false, false, system);
+    const made = await makeBoundedDir("ears-bounded-test-a-", { bytes: 8 * MiB, files: 2048 }, false, false, system);
     expect(made.dir.startsWith(join(tmpdir(), "ears-bounded-test-a-"))).toBe(true);
     expect(made).toMatchObject({ work: join(made.dir, "work"), bounded: true, shared: false });
     expect(statSync(made.dir).mode & 0o777).toBe(0o700);
@@ -112,7 +112,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
   });
 
   it("makes the mount's propagation shared when asked: private first, then shared", async () => {
-    const made = makeBoundedDir("ears-bounded-test-b-", { bytes: 4 * MiB, files: 1024 }, false, true, system);
+    const made = await makeBoundedDir("ears-bounded-test-b-", { bytes: 4 * MiB, files: 1024 }, false, true, system);
     expect(made).toMatchObject({ bounded: true, shared: true });
     const options = "size=4096k,nr_inodes=1024,mode=0700,nosuid,nodev";
     expect(calls()).toEqual([`mount -t tmpfs -o ${options} ears-bounded --make-private --make-shared ${made.dir} (HOME=unset)`]);
@@ -121,7 +121,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
   });
 
   it("without a bound: nothing is mounted, unless shared is asked for (then the directory is bound onto itself)", async () => {
-    const plain = makeBoundedDir("ears-bounded-test-c-", undefined, false, false, system);
+    const plain = await makeBoundedDir("ears-bounded-test-c-", undefined, false, false, system);
     expect(plain).toMatchObject({ bounded: false, shared: false });
     expect(existsSync(plain.work)).toBe(true);
     await plain.remove();
@@ -129,7 +129,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     expect(existsSync(plain.dir)).toBe(false);
     expect(forgotten).toEqual([plain.dir]);
 
-    const shared = makeBoundedDir("ears-bounded-test-c-", undefined, false, true, system);
+    const shared = await makeBoundedDir("ears-bounded-test-c-", undefined, false, true, system);
     expect(shared).toMatchObject({ bounded: false, shared: true });
     expect(calls()).toEqual([`mount --bind ${shared.dir} --make-private --make-shared ${shared.dir} (HOME=unset)`]);
     await shared.remove();
@@ -139,7 +139,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
 
   it("where the host cannot mount: throws why, with nothing left behind, unless it may fall back to a plain directory", async () => {
     failing("mount", "mount: only root can use --types option\nsecond line\n");
-    expect(() => makeBoundedDir("ears-bounded-test-d-", { bytes: MiB, files: 1024 }, false, false, system)).toThrow(
+    await expect(makeBoundedDir("ears-bounded-test-d-", { bytes: MiB, files: 1024 }, false, false, system)).rejects.toThrow(
       new RegExp(
         "^could not mount a bounded tmpfs on " +
           `${join(tmpdir(), "ears-bounded-test-d-")}\\w+ \\(mount: only root can use --types option\\); ` +
@@ -153,7 +153,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     expect(forgotten).toEqual(covered);
     expect(calls().filter((call) => call.startsWith("umount"))).toEqual([]);
 
-    const plain = makeBoundedDir("ears-bounded-test-d-", { bytes: MiB, files: 1024 }, true, true, system);
+    const plain = await makeBoundedDir("ears-bounded-test-d-", { bytes: MiB, files: 1024 }, true, true, system);
     expect(plain).toMatchObject({ bounded: false, shared: false });
     expect(existsSync(plain.work)).toBe(true);
     await plain.remove();
@@ -161,25 +161,25 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     expect(calls().filter((call) => call.startsWith("umount"))).toEqual([]);
     expect(leftovers()).toEqual([]);
 
-    const unshared = makeBoundedDir("ears-bounded-test-d-", undefined, false, true, system);
+    const unshared = await makeBoundedDir("ears-bounded-test-d-", undefined, false, true, system);
     expect(unshared).toMatchObject({ bounded: false, shared: false });
     await unshared.remove();
     expect(calls().filter((call) => call.startsWith("umount"))).toEqual([]);
   });
 
-  it("says what mount said (its first line), or how it failed when it said nothing", () => {
+  it("says what mount said (its first line), or how it failed when it said nothing", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ears-bounded-test-e-"));
     try {
       failing("mount", "\n  mount: permission denied\nmore\n");
-      expect(mountBounded(dir, { bytes: MiB, files: 1024 }, false, system)).toBe(
+      expect(await mountBounded(dir, { bytes: MiB, files: 1024 }, false, system)).toBe(
         `could not mount a bounded tmpfs on ${dir} (mount: permission denied); the host needs CAP_SYS_ADMIN (run it as root)`,
       );
       failing("mount", "");
-      expect(mountBounded(dir, { bytes: MiB, files: 1024 }, false, system)).toMatch(
+      expect(await mountBounded(dir, { bytes: MiB, files: 1024 }, false, system)).toMatch(
         new RegExp(`^could not mount a bounded tmpfs on ${dir} \\(Command failed: ${join(bin, "mount")} -t tmpfs `),
       );
       failing("mount", undefined);
-      expect(mountBounded(dir, { bytes: MiB, files: 1024 }, false, system)).toBeUndefined();
+      expect(await mountBounded(dir, { bytes: MiB, files: 1024 }, false, system)).toBeUndefined();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -189,8 +189,8 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     const gone: MountSystem = { ...system, tools: () => ({ mount: join(bin, "gone-mount"), umount: join(bin, "gone-umount") }) };
     const dir = mkdtempSync(join(tmpdir(), "ears-bounded-test-h-"));
     try {
-      expect(mountBounded(dir, { bytes: MiB, files: 1024 }, false, gone)).toBe(
-        `could not mount a bounded tmpfs on ${dir} (spawnSync ${join(bin, "gone-mount")} ENOENT); ` +
+      expect(await mountBounded(dir, { bytes: MiB, files: 1024 }, false, gone)).toBe(
+        `could not mount a bounded tmpfs on ${dir} (spawn ${join(bin, "gone-mount")} ENOENT); ` +
           "the host needs CAP_SYS_ADMIN (run it as root)",
       );
       expect(await bindMount("/a", "/b", gone)).toBe(`could not bind /a onto /b (spawn ${join(bin, "gone-mount")} ENOENT)`);
@@ -222,13 +222,13 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
 
   it("without mount programs: says so, falls back where it may, and has nothing to bind or unmount", async () => {
     const none: MountSystem = { ...system, tools: () => "mount and umount (util-linux) are not installed" };
-    expect(mountBounded("/x", { bytes: MiB, files: 1024 }, false, none)).toBe("mount and umount (util-linux) are not installed");
+    expect(await mountBounded("/x", { bytes: MiB, files: 1024 }, false, none)).toBe("mount and umount (util-linux) are not installed");
     expect(await bindMount("/a", "/b", none)).toBe("mount and umount (util-linux) are not installed");
     await expect(unmountBounded("/x", none)).resolves.toBeUndefined();
-    expect(() => makeBoundedDir("ears-bounded-test-f-", { bytes: MiB, files: 1024 }, false, false, none)).toThrow(
+    await expect(makeBoundedDir("ears-bounded-test-f-", { bytes: MiB, files: 1024 }, false, false, none)).rejects.toThrow(
       /^mount and umount \(util-linux\) are not installed$/,
     );
-    const plain = makeBoundedDir("ears-bounded-test-f-", { bytes: MiB, files: 1024 }, true, false, none);
+    const plain = await makeBoundedDir("ears-bounded-test-f-", { bytes: MiB, files: 1024 }, true, false, none);
     expect(plain).toMatchObject({ bounded: false, shared: false });
     await plain.remove();
     expect(calls()).toEqual([]);
@@ -237,14 +237,16 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
   });
 
   it("a directory already gone when removed is no longer covered (nothing left for the watchdog)", async () => {
-    const made = makeBoundedDir("ears-bounded-test-j-", undefined, false, false, system);
+    const made = await makeBoundedDir("ears-bounded-test-j-", undefined, false, false, system);
     rmSync(made.dir, { recursive: true });
     await made.remove();
     expect(forgotten).toEqual([made.dir]);
   });
 
-  it("throws what mkdtemp throws, having covered and mounted nothing", () => {
-    expect(() => makeBoundedDir("no-such-parent/ears-bounded-test-g-", { bytes: MiB, files: 1024 }, true, false, system)).toThrow(/ENOENT/);
+  it("rejects with what mkdtemp throws, having covered and mounted nothing", async () => {
+    await expect(makeBoundedDir("no-such-parent/ears-bounded-test-g-", { bytes: MiB, files: 1024 }, true, false, system)).rejects.toThrow(
+      /ENOENT/,
+    );
     expect(covered).toEqual([]);
     expect(calls()).toEqual([]);
   });

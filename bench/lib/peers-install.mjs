@@ -30,13 +30,13 @@ export function nodeHeadersDir(execPath = process.execPath, version = process.ve
 }
 
 /**
- * Installs bench/peers when its lock changed or the Node running the bench is another release than the one it was
- * built for (isolated-vm's addon loads only into the Node whose headers it was compiled against); returns undefined
- * when installed, else why not.
+ * Installs bench/peers (or `dir`, a stand-in in tests) when its lock changed or the Node running the bench is another
+ * release than the one it was built for (isolated-vm's addon loads only into the Node whose headers it was compiled
+ * against); returns undefined when installed, else why not.
  */
-export function installPeers() {
-  const lock = readFileSync(join(PEERS_DIR, "package-lock.json"));
-  const stamp = join(PEERS_DIR, "node_modules", ".installed-from-lock");
+export function installPeers(dir = PEERS_DIR) {
+  const lock = readFileSync(join(dir, "package-lock.json"));
+  const stamp = join(dir, "node_modules", ".installed-from-lock");
   const wanted = `${createHash("sha256").update(lock).digest("hex")} node ${process.version} ${process.arch}`;
   if (existsSync(stamp) && readFileSync(stamp, "utf8") === wanted) return undefined;
   const headers = nodeHeadersDir();
@@ -48,7 +48,7 @@ export function installPeers() {
   // from the prebuilt binaries isolated-vm ships for some Node releases only.
   const args = ["ci", "--no-audit", "--no-fund", "--loglevel=error", "--build-from-source", `--nodedir=${headers.dir}`];
   const run = spawnSync("npm", args, {
-    cwd: PEERS_DIR,
+    cwd: dir,
     stdio: ["ignore", "inherit", "inherit"],
   });
   if (run.error !== undefined || run.status !== 0) return `npm ci in bench/peers failed (${run.error?.message ?? `status ${run.status}`})`;

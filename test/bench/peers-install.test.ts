@@ -13,10 +13,8 @@ const module = join(process.cwd(), "bench/lib/peers-install.mjs");
 
 /** Runs `expression` (over `m`, the module) in a child Node and returns what it printed as JSON. */
 function evaluate(expression: string, env: Record<string, string> = {}) {
-  const run = spawnSync(process.execPath, ["--input-type=module", "-e", `const m = await import(${JSON.stringify(module)}); console.log(JSON.stringify(${expression}));`], {
-    encoding: "utf8",
-    env: { ...process.env, ...env },
-  });
+  const source = `const m = await import(${JSON.stringify(module)}); console.log(JSON.stringify(${expression}));`;
+  const run = spawnSync(process.execPath, ["--input-type=module", "-e", source], { encoding: "utf8", env: { ...process.env, ...env } });
   expect(run.stderr.replace(/^peers: installing .*\n/m, "")).toBe("");
   expect(run.status).toBe(0);
   return JSON.parse(run.stdout.trim().split("\n").at(-1) ?? "") as unknown;
@@ -31,7 +29,7 @@ function nodeTree(name: string, version: string): string {
   const [major, minor, patch] = version.split(".");
   writeFileSync(
     join(root, "include", "node", "node_version.h"),
-    `#ifndef SRC_NODE_VERSION_H_\n#define NODE_MAJOR_VERSION ${major}\n#define NODE_MINOR_VERSION ${minor}\n#define NODE_PATCH_VERSION ${patch}\n`,
+    [`#define NODE_MAJOR_VERSION ${major}`, `#define NODE_MINOR_VERSION ${minor}`, `#define NODE_PATCH_VERSION ${patch}`, ""].join("\n"),
   );
   return root;
 }
@@ -50,7 +48,8 @@ describe("the headers the peers are built against", () => {
       npm_config_registry: "http://127.0.0.1:9/",
       npm_config_fetch_retries: "0",
     });
-    expect(found).toEqual({ failure: expect.stringMatching(/^no headers of Node 99\.2\.2 to build isolated-vm against \(install-node: npm pack node-linux-/) });
+    const failure = /^no headers of Node 99\.2\.2 to build isolated-vm against \(install-node: npm pack node-linux-/;
+    expect(found).toEqual({ failure: expect.stringMatching(failure) });
   });
 });
 
@@ -74,7 +73,8 @@ describe("installing the peers", () => {
     expect(evaluate(`m.installPeers(${JSON.stringify(dir)}) ?? "installed"`)).toBe("installed");
     expect(existsSync(join(dir, "node_modules", "marker"))).toBe(false);
     const lock = readFileSync(join(dir, "package-lock.json"), "utf8");
-    expect(readFileSync(join(dir, "node_modules", ".installed-from-lock"), "utf8")).toBe(`${sha256(lock)} node ${process.version} ${process.arch}`);
+    const stamp = readFileSync(join(dir, "node_modules", ".installed-from-lock"), "utf8");
+    expect(stamp).toBe(`${sha256(lock)} node ${process.version} ${process.arch}`);
     // Built for this Node and this lock: not built again.
     writeFileSync(join(dir, "node_modules", "marker"), "");
     expect(evaluate(`m.installPeers(${JSON.stringify(dir)}) ?? "installed"`)).toBe("installed");

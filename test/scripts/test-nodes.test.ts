@@ -9,6 +9,12 @@ import { afterAll, describe, expect, it } from "vitest";
 const cache = mkdtempSync(join(tmpdir(), "ears-node-cache-"));
 afterAll(() => rmSync(cache, { recursive: true, force: true }));
 
+/** node_version.h as a Node release ships it (the lines that name the release). */
+function versionHeader(version: string): string {
+  const [major, minor, patch] = version.split(".");
+  return `#define NODE_MAJOR_VERSION ${major}\n#define NODE_MINOR_VERSION ${minor}\n#define NODE_PATCH_VERSION ${patch}\n`;
+}
+
 function script(name: string, args: string[], env: Record<string, string> = {}) {
   const run = spawnSync(process.execPath, [`scripts/${name}`, ...args], {
     encoding: "utf8",
@@ -34,6 +40,26 @@ describe("the Node builds for the test runs", () => {
     expect(run.status).toBe(1);
     expect(run.stderr).toBe('install-node: a Node version is a major (24), or exact (22.12.0), not "latest"');
     expect(script("install-node.mjs", []).status).toBe(64);
+  });
+
+  it("install-node --headers takes a release's headers already in the cache without asking the registry", () => {
+    const include = join(cache, "99.3.0", "include", "node");
+    mkdirSync(include, { recursive: true });
+    writeFileSync(join(include, "node_version.h"), versionHeader("99.3.0"));
+    expect(script("install-node.mjs", ["--headers", "99.3.0"])).toEqual({ status: 0, stdout: join(cache, "99.3.0"), stderr: "" });
+  });
+
+  it("install-node --headers never takes another release's headers for this one, and wants an exact release", () => {
+    // Headers of 99.3.2 where 99.3.1's belong: the registry is asked (unreachable here), not the wrong ones used.
+    const include = join(cache, "99.3.1", "include", "node");
+    mkdirSync(include, { recursive: true });
+    writeFileSync(join(include, "node_version.h"), versionHeader("99.3.2"));
+    const run = script("install-node.mjs", ["--headers", "99.3.1"]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/^install-node: npm pack node-linux-\w+@99\.3\.1 /);
+    const major = script("install-node.mjs", ["--headers", "24"]);
+    expect(major.status).toBe(1);
+    expect(major.stderr).toBe('install-node: headers are for an exact release (24.22.3), not "24"');
   });
 
   it("with-node needs a version and a script", () => {

@@ -175,3 +175,22 @@ export function threeChildrenBody(marker: string): string {
     await Promise.all(children.map(started));
     return children.length;`;
 }
+
+/** Whether `pid` is a live process: in /proc and not a zombie (dead, only not yet reaped). */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until `check` holds, looking every 20 ms, for at most `ms` (a bound, not a timing assertion); the last look's answer. */
+export async function until(check: () => boolean, ms = 30_000): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end;) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return check();
+}

@@ -4,14 +4,14 @@
  * watchdog killed from outside is replaced by the next run.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { watchdogWord } from "../../src/host/process/process-group.js";
-import { goneFromDisk, goneWithin, markersKilledAfterEach } from "../helpers/processes.js";
+import { goneFromDisk, goneWithin, isAlive, markersKilledAfterEach } from "../helpers/processes.js";
 import { within } from "../helpers/spawned-guest.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -114,18 +114,8 @@ describe.runIf(process.platform === "linux")("the watchdog, when the host is SIG
     child.kill("SIGKILL");
     // The directory not named as a run's is listed first: by the time the other's victim is dead, it was passed over.
     const deadline = Date.now() + 5000;
-    while (alive(killed) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(alive(killed)).toBe(false);
-    expect(alive(spared)).toBe(true);
+    while (isAlive(killed) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(isAlive(killed)).toBe(false);
+    expect(isAlive(spared)).toBe(true);
   });
 });
-
-/** Whether `pid` is a live process (not a zombie). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}

@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { hasLandlock } from "../../helpers/landlock.js";
+import { isAlive } from "../../helpers/processes.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const isRoot = process.getuid?.() === 0;
@@ -193,21 +194,12 @@ describe.runIf(process.platform === "linux" && hasLandlock)("attacks under Landl
     host.stdout.setEncoding("utf8").on("data", (text: string) => (out += text));
     const pidFile = await until(() => (out.includes("\n") ? (JSON.parse(out) as { pidFile: string }).pidFile : undefined));
     const orphan = Number(await until(() => (existsSync(pidFile!) ? readFileSync(pidFile!, "utf8").trim() || undefined : undefined)));
-    expect(alive(orphan)).toBe(true);
+    expect(isAlive(orphan)).toBe(true);
     host.kill("SIGKILL");
-    expect(await until(() => (alive(orphan) ? undefined : true))).toBe(true);
+    expect(await until(() => (isAlive(orphan) ? undefined : true))).toBe(true);
     rmSync(join(pidFile!, "../.."), { recursive: true, force: true });
   }, 120_000);
 });
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
 
 /** `check`'s first defined answer, looking every 20 ms for at most 60 s (a bound, not a timing assertion). */
 async function until<T>(check: () => T | undefined): Promise<T | undefined> {

@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { hasLandlock, helperPath } from "../../helpers/landlock.js";
+import { isAlive, until } from "../../helpers/processes.js";
 
 const view = vi.hoisted(() => ({ children: undefined as number[] | undefined }));
 vi.mock("../../../src/host/limits/process-tree.js", async (importOriginal) => {
@@ -22,25 +23,6 @@ vi.mock("../../../src/host/limits/process-tree.js", async (importOriginal) => {
   return { ...real, childrenOf: (pid: number, ...rest: []) => view.children ?? real.childrenOf(pid, ...rest) };
 });
 const { ProcessGroup } = await import("../../../src/host/process/process-group.js");
-
-/** Alive: in /proc and not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
-
-/** Waits for a real condition, at most `ms`. */
-async function until(check: () => boolean, ms = 30_000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end;) {
-    if (check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return check();
-}
 
 describe.runIf(process.platform === "linux" && hasLandlock)("ending a Landlock run", () => {
   let dir: string;
@@ -63,7 +45,7 @@ describe.runIf(process.platform === "linux" && hasLandlock)("ending a Landlock r
       try {
         expect(await until(() => existsSync(pidFile))).toBe(true);
         orphan = Number(readFileSync(pidFile, "utf8"));
-        expect(alive(orphan)).toBe(true);
+        expect(isAlive(orphan)).toBe(true);
         // The children list as the host would read it in the window: no guest session to signal.
         view.children = [];
         const group = new ProcessGroup(helper, "landlock");
@@ -72,10 +54,10 @@ describe.runIf(process.platform === "linux" && hasLandlock)("ending a Landlock r
         view.children = undefined;
         await exited;
         // The helper exits only after it has reaped its whole tree.
-        expect(alive(orphan)).toBe(false);
+        expect(isAlive(orphan)).toBe(false);
       } finally {
         view.children = undefined;
-        if (orphan > 1 && alive(orphan)) process.kill(orphan, "SIGKILL");
+        if (orphan > 1 && isAlive(orphan)) process.kill(orphan, "SIGKILL");
         if (helper.exitCode === null && helper.signalCode === null) helper.kill("SIGKILL");
       }
     }, 60_000);

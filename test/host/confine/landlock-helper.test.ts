@@ -12,6 +12,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { arm64Helper, hasLandlock, helperPath, landlockAbi } from "../../helpers/landlock.js";
+import { isAlive, until } from "../../helpers/processes.js";
 
 const helper = helperPath!;
 const onPath = (name: string) => spawnSync("sh", ["-c", `command -v ${name}`]).status === 0;
@@ -30,25 +31,6 @@ function confineAsync(args: readonly string[]): Promise<string> {
     child.on("error", reject);
     child.on("close", () => resolve(out));
   });
-}
-
-/** Whether a process still runs (a zombie does not count). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
-
-/** Waits until `check` holds, looking every 20 ms, for at most `ms` (a bound, not a timing assertion). */
-async function until(check: () => boolean, ms = 30_000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end;) {
-    if (check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return check();
 }
 
 describe.runIf(hasLandlock)("the Landlock helper", () => {
@@ -239,7 +221,7 @@ describe.runIf(hasLandlock)("the Landlock helper", () => {
       const pid = Number(readFileSync(pidFile, "utf8"));
       expect(pid).toBeGreaterThan(1);
       // The helper returned only after killing and reaping its whole tree.
-      expect(alive(pid)).toBe(false);
+      expect(isAlive(pid)).toBe(false);
     });
 
     it("a SIGKILLed host (the helper's parent) leaves no descendant", async () => {
@@ -251,9 +233,9 @@ describe.runIf(hasLandlock)("the Landlock helper", () => {
       const host = spawn("/bin/sh", ["-c", `${command.join(" ")} "${inner}" & wait`], { stdio: "ignore" });
       expect(await until(() => existsSync(pidFile))).toBe(true);
       const pid = Number(readFileSync(pidFile, "utf8"));
-      expect(alive(pid)).toBe(true);
+      expect(isAlive(pid)).toBe(true);
       host.kill("SIGKILL");
-      expect(await until(() => !alive(pid))).toBe(true);
+      expect(await until(() => !isAlive(pid))).toBe(true);
     }, 60_000);
   });
 

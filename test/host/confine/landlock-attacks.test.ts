@@ -192,12 +192,17 @@ describe.runIf(process.platform === "linux" && hasLandlock)("attacks under Landl
     });
     let out = "";
     host.stdout.setEncoding("utf8").on("data", (text: string) => (out += text));
-    const pidFile = await until(() => (out.includes("\n") ? (JSON.parse(out) as { pidFile: string }).pidFile : undefined));
-    const orphan = Number(await until(() => (existsSync(pidFile!) ? readFileSync(pidFile!, "utf8").trim() || undefined : undefined)));
-    expect(isAlive(orphan)).toBe(true);
-    host.kill("SIGKILL");
-    expect(await until(() => (isAlive(orphan) ? undefined : true))).toBe(true);
-    rmSync(join(pidFile!, "../.."), { recursive: true, force: true });
+    try {
+      const pidFile = await until(() => (out.includes("\n") ? (JSON.parse(out) as { pidFile: string }).pidFile : undefined));
+      const orphan = Number(await until(() => (existsSync(pidFile!) ? readFileSync(pidFile!, "utf8").trim() || undefined : undefined)));
+      expect(isAlive(orphan)).toBe(true);
+      host.kill("SIGKILL");
+      expect(await until(() => (isAlive(orphan) ? undefined : true))).toBe(true);
+      rmSync(join(pidFile!, "../.."), { recursive: true, force: true });
+    } finally {
+      // A failed look above must not leave the host (and so the run it waits on) running.
+      host.kill("SIGKILL");
+    }
   }, 120_000);
 });
 

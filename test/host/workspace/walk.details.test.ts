@@ -272,6 +272,40 @@ describe("measureTree's counts", () => {
     },
   );
 
+  it("walks every directory, the ones after a nested one too, and closes every descriptor it opened", async () => {
+    const root = scratch();
+    for (const inner of ["x", "y"]) {
+      mkdirSync(join(root, "a", inner), { recursive: true });
+      writeFileSync(join(root, "a", inner, "f"), "1");
+    }
+    mkdirSync(join(root, "b"));
+    writeFileSync(join(root, "b", "f"), "22");
+    const open = () => readdirSync("/proc/self/fd").length;
+    const before = open();
+    expect(await measureTree(root, BIG)).toStrictEqual({ files: 7, bytes: 4, deep: false });
+    expect(open()).toBe(before);
+  });
+
+  it("counts nothing past the first entry over a bound, in the directories after it neither", async () => {
+    const root = scratch();
+    for (const name of ["a", "b", "c"]) writeFileSync(join(root, name), Buffer.alloc(100));
+    expect(await measureTree(root, { bytes: 1 << 20, files: 1 })).toStrictEqual({ files: 2, bytes: 200, deep: false, over: "files" });
+    expect(await measureTree(root, { bytes: 150, files: 10 })).toStrictEqual({ files: 2, bytes: 200, deep: false, over: "bytes" });
+    const nested = scratch();
+    for (const dir of ["a", "b"]) {
+      mkdirSync(join(nested, dir));
+      for (const name of ["f", "g", "h"]) writeFileSync(join(nested, dir, name), "1");
+    }
+    expect(await measureTree(nested, { bytes: 1 << 20, files: 3 })).toStrictEqual({ files: 4, bytes: 2, deep: false, over: "files" });
+  });
+
+  it("a file at MAX_DEPTH is no directory too deep", async () => {
+    const root = scratch();
+    nest(root, MAX_DEPTH);
+    writeFileSync(join(root, ...Array.from({ length: MAX_DEPTH }, () => "d"), "leaf"), "x");
+    expect(await measureTree(root, BIG)).toStrictEqual({ files: MAX_DEPTH + 1, bytes: 1, deep: false });
+  });
+
   it("a root that cannot be opened is unreadable at the top", async () => {
     expect(await measureTree(join(scratch(), "missing"), BIG)).toStrictEqual({ files: 0, bytes: 0, deep: false, unreadable: "" });
   });

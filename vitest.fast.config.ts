@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig } from "vitest/config";
 
 // The suite's fast part, which CI runs on Node 22 besides the whole suite on Node 24 (scripts/test-nodes.mjs):
@@ -30,5 +31,7 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // As vitest.config.ts: two files at a time at least.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
   },
 });

@@ -3,21 +3,14 @@
  * (naming the holder), released, and taken over from a holder that is gone.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LOCK_NAME, lockDir, startTimeOf } from "../../../src/host/workspace/lock.js";
+import { scratchDirs } from "../../helpers/scratch.js";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-const scratch = () => {
-  const dir = mkdtempSync(join(tmpdir(), "ears-lock-"));
-  dirs.push(dir);
-  return dir;
-};
+const scratch = scratchDirs("ears-lock-");
 /** The pid of a process that has exited. */
 const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid!;
 const plant = (dir: string, holder: object) => writeFileSync(join(dir, LOCK_NAME), JSON.stringify(holder));

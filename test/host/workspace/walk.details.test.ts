@@ -9,29 +9,19 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cleanTree, MAX_DEPTH, measureTree, mirrorTree, removePath, surveyTree, TreeRefused } from "../../../src/host/workspace/walk.js";
+import { scratchDirs } from "../../helpers/scratch.js";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-const scratch = () => {
-  const dir = mkdtempSync(join(tmpdir(), "ears-walk-details-"));
-  dirs.push(dir);
-  return dir;
-};
+const scratch = scratchDirs("ears-walk-details-");
 const BIG = { bytes: 1 << 30, files: 100_000 };
 const sorted = (dir: string) => readdirSync(dir).sort();
 const refusal = (promise: Promise<unknown>) =>

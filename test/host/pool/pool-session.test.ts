@@ -4,40 +4,22 @@
  * that can mount (root), as sessions need. Spawned runners load dist/: `npm run build:fast` first.
  */
 import { spawn } from "node:child_process";
-import { lstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { lstatSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { createRunPool, createSession, runCode, type RunPool, type Session } from "../../../src/host/index.js";
+import { describe, expect, it } from "vitest";
+import { runCode } from "../../../src/host/index.js";
 import { bindSession } from "../../../src/host/code/pool-session.js";
 import { codeRunner } from "../../../src/host/code/code-launch.js";
 import { encodeBodyFrame } from "../../../src/protocol/code-body.js";
-import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { canMountSessions, sessionFixtures } from "../../helpers/sessions.js";
 import { within } from "../../helpers/spawned-guest.js";
 
 failOnUnhandledRejections();
 
 const MiB = 1024 * 1024;
-const canRun = process.platform === "linux" && process.getuid?.() === 0 && bwrapPath !== undefined;
-const pools: RunPool[] = [];
-const sessions: Session[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.close()));
-  await Promise.all(sessions.splice(0).map((session) => session.close()));
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-const pool = (options?: Parameters<typeof createRunPool>[0]) => {
-  const made = createRunPool(options);
-  pools.push(made);
-  return made;
-};
-const session = async (options?: Parameters<typeof createSession>[0]) => {
-  const made = await createSession(options);
-  sessions.push(made);
-  return made;
-};
+const { session, pool, scratchDir } = sessionFixtures("ears-pool-session-test-");
 
 const WRITE = `const fs = process.getBuiltinModule("node:fs");
 fs.mkdirSync("notes", { recursive: true });
@@ -57,7 +39,7 @@ function mountsOf(path: string): string[] {
     .map((line) => line.split(" ")[4]!);
 }
 
-describe.runIf(canRun)("a session's runs through a run pool", () => {
+describe.runIf(canMountSessions)("a session's runs through a run pool", () => {
   it("a file written in run 1 is read in run 2 through the pool; another session's run and a run without one do not see it", async () => {
     const warm = pool({ size: 2 });
     const [one, two] = [await session(), await session()];
@@ -97,8 +79,7 @@ describe.runIf(canRun)("a session's runs through a run pool", () => {
   it("the session's bounds hold in a pooled run (ENOSPC), and a planted link or setuid bit is not kept", async () => {
     const warm = pool({ size: 1 });
     const one = await session({ workspaceBytes: 4 * MiB });
-    const outside = mkdtempSync(join(tmpdir(), "ears-pool-session-test-"));
-    dirs.push(outside);
+    const outside = scratchDir();
     writeFileSync(join(outside, "secret"), "host secret");
     const report = await runCode({
       code: `const fs = process.getBuiltinModule("node:fs");
@@ -125,8 +106,7 @@ try { fs.writeFileSync("big", Buffer.alloc(8 * 1024 * 1024)); return "wrote"; } 
 
   it("a durable session's pooled run is written back to its dir", async () => {
     const warm = pool({ size: 1 });
-    const dir = mkdtempSync(join(tmpdir(), "ears-pool-session-test-"));
-    dirs.push(dir);
+    const dir = scratchDir();
     const one = await session({ dir });
     expect((await runCode({ code: WRITE, input: "kept", session: one, pool: warm })).ok).toBe(true);
     expect(readFileSync(join(dir, "notes/a.txt"), "utf8")).toBe("kept");
@@ -134,15 +114,14 @@ try { fs.writeFileSync("big", Buffer.alloc(8 * 1024 * 1024)); return "wrote"; } 
 
   it("a pool whose runners cannot take a workspace is a TypeError: made with cwd, or with sandbox: false", async () => {
     const one = await session();
-    const cwd = mkdtempSync(join(tmpdir(), "ears-pool-session-test-"));
-    dirs.push(cwd);
+    const cwd = scratchDir();
     expect(() => runCode({ code: "return 1;", session: one, pool: pool({ size: 1, cwd }) })).toThrow(/made with cwd/);
     expect(() => runCode({ code: "return 1;", session: one, pool: pool({ size: 1, sandbox: false }) })).toThrow(/sandbox: false/);
     expect(() => runCode({ code: "return 1;", session: one, pool: pool({ size: 1 }), sandbox: false })).toThrow(/must not be false/);
   });
 });
 
-describe.runIf(canRun)("the late bind's refusals", () => {
+describe.runIf(canMountSessions)("the late bind's refusals", () => {
   it("a runner whose working directory is not the workspace it was told of runs nothing (the code runner's check)", async () => {
     const child = spawn(process.execPath, [codeRunner()], { cwd: tmpdir(), stdio: ["pipe", "pipe", "pipe"] });
     let out = "";

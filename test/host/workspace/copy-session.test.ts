@@ -5,34 +5,17 @@
  * unprivileged uid, and without user namespaces.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, lstatSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { createRunPool, createSession, openSession, runCode, runGuest, type Session } from "../../../src/host/index.js";
-import { bwrapPath } from "../../helpers/has-bwrap.js";
+import { describe, expect, it } from "vitest";
+import { createRunPool, createSession, openSession, runCode, runGuest } from "../../../src/host/index.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { canMountSessions, sessionFixtures } from "../../helpers/sessions.js";
 
 failOnUnhandledRejections();
 
 const MiB = 1024 * 1024;
-const canRun = process.platform === "linux" && process.getuid?.() === 0 && bwrapPath !== undefined;
-const sessions: Session[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((session) => session.close()));
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-const session = async (options: Parameters<typeof createSession>[0] = {}) => {
-  const made = await createSession({ mechanism: "copy", ...options });
-  sessions.push(made);
-  return made;
-};
-const scratchDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), "ears-copy-session-test-"));
-  dirs.push(dir);
-  return dir;
-};
+const { session, closeAfter, scratchDir } = sessionFixtures("ears-copy-session-test-", { mechanism: "copy" });
 const mounted = (path: string) => readFileSync("/proc/self/mounts", "utf8").includes(` ${path} `);
 const FS = 'const fs = process.getBuiltinModule("node:fs");\n';
 
@@ -47,7 +30,7 @@ describe("createSession's mechanism option", () => {
   });
 });
 
-describe.runIf(canRun)("a copy session", () => {
+describe.runIf(canMountSessions)("a copy session", () => {
   it("needs no mount; a file the host put is there for the body's first instruction, and what it wrote is kept", async () => {
     const one = await session({ files: { "seed.txt": "seed" } });
     expect(one.mechanism).toBe("copy");
@@ -169,8 +152,7 @@ return fs.statSync("sparse").size;`,
     await runCode({ code: `${FS}fs.writeFileSync("run.txt", "run");`, session: one });
     await one.close();
     expect(readdirSync(dir).sort()).toEqual(["run.txt", "seed.txt"]);
-    const again = await openSession(dir, { mechanism: "copy", workspaceBytes: 2 * MiB });
-    sessions.push(again);
+    const again = closeAfter(await openSession(dir, { mechanism: "copy", workspaceBytes: 2 * MiB }));
     expect((await again.readFile("run.txt")).toString()).toBe("run");
     writeFileSync(join(dir, "huge"), Buffer.alloc(3 * MiB));
     await again.close();

@@ -5,29 +5,19 @@
  * in-process, Landlock asked for by name; test/deploy/environments.test.ts runs the same promises where "auto" picks
  * Landlock (no user namespaces, as uid 0 without capabilities and as another uid).
  */
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, lstatSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createRunPool, createSession, openSession, runCode, runGuest, type Session } from "../../../src/host/index.js";
 import { hasLandlock } from "../../helpers/landlock.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { sessionFixtures } from "../../helpers/sessions.js";
 
 failOnUnhandledRejections();
 
 const MiB = 1024 * 1024;
 const LANDLOCK = { mechanism: "landlock" } as const;
-const sessions: Session[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((session) => session.close()));
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-const session = async (options: Parameters<typeof createSession>[0] = {}) => {
-  const made = await createSession({ mechanism: "copy", ...options });
-  sessions.push(made);
-  return made;
-};
+const { session, closeAfter, scratchDir } = sessionFixtures("ears-landlock-session-test-", { mechanism: "copy" });
 const FS = 'const fs = process.getBuiltinModule("node:fs");\n';
 /** What a session's directory beside its workspace holds: the workspace, and nothing a run left (scratch copies). */
 const beside = (one: Session) => readdirSync(dirname(one.path)).sort();
@@ -162,15 +152,12 @@ return { chmod, made: fs.readdirSync(".").sort(),
   });
 
   it("a durable session: dir holds what the runs kept, and openSession continues it under Landlock", async () => {
-    const base = mkdtempSync(join(tmpdir(), "ears-landlock-session-test-"));
-    dirs.push(base);
-    const dir = join(base, "kept");
+    const dir = join(scratchDir(), "kept");
     const one = await createSession({ mechanism: "copy", dir, files: { "seed.txt": "seed" }, workspaceBytes: 2 * MiB });
     await runCode({ code: `${FS}fs.writeFileSync("run.txt", "run");`, session: one, sandbox: LANDLOCK });
     await one.close();
     expect(readdirSync(dir).sort()).toEqual(["run.txt", "seed.txt"]);
-    const again = await openSession(dir, { mechanism: "copy", workspaceBytes: 2 * MiB });
-    sessions.push(again);
+    const again = closeAfter(await openSession(dir, { mechanism: "copy", workspaceBytes: 2 * MiB }));
     const report = await runCode({ code: `${FS}return fs.readFileSync("run.txt", "utf8");`, session: again, sandbox: LANDLOCK });
     expect(report.outcome?.structured).toBe("run");
   });

@@ -5,43 +5,19 @@
  * that can mount the bounded tmpfs (root), cold and through a run pool.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { createRunPool, createSession, openSession, runCode, type RunPool, type Session } from "../../../src/host/index.js";
+import { describe, expect, it } from "vitest";
+import { createSession, openSession, runCode } from "../../../src/host/index.js";
 import { MAX_DEPTH } from "../../../src/host/workspace/walk.js";
 import { LOCK_NAME } from "../../../src/host/workspace/lock.js";
-import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { canMountSessions, sessionFixtures } from "../../helpers/sessions.js";
 
 failOnUnhandledRejections();
 
 const MiB = 1024 * 1024;
-const canRun = process.platform === "linux" && process.getuid?.() === 0 && bwrapPath !== undefined;
-const sessions: Session[] = [];
-const pools: RunPool[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((session) => session.close()));
-  await Promise.all(pools.splice(0).map((pool) => pool.close()));
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-const session = async (options?: Parameters<typeof createSession>[0]) => {
-  const made = await createSession(options);
-  sessions.push(made);
-  return made;
-};
-const scratchDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), "ears-session-attack-"));
-  dirs.push(dir);
-  return dir;
-};
-const pool = () => {
-  const made = createRunPool({ size: 1 });
-  pools.push(made);
-  return made;
-};
+const { session, closeAfter, pool, scratchDir } = sessionFixtures("ears-session-attack-");
 
 /** What a tree takes of the disk: every entry's allocated blocks (st_blocks), links not followed. */
 function diskBytes(dir: string): number {
@@ -76,7 +52,7 @@ const grow = fs.openSync("grow.bin", "w"); const chunk = Buffer.alloc(1024 * 102
 try { for (;;) { fs.writeSync(grow, chunk); n++; } } catch (e) { return [e.code, fs.statSync("sparse.bin").size]; }`;
 const READ_KEPT = `${FS}return [fs.readFileSync("keep.txt", "utf8"), fs.readdirSync(".").sort()];`;
 
-describe.runIf(canRun)("a session against a hostile body", () => {
+describe.runIf(canMountSessions)("a session against a hostile body", () => {
   it("a sparse 1 GiB file never reaches the durable directory: DIR's disk use stays under the bound, and the session goes on", async () => {
     for (const pooled of [false, true]) {
       const dir = scratchDir();
@@ -94,8 +70,7 @@ describe.runIf(canRun)("a session against a hostile body", () => {
       expect((next.outcome?.structured as [string, string[]])[1]).not.toContain("sparse.bin");
       await one.close();
       // And DIR opens again within the same bound.
-      const again = await openSession(dir, { workspaceBytes: 16 * MiB });
-      sessions.push(again);
+      const again = closeAfter(await openSession(dir, { workspaceBytes: 16 * MiB }));
       expect((await again.readFile("keep.txt")).toString()).toBe("kept");
       expect(diskBytes(dir)).toBeLessThan(16 * MiB + 64 * 1024);
     }
@@ -268,8 +243,7 @@ return "ok";`;
     await expect(createSession({ dir })).rejects.toThrow(/is not empty|in use/);
     await first.writeFile("a.txt", "first's");
     await first.close();
-    const second = await openSession(dir);
-    sessions.push(second);
+    const second = closeAfter(await openSession(dir));
     expect((await second.readFile("a.txt")).toString()).toBe("first's");
     await second.close();
     // A holder that died (SIGKILL leaves its lock file): its lock is taken over.
@@ -279,8 +253,7 @@ return "ok";`;
       join(dir, LOCK_NAME),
       JSON.stringify({ pid: dead.pid, start: "1", host: (await import("node:os")).hostname(), token: "x" }),
     );
-    const third = await openSession(dir);
-    sessions.push(third);
+    const third = closeAfter(await openSession(dir));
     expect((await third.readFile("a.txt")).toString()).toBe("first's");
     await third.close();
     expect(readdirSync(dir)).toEqual(["a.txt"]);

@@ -3,38 +3,21 @@
  * can mount the bounded tmpfs (root), as the sessions need.
  */
 import { spawn } from "node:child_process";
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, lstatSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createSession, openSession, runCode, runGuest, type Session } from "../../../src/host/index.js";
-import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 import { goneFromDisk } from "../../helpers/processes.js";
+import { canMountSessions, sessionFixtures } from "../../helpers/sessions.js";
 import { within } from "../../helpers/spawned-guest.js";
 
 failOnUnhandledRejections();
 
 const MiB = 1024 * 1024;
 const root = fileURLToPath(new URL("../../../", import.meta.url));
-const canRun = process.platform === "linux" && process.getuid?.() === 0 && bwrapPath !== undefined;
-const sessions: Session[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((session) => session.close()));
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-const session = async (options?: Parameters<typeof createSession>[0]) => {
-  const made = await createSession(options);
-  sessions.push(made);
-  return made;
-};
-const scratchDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), "ears-session-test-"));
-  dirs.push(dir);
-  return dir;
-};
+const { session, scratchDir } = sessionFixtures("ears-session-test-");
 const mounted = (path: string) => readFileSync("/proc/self/mounts", "utf8").includes(` ${path} `);
 
 const WRITE = `const fs = process.getBuiltinModule("node:fs");
@@ -44,7 +27,7 @@ return fs.readdirSync(".");`;
 const READ = `const fs = process.getBuiltinModule("node:fs");
 try { return fs.readFileSync("notes/a.txt", "utf8"); } catch (e) { return e.code; }`;
 
-describe.runIf(canRun)("a session", () => {
+describe.runIf(canMountSessions)("a session", () => {
   it("a file written in run 1 is read in run 2; another session and a run without one do not see it", async () => {
     const one = await session();
     const two = await session();

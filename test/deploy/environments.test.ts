@@ -16,11 +16,13 @@ import { bwrapPath } from "../helpers/has-bwrap.js";
 import { CHECKOUT, makeApp } from "./app.js";
 import {
   ATTACKS,
+  ENVIRONMENTS,
   expectBombsEnded,
   expectConfined,
   expectLandlockSession,
   runAttackHost,
   startOrphanRun as runOrphan,
+  type EnvironmentName,
   type HostResult,
   type RunSummary,
 } from "./environments.js";
@@ -37,6 +39,30 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
   afterAll(() => rmSync(app, { recursive: true, force: true }));
 
   const hostUnharmed = (result: HostResult) => expect(result.host).toEqual({ victimAlive: true, accepted: { tcp: 0, unix: 0 } });
+  /** The attack host's session, made by `mechanism`: a file kept from one run to the next, a flood ended by ENOSPC. */
+  const sessionKept = (result: HostResult, mechanism: "mount" | "copy") =>
+    expect(result.session).toMatchObject({
+      created: true,
+      mechanism,
+      kept: "seed+run",
+      run: { ok: true, structured: { flood: "ENOSPC" } },
+    });
+  /** The host SIGKILLed while its body's detached child (in a session's workspace for "orphanSession") lives: nothing of it is left. */
+  const sigkillLeavesNoDescendant = async (environment: EnvironmentName, scenario?: "orphanSession") => {
+    const marker = uniqueMarker();
+    try {
+      const { host, started } = await runOrphan(app, environment, marker, scenario);
+      try {
+        expect(liveWith(marker)).toHaveLength(1);
+        process.kill(host, "SIGKILL");
+        expect(await goneWithin(marker, 20_000)).toEqual([]);
+      } finally {
+        started.kill("SIGKILL");
+      }
+    } finally {
+      killAllWith(marker);
+    }
+  };
 
   it("root: confined by bubblewrap, every attack fails, the memory bomb ends as MemoryLimit and the fork bomb is bounded", async () => {
     const result = await runAttackHost(app, "root", [...ATTACKS, "session"]);
@@ -46,12 +72,7 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     expect((fork.structured as { started: number; refused: string }).refused).toBe("EAGAIN");
     expect((fork.structured as { started: number }).started).toBeLessThan(256);
     expect(result.runs.memoryBomb).toMatchObject({ ok: false, failure: "MemoryLimit" });
-    expect(result.session).toMatchObject({
-      created: true,
-      mechanism: "mount",
-      kept: "seed+run",
-      run: { ok: true, structured: { flood: "ENOSPC" } },
-    });
+    sessionKept(result, "mount");
     expect((result.session as { list: string[] }).list).toEqual(["kept.txt", "seed.txt"]);
     hostUnharmed(result);
   }, 240_000);
@@ -65,12 +86,7 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     expect(first.limits).toMatchObject({ memoryBytes: "rlimit+watchdog", processes: "rlimit+watchdog", tmpBytes: "bubblewrap" });
     expectBombsEnded(result.runs);
     // Sessions without root: the workspace is a tmpfs inside the sandbox, copied in and out.
-    expect(result.session).toMatchObject({
-      created: true,
-      mechanism: "copy",
-      kept: "seed+run",
-      run: { ok: true, structured: { flood: "ENOSPC" } },
-    });
+    sessionKept(result, "copy");
     expect((result.session as { list: string[] }).list).toEqual(["kept.txt", "seed.txt"]);
     hostUnharmed(result);
   }, 240_000);
@@ -80,12 +96,7 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     expect(result.uid).toBe(65534);
     expectConfined(result.runs, "bubblewrap");
     expectBombsEnded(result.runs);
-    expect(result.session).toMatchObject({
-      created: true,
-      mechanism: "copy",
-      kept: "seed+run",
-      run: { ok: true, structured: { flood: "ENOSPC" } },
-    });
+    sessionKept(result, "copy");
     hostUnharmed(result);
   }, 240_000);
 
@@ -101,28 +112,12 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
     },
   );
 
-  for (const environment of [
-    "root",
-    "non-root",
-    "systemd service (non-root, no_new_privs)",
-    "no user namespaces (uid 0, no capabilities)",
-    "no user namespaces (non-root)",
-  ] as const) {
-    it(`${environment}: a SIGKILLed host leaves no descendant, not even a body's detached child in a session of its own`, async () => {
-      const marker = uniqueMarker();
-      try {
-        const { host, started } = await runOrphan(app, environment, marker);
-        try {
-          expect(liveWith(marker)).toHaveLength(1);
-          process.kill(host, "SIGKILL");
-          expect(await goneWithin(marker, 20_000)).toEqual([]);
-        } finally {
-          started.kill("SIGKILL");
-        }
-      } finally {
-        killAllWith(marker);
-      }
-    }, 120_000);
+  for (const environment of Object.keys(ENVIRONMENTS) as EnvironmentName[]) {
+    it(
+      `${environment}: a SIGKILLed host leaves no descendant, not even a body's detached child in a session of its own`,
+      () => sigkillLeavesNoDescendant(environment),
+      120_000,
+    );
   }
 
   it("no user namespaces (uid 0, no capabilities): cgroups end the memory bomb as MemoryLimit, refuse the fork bomb EAGAIN", async () => {
@@ -159,20 +154,10 @@ describe.skipIf(!runnable)("the deployment environments, simulated (root host wi
       hostUnharmed(result);
     }, 240_000);
 
-    it(`${environment}: a SIGKILLed host leaves no descendant of a session's run under Landlock`, async () => {
-      const marker = uniqueMarker();
-      try {
-        const { host, started } = await runOrphan(app, environment, marker, "orphanSession");
-        try {
-          expect(liveWith(marker)).toHaveLength(1);
-          process.kill(host, "SIGKILL");
-          expect(await goneWithin(marker, 20_000)).toEqual([]);
-        } finally {
-          started.kill("SIGKILL");
-        }
-      } finally {
-        killAllWith(marker);
-      }
-    }, 120_000);
+    it(
+      `${environment}: a SIGKILLed host leaves no descendant of a session's run under Landlock`,
+      () => sigkillLeavesNoDescendant(environment, "orphanSession"),
+      120_000,
+    );
   }
 });

@@ -7,6 +7,15 @@ import { makeScratchDir, removeScratchDirs } from "./scratch.js";
 /** Whether sessions that mount their workspace run here: Linux, root (to mount the bounded tmpfs) and bubblewrap. */
 export const canMountSessions = process.platform === "linux" && process.getuid?.() === 0 && bwrapPath !== undefined;
 
+/** A body that writes its input to notes/a.txt in its workspace and returns the workspace's top entries. */
+export const WRITE_NOTE = `const fs = process.getBuiltinModule("node:fs");
+fs.mkdirSync("notes", { recursive: true });
+fs.writeFileSync("notes/a.txt", input);
+return fs.readdirSync(".");`;
+/** A body that returns notes/a.txt of its workspace, or the error's code where it cannot (ENOENT: not there). */
+export const READ_NOTE = `const fs = process.getBuiltinModule("node:fs");
+try { return fs.readFileSync("notes/a.txt", "utf8"); } catch (e) { return e.code; }`;
+
 type SessionOptions = NonNullable<Parameters<typeof createSession>[0]>;
 
 /** What {@link sessionFixtures} gives a test file; everything made through it is closed or removed after each test. */

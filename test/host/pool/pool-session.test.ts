@@ -13,7 +13,7 @@ import { bindSession } from "../../../src/host/code/pool-session.js";
 import { codeRunner } from "../../../src/host/code/code-launch.js";
 import { encodeBodyFrame } from "../../../src/protocol/code-body.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
-import { canMountSessions, sessionFixtures } from "../../helpers/sessions.js";
+import { canMountSessions, READ_NOTE, sessionFixtures, WRITE_NOTE } from "../../helpers/sessions.js";
 import { within } from "../../helpers/spawned-guest.js";
 
 failOnUnhandledRejections();
@@ -21,12 +21,6 @@ failOnUnhandledRejections();
 const MiB = 1024 * 1024;
 const { session, pool, scratchDir } = sessionFixtures("ears-pool-session-test-");
 
-const WRITE = `const fs = process.getBuiltinModule("node:fs");
-fs.mkdirSync("notes", { recursive: true });
-fs.writeFileSync("notes/a.txt", input);
-return fs.readdirSync(".");`;
-const READ = `const fs = process.getBuiltinModule("node:fs");
-try { return fs.readFileSync("notes/a.txt", "utf8"); } catch (e) { return e.code; }`;
 const LIST = 'return process.getBuiltinModule("node:fs").readdirSync(".").sort();';
 
 /** The host's mounts of the filesystem `path` is on (its major:minor in /proc/self/mountinfo). */
@@ -43,13 +37,13 @@ describe.runIf(canMountSessions)("a session's runs through a run pool", () => {
   it("a file written in run 1 is read in run 2 through the pool; another session's run and a run without one do not see it", async () => {
     const warm = pool({ size: 2 });
     const [one, two] = [await session(), await session()];
-    const first = await runCode({ code: WRITE, input: "from run 1", session: one, pool: warm });
+    const first = await runCode({ code: WRITE_NOTE, input: "from run 1", session: one, pool: warm });
     expect(first, JSON.stringify(first.failure)).toMatchObject({ ok: true, pooled: true, sandbox: { mechanism: "bubblewrap" } });
     expect(first.outcome?.structured).toEqual(["notes"]);
-    expect((await runCode({ code: READ, session: one, pool: warm })).outcome?.structured).toBe("from run 1");
-    expect((await runCode({ code: READ, session: two, pool: warm })).outcome?.structured).toBe("ENOENT");
-    expect((await runCode({ code: READ, pool: warm })).outcome?.structured).toBe("ENOENT");
-    expect((await runCode({ code: READ, session: one })).outcome?.structured).toBe("from run 1");
+    expect((await runCode({ code: READ_NOTE, session: one, pool: warm })).outcome?.structured).toBe("from run 1");
+    expect((await runCode({ code: READ_NOTE, session: two, pool: warm })).outcome?.structured).toBe("ENOENT");
+    expect((await runCode({ code: READ_NOTE, pool: warm })).outcome?.structured).toBe("ENOENT");
+    expect((await runCode({ code: READ_NOTE, session: one })).outcome?.structured).toBe("from run 1");
     expect((await one.readFile("notes/a.txt")).toString()).toBe("from run 1");
   });
 
@@ -57,8 +51,8 @@ describe.runIf(canMountSessions)("a session's runs through a run pool", () => {
     const warm = pool({ size: 2 });
     const [a, b] = [await session({ files: { "only-a": "a" } }), await session({ files: { "only-b": "b" } })];
     const both = await Promise.all([
-      runCode({ code: WRITE, input: "a", session: a, pool: warm }),
-      runCode({ code: WRITE, input: "b", session: b, pool: warm }),
+      runCode({ code: WRITE_NOTE, input: "a", session: a, pool: warm }),
+      runCode({ code: WRITE_NOTE, input: "b", session: b, pool: warm }),
     ]);
     expect(both.map((report) => [report.ok, report.pooled])).toEqual([
       [true, true],
@@ -69,8 +63,8 @@ describe.runIf(canMountSessions)("a session's runs through a run pool", () => {
       ["notes", "only-b"],
     ]);
     const reads = await Promise.all([
-      runCode({ code: READ, session: a, pool: warm }),
-      runCode({ code: READ, session: b, pool: warm }),
+      runCode({ code: READ_NOTE, session: a, pool: warm }),
+      runCode({ code: READ_NOTE, session: b, pool: warm }),
       runCode({ code: LIST, pool: warm }),
     ]);
     expect(reads.map((report) => report.outcome?.structured)).toEqual(["a", "b", []]);
@@ -98,7 +92,7 @@ try { fs.writeFileSync("big", Buffer.alloc(8 * 1024 * 1024)); return "wrote"; } 
   it("the bind goes with the runner: once the pool is closed the workspace is mounted only at its own place", async () => {
     const warm = pool({ size: 1 });
     const one = await session();
-    await runCode({ code: WRITE, input: "x", session: one, pool: warm });
+    await runCode({ code: WRITE_NOTE, input: "x", session: one, pool: warm });
     await warm.close();
     expect(mountsOf(one.path)).toEqual([join(one.path, "..")]);
     expect((await one.readFile("notes/a.txt")).toString()).toBe("x");
@@ -108,7 +102,7 @@ try { fs.writeFileSync("big", Buffer.alloc(8 * 1024 * 1024)); return "wrote"; } 
     const warm = pool({ size: 1 });
     const dir = scratchDir();
     const one = await session({ dir });
-    expect((await runCode({ code: WRITE, input: "kept", session: one, pool: warm })).ok).toBe(true);
+    expect((await runCode({ code: WRITE_NOTE, input: "kept", session: one, pool: warm })).ok).toBe(true);
     expect(readFileSync(join(dir, "notes/a.txt"), "utf8")).toBe("kept");
   });
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { createSession, openSession, runCode, runGuest, type Session } from "../../../src/host/index.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
 import { goneFromDisk } from "../../helpers/processes.js";
-import { canMountSessions, sessionFixtures } from "../../helpers/sessions.js";
+import { canMountSessions, READ_NOTE, sessionFixtures, WRITE_NOTE } from "../../helpers/sessions.js";
 import { within } from "../../helpers/spawned-guest.js";
 
 failOnUnhandledRejections();
@@ -20,21 +20,14 @@ const root = fileURLToPath(new URL("../../../", import.meta.url));
 const { session, scratchDir } = sessionFixtures("ears-session-test-");
 const mounted = (path: string) => readFileSync("/proc/self/mounts", "utf8").includes(` ${path} `);
 
-const WRITE = `const fs = process.getBuiltinModule("node:fs");
-fs.mkdirSync("notes", { recursive: true });
-fs.writeFileSync("notes/a.txt", input);
-return fs.readdirSync(".");`;
-const READ = `const fs = process.getBuiltinModule("node:fs");
-try { return fs.readFileSync("notes/a.txt", "utf8"); } catch (e) { return e.code; }`;
-
 describe.runIf(canMountSessions)("a session", () => {
   it("a file written in run 1 is read in run 2; another session and a run without one do not see it", async () => {
     const one = await session();
     const two = await session();
-    expect((await runCode({ code: WRITE, input: "from run 1", session: one })).outcome?.structured).toEqual(["notes"]);
-    expect((await runCode({ code: READ, session: one })).outcome?.structured).toBe("from run 1");
-    expect((await runCode({ code: READ, session: two })).outcome?.structured).toBe("ENOENT");
-    expect((await runCode({ code: READ, sandbox: true })).outcome?.structured).toBe("ENOENT");
+    expect((await runCode({ code: WRITE_NOTE, input: "from run 1", session: one })).outcome?.structured).toEqual(["notes"]);
+    expect((await runCode({ code: READ_NOTE, session: one })).outcome?.structured).toBe("from run 1");
+    expect((await runCode({ code: READ_NOTE, session: two })).outcome?.structured).toBe("ENOENT");
+    expect((await runCode({ code: READ_NOTE, sandbox: true })).outcome?.structured).toBe("ENOENT");
     expect((await one.readFile("notes/a.txt")).toString()).toBe("from run 1");
   });
 
@@ -53,9 +46,12 @@ describe.runIf(canMountSessions)("a session", () => {
 
   it("two sessions' runs at once each see only their own files", async () => {
     const [a, b] = [await session(), await session()];
-    const both = await Promise.all([runCode({ code: WRITE, input: "a", session: a }), runCode({ code: WRITE, input: "b", session: b })]);
+    const both = await Promise.all([
+      runCode({ code: WRITE_NOTE, input: "a", session: a }),
+      runCode({ code: WRITE_NOTE, input: "b", session: b }),
+    ]);
     expect(both.map((report) => report.ok)).toEqual([true, true]);
-    const reads = await Promise.all([runCode({ code: READ, session: a }), runCode({ code: READ, session: b })]);
+    const reads = await Promise.all([runCode({ code: READ_NOTE, session: a }), runCode({ code: READ_NOTE, session: b })]);
     expect(reads.map((report) => report.outcome?.structured)).toEqual(["a", "b"]);
   });
 
@@ -134,7 +130,7 @@ return [...fs.readFileSync("bin/raw")];`,
   it("a durable session keeps its files in dir, and openSession continues it in a new host process, still bounded", async () => {
     const dir = join(scratchDir(), "kept");
     const one = await createSession({ dir, files: { "seed.txt": "seed" } });
-    await runCode({ code: WRITE, input: "durable", session: one });
+    await runCode({ code: WRITE_NOTE, input: "durable", session: one });
     await one.close();
     expect(readFileSync(join(dir, "notes/a.txt"), "utf8")).toBe("durable");
     const host = spawn(process.execPath, [join(root, "fixtures/hostile/session-host.mjs"), "reopen", dir], {

@@ -5,12 +5,13 @@
  * --workspace-size 16M` that must not fill DIR. Real processes, the MCP SDK's own client over stdio.
  */
 import { spawn } from "node:child_process";
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { diskBytes } from "../helpers/scratch.js";
 import { EARS, ears } from "../helpers/spawn-ears.js";
 
 const FS = 'const fs = process.getBuiltinModule("node:fs");\n';
@@ -47,20 +48,6 @@ function refused(args: string[]): Promise<{ code: number | null; stderr: string 
     child.on("close", (code) => done({ code, stderr }));
     child.stdin.end();
   });
-}
-
-/** What a tree takes of the disk: every entry's allocated blocks (st_blocks). */
-function diskBytes(dir: string): number {
-  let total = 0;
-  const pending = [dir];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    for (const name of readdirSync(next)) {
-      const stat = lstatSync(join(next, name));
-      total += stat.blocks * 512;
-      if (stat.isDirectory()) pending.push(join(next, name));
-    }
-  }
-  return total;
 }
 
 describe.runIf(root)("a session directory from the command line", () => {

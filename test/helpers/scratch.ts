@@ -1,5 +1,8 @@
-/** Scratch directories for tests on real directories: made under the system's temporary directory, removed after each test. */
-import { mkdtempSync, rmSync } from "node:fs";
+/**
+ * For tests on real directories: scratch directories, made under the system's temporary directory and removed after
+ * each test, and what a tree takes of the disk.
+ */
+import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
@@ -24,4 +27,18 @@ export function scratchDirs(prefix: string): () => string {
   const made: string[] = [];
   afterEach(() => removeScratchDirs(made));
   return () => makeScratchDir(prefix, made);
+}
+
+/** What a tree takes of the disk: every entry's allocated blocks (st_blocks), links not followed. */
+export function diskBytes(dir: string): number {
+  let total = 0;
+  const pending = [dir];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    for (const name of readdirSync(next)) {
+      const stat = lstatSync(join(next, name));
+      total += stat.blocks * 512;
+      if (stat.isDirectory()) pending.push(join(next, name));
+    }
+  }
+  return total;
 }

@@ -12,26 +12,13 @@ import { createSession, openSession, runCode } from "../../../src/host/index.js"
 import { MAX_DEPTH } from "../../../src/host/workspace/walk.js";
 import { LOCK_NAME } from "../../../src/host/workspace/lock.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { diskBytes } from "../../helpers/scratch.js";
 import { canMountSessions, sessionFixtures } from "../../helpers/sessions.js";
 
 failOnUnhandledRejections();
 
 const MiB = 1024 * 1024;
 const { session, closeAfter, pool, scratchDir } = sessionFixtures("ears-session-attack-");
-
-/** What a tree takes of the disk: every entry's allocated blocks (st_blocks), links not followed. */
-function diskBytes(dir: string): number {
-  let total = 0;
-  const pending = [dir];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    for (const name of readdirSync(next)) {
-      const stat = lstatSync(join(next, name));
-      total += stat.blocks * 512;
-      if (stat.isDirectory()) pending.push(join(next, name));
-    }
-  }
-  return total;
-}
 
 /** How many directories deep a tree goes (its top's own directories are 1). */
 function depthOf(dir: string): number {

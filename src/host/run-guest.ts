@@ -465,6 +465,10 @@ export class StartedGuest {
           closeGraceMs: reportAtResult ? 0 : Infinity,
           observer,
           firstLine,
+          // A first look while the guest surely lives: a runner that exits right after its result (and, sandboxed,
+          // takes its pid namespace with it) may be gone before the host reads that result, and a short run may end
+          // before the 100 ms watch looks once; the counts are never missing then.
+          helloReceived: () => this.limits.sample(),
           resultReceived: () => {
             // Where usage is sampled from /proc: the last look, while the guest is still there.
             this.limits.sample();

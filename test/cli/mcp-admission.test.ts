@@ -31,7 +31,13 @@ async function mostAlive(args: string[], calls: number): Promise<number> {
         client.callTool({ name: "run_code", arguments: { code: PROBE } }, undefined, { timeout: 120_000 }),
       ),
     );
-    const texts = results.map((result) => {
+    // A call may find no runner free within the hello timeout when the machine is slow to start them (one loaded
+    // CPU): it says so and nothing ran, which bounds nothing; every other call must have run and counted.
+    const ran = results.filter((result) => {
+      const text = (result.content as { text: string }[])[0]!.text;
+      return !(result.isError === true && text.startsWith("HelloTimeout: no runner of the run pool was ready"));
+    });
+    const texts = ran.map((result) => {
       expect(result.isError, JSON.stringify(result.content)).toBe(false);
       return Number((result.content as { text: string }[])[0]!.text);
     });

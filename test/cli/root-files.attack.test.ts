@@ -156,7 +156,8 @@ describe("hostile guests against the built-in read and list", () => {
     // which of the two a run hits is timing, so either counts (a success alone made the test flaky: one
     // clean CI run in several saw only "grew" and FileTooLarge).
     const seen = JSON.stringify(result);
-    expect(result.reads, seen).toBeGreaterThan(100);
+    // Many reads, unless the loops stopped early because the window was hit `enough` times (a loaded machine widens it).
+    expect(result.reads > 100 || (result.counts["FileTooLarge grew"] ?? 0) >= input.enough, seen).toBe(true);
     expect((result.counts.success ?? 0) + (result.counts["FileTooLarge grew"] ?? 0), seen).toBeGreaterThan(0);
     expect(result.counts.FileTooLarge, seen).toBeGreaterThan(0);
     // "FileTooLarge grew": the size check saw the file empty and the read found it long (the window hit;

@@ -111,7 +111,8 @@ describe("npm pack", () => {
   const typeChecksInStrictNodenext =
     "type-checks the contract sample, every documentation example (marked fragments aside) and the package's declarations " +
     "in strict nodenext, with TypeScript 7 and 5.9";
-  it(typeChecksInStrictNodenext, { timeout: 120_000 }, () => {
+  // Two compilers over every documentation example: minutes on one loaded CPU (a bound for a hang, not a measure).
+  it(typeChecksInStrictNodenext, { timeout: 480_000 }, () => {
     // TypeScript 5.9.3 is installed here rather than as a dev dependency alias: the alias's bin `tsc`
     // collides with TypeScript 7's in the project's node_modules/.bin.
     run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--save-dev", "typescript@5.9.3"], folder);

@@ -160,7 +160,7 @@ export interface ResourceUsage {
   peakMemoryBytes?: number;
   /**
    * The most processes the guest tree had at once (bubblewrap's two included when sandboxed), sampled: the
-   * run's cgroup.procs or /proc every 100 ms and when the result arrives. Threads are not processes.
+   * run's cgroup.procs or /proc at the guest's hello, every 100 ms, and when the result arrives. Threads are not processes.
    */
   peakProcesses?: number;
   /** The most threads (tasks) the tree had at once, which is what `limits.processes` bounds: a Node process runs about 11. */

@@ -26,6 +26,8 @@ export interface SessionHooks {
   startedAt: number;
   /** After the result, how long to wait for the guest's output to end (0: the next turn of the loop; Infinity: the caller bounds it). */
   closeGraceMs: number;
+  /** The guest said hello and the host is about to send its invoke: the guest is there, and cannot end before its invoke. */
+  helloReceived?(): void;
   /** The result arrived and the host will send nothing more (runGuest closes the child's stdin here). */
   resultReceived?(): void;
   /**
@@ -254,6 +256,11 @@ class HostSession implements CallSession {
       return;
     }
     this.phase = "running";
+    try {
+      this.hooks.helloReceived?.();
+    } catch {
+      // A hook failing must not stop the session.
+    }
     const invoke: InvokeFrame = { type: "invoke", protocol: PROTOCOL, allowed: this.settings.allowed, input: this.settings.input };
     if (this.observer?.traceparent !== undefined) invoke.traceparent = this.observer.traceparent;
     this.outbox.send(encodeFrame(invoke));

@@ -388,7 +388,7 @@ export class RunLimits {
   /** The cgroup's counters at the result ({@link sample}): a run reported at its result is reported with them. */
   private atResult: CgroupCounters | undefined;
 
-  /** One more look at the cgroup or the process tree: when the result arrives, before the guest exits. */
+  /** One more look at the cgroup or the process tree: at the guest's hello, and when the result arrives, before the guest exits. */
   sample(): void {
     this.tree?.sample();
     if (this.cgroup !== undefined) this.atResult = this.read();

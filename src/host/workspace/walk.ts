@@ -157,6 +157,8 @@ export interface Cleaned {
   removed: number;
   /** Files and directories removed because the bound was passed (part of `removed`). */
   overBound: number;
+  /** Kept entries whose mode was masked ({@link maskedMode}). */
+  masked: number;
   /** Files and directories kept, and their apparent bytes. */
   files: number;
   bytes: number;
@@ -169,10 +171,11 @@ export interface Cleaned {
  * named pipe and device, every name that is not UTF-8, every directory deeper than {@link MAX_DEPTH}, and
  * every file or directory past `bound` (in name order, depth first: a file whose apparent size would take
  * the total past `bound.bytes` goes, as does every entry past `bound.files`); masks the modes of the rest
- * ({@link maskedMode}). Never throws.
+ * ({@link maskedMode}). Never throws. With `survey`, changes nothing (the tree may be read-only): what
+ * it would remove and mask is counted as removed and masked.
  */
-export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned> {
-  const state: Cleaned = { removed: 0, overBound: 0, files: 0, bytes: 0, complete: true };
+export async function cleanTree(root: string, bound: TreeBound, { survey = false } = {}): Promise<Cleaned> {
+  const state: Cleaned = { removed: 0, overBound: 0, masked: 0, files: 0, bytes: 0, complete: true };
   let top: FileHandle;
   try {
     top = await openDirectory(root);
@@ -180,7 +183,7 @@ export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned
     return { ...state, complete: false };
   }
   const drop = async (dir: FileHandle, name: Buffer, overBound: boolean) => {
-    if (await removeEntry(dir, name, top)) {
+    if (survey || (await removeEntry(dir, name, top))) {
       state.removed++;
       if (overBound) state.overBound++;
     } else state.complete = false;
@@ -219,14 +222,16 @@ export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned
       state.bytes += size;
       if (kind === "directory") directories.push({ name, stat });
       else if ((stat.mode & 0o7777) !== maskedMode("file", stat.mode)) {
-        actions.push(async () => {
-          const handle = await open(at(dir, name), READ);
-          try {
-            await handle.chmod(maskedMode("file", stat.mode));
-          } finally {
-            await handle.close();
-          }
-        });
+        state.masked++;
+        if (!survey)
+          actions.push(async () => {
+            const handle = await open(at(dir, name), READ);
+            try {
+              await handle.chmod(maskedMode("file", stat.mode));
+            } finally {
+              await handle.close();
+            }
+          });
       }
     }
     await inParallel(actions, (action) => action().catch(() => (state.complete = false)));
@@ -235,7 +240,10 @@ export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned
         const inner = await openDirectory(at(dir, name), stat);
         try {
           const mode = maskedMode("directory", stat.mode);
-          if ((stat.mode & 0o7777) !== mode) await inner.chmod(mode);
+          if ((stat.mode & 0o7777) !== mode) {
+            state.masked++;
+            if (!survey) await inner.chmod(mode);
+          }
           await walk(inner, depth + 1);
         } finally {
           await inner.close();

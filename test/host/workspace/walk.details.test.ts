@@ -101,7 +101,7 @@ describe("cleanTree's counts", () => {
     writeFileSync(join(dir, "sub", "b"), "de");
     mkdirSync(join(dir, ".ears-removing-4567"));
     const cleaned = await cleanTree(dir, BIG);
-    expect(cleaned).toEqual({ removed: 3, overBound: 0, files: 4, bytes: 5, complete: true });
+    expect(cleaned).toEqual({ removed: 3, overBound: 0, masked: 0, files: 4, bytes: 5, complete: true });
     expect(sorted(dir)).toEqual(["a", "sub"]);
     expect(sorted(join(dir, "sub"))).toEqual([".ears-removing-0123", "b"]);
   });
@@ -112,12 +112,12 @@ describe("cleanTree's counts", () => {
     mkdirSync(join(dir, "b"));
     writeFileSync(join(dir, "b", "c"), "3");
     const cleaned = await cleanTree(dir, { bytes: 3, files: 3 });
-    expect(cleaned).toEqual({ removed: 0, overBound: 0, files: 3, bytes: 3, complete: true });
+    expect(cleaned).toEqual({ removed: 0, overBound: 0, masked: 0, files: 3, bytes: 3, complete: true });
     const over = await cleanTree(dir, { bytes: 2, files: 3 });
-    expect(over).toEqual({ removed: 1, overBound: 1, files: 2, bytes: 2, complete: true });
+    expect(over).toEqual({ removed: 1, overBound: 1, masked: 0, files: 2, bytes: 2, complete: true });
     expect(existsSync(join(dir, "b", "c"))).toBe(false);
     const fewer = await cleanTree(dir, { bytes: 100, files: 1 });
-    expect(fewer).toEqual({ removed: 1, overBound: 1, files: 1, bytes: 2, complete: true });
+    expect(fewer).toEqual({ removed: 1, overBound: 1, masked: 0, files: 1, bytes: 2, complete: true });
     expect(sorted(dir)).toEqual(["a"]);
   });
 
@@ -129,10 +129,40 @@ describe("cleanTree's counts", () => {
     chmodSync(join(dir, "setuid"), 0o4755);
     mkdirSync(join(dir, "d"));
     chmodSync(join(dir, "d"), 0o2750);
-    await cleanTree(dir, BIG);
+    expect((await cleanTree(dir, BIG)).masked).toBe(2);
     expect(statSync(join(dir, "plain")).mode & 0o7777).toBe(0o640);
     expect(statSync(join(dir, "setuid")).mode & 0o7777).toBe(0o755);
     expect(statSync(join(dir, "d")).mode & 0o7777).toBe(0o750);
+  });
+
+  it("a survey changes nothing and counts what the clean would remove and mask; a clean tree surveys as nothing to do", async () => {
+    const dir = scratch();
+    writeFileSync(join(dir, "setuid"), "");
+    chmodSync(join(dir, "setuid"), 0o4755);
+    mkdirSync(join(dir, "d"));
+    chmodSync(join(dir, "d"), 0o2750);
+    writeFileSync(join(dir, "d", "kept"), "12");
+    symlinkSync("/etc/passwd", join(dir, "link"));
+    writeFileSync(join(dir, "over"), "345");
+    const bound = { bytes: 4, files: 4 };
+    const seen = await cleanTree(dir, bound, { survey: true });
+    // In name order: the link goes, "over" is kept (3 bytes), d/kept would pass the bytes.
+    expect(seen).toEqual({ removed: 2, overBound: 1, masked: 2, files: 3, bytes: 3, complete: true });
+    expect(sorted(dir)).toEqual(["d", "link", "over", "setuid"]);
+    expect(statSync(join(dir, "setuid")).mode & 0o7777).toBe(0o4755);
+    expect(statSync(join(dir, "d")).mode & 0o7777).toBe(0o2750);
+    // The clean does what the survey counted; after it, a survey finds nothing to do.
+    expect(await cleanTree(dir, bound)).toEqual(seen);
+    expect(sorted(dir)).toEqual(["d", "over", "setuid"]);
+    expect(sorted(join(dir, "d"))).toEqual([]);
+    expect(await cleanTree(dir, bound, { survey: true })).toEqual({
+      removed: 0,
+      overBound: 0,
+      masked: 0,
+      files: 3,
+      bytes: 3,
+      complete: true,
+    });
   });
 });
 

@@ -18,7 +18,7 @@ import { promisify } from "node:util";
 import { isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { makeBoundedDir, sealBounded, type BoundedDir } from "./bounded-dir.js";
 import { LOCK_NAME, lockDir, type DirLock } from "./lock.js";
-import { cleanTree, kindOf, mirrorTree, removePath, surveyTree, TreeRefused } from "./walk.js";
+import { cleanTree, kindOf, mirrorTree, removePath, surveyCleanSync, surveyTree, TreeRefused } from "./walk.js";
 import { CopyRun, pages, treeUsage } from "./copy-workspace.js";
 import * as failures from "../report/failures.js";
 import type { HostFailure, RunReport } from "../api/types.js";
@@ -327,8 +327,11 @@ class WorkspaceSession implements Session {
         // Read-only: what the survey sees is final. Nothing to change (the usual run: files written, no links,
         // within the bounds), and the run is over for the caller; it is made writable again once its processes
         // are gone, before the session's next run or operation (the queue waits for it).
-        const seen = await cleanTree(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles }, { survey: true });
-        if (seen.complete && seen.removed === 0 && seen.masked === 0) {
+        const bound = { bytes: this.workspaceBytes, files: this.workspaceFiles };
+        const clean =
+          surveyCleanSync(this.path, bound) ??
+          (await cleanTree(this.path, bound, { survey: true }).then((seen) => seen.complete && seen.removed === 0 && seen.masked === 0));
+        if (clean) {
           if (this.dir !== undefined && existsSync(this.dir)) await mirrorTree(this.path, this.dir, LOCK_NAME);
           this.lingering = sealing.gone.then(() => this.unseal());
           return;

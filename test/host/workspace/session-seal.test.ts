@@ -167,17 +167,21 @@ describe.runIf(canRun)("a sealed session's run", () => {
     expect(await ask("write kept")).toBe("ok");
     const { gone, end, ended } = gate();
     symlinkSync("/etc/passwd", join(one.path, "link"));
+    let sealed!: () => void;
+    const sealedNow = new Promise<void>((resolve) => (sealed = resolve));
     const run = sessionRun(
       one,
       async () => {
         expect(await sealSession(one, gone)).toBe(true);
+        sealed();
         return REPORT;
       },
       "test",
     );
-    // The survey found the link: the run is not over while the processes are there (the sealed tmpfs cannot be cleaned).
+    // The survey finds the link: the run is not over while the processes are there (the sealed tmpfs cannot be cleaned).
     let over = false;
     void run.then(() => (over = true));
+    await sealedNow;
     expect(await ask("write kept")).toBe("EROFS");
     expect(over).toBe(false);
     end();

@@ -21,7 +21,17 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { cleanTree, MAX_DEPTH, measureTree, mirrorTree, removePath, surveyTree, TreeRefused } from "../../../src/host/workspace/walk.js";
+import fc from "fast-check";
+import {
+  cleanTree,
+  MAX_DEPTH,
+  measureTree,
+  mirrorTree,
+  removePath,
+  surveyCleanSync,
+  surveyTree,
+  TreeRefused,
+} from "../../../src/host/workspace/walk.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -163,6 +173,59 @@ describe("cleanTree's counts", () => {
       bytes: 3,
       complete: true,
     });
+  });
+});
+
+describe("surveyCleanSync", () => {
+  /** A small tree: files (sizes, modes), directories (modes, nested), links, FIFOs, byte names, an unfinished removal's name. */
+  type Entry = { name: string; kind: "file" | "directory" | "link" | "fifo" | "bytes"; size: number; mode: number; inner: Entry[] };
+  const entry: fc.Memo<Entry> = fc.memo((depth) =>
+    fc.record({
+      name: fc.constantFrom("a", "b", "c", "d", ".ears-removing-x"),
+      kind: fc.constantFrom("file", "file", "file", "directory", "directory", "link", "fifo", "bytes"),
+      size: fc.nat(6),
+      mode: fc.constantFrom(0o600, 0o644, 0o640, 0o666, 0o700, 0o755, 0o4755, 0o2750, 0o1777),
+      inner: depth > 1 ? fc.array(entry(depth - 1), { maxLength: 3 }) : fc.constant([]),
+    }),
+  );
+  const make = (dir: string, entries: Entry[]) => {
+    for (const { name, kind, size, mode, inner } of entries) {
+      const path = join(dir, name);
+      if (existsSync(path)) continue;
+      if (kind === "file") {
+        writeFileSync(path, "x".repeat(size));
+        chmodSync(path, mode);
+      } else if (kind === "directory") {
+        mkdirSync(path);
+        make(path, inner);
+        chmodSync(path, mode | 0o700);
+      } else if (kind === "link") symlinkSync("/etc/passwd", path);
+      else if (kind === "fifo") execFileSync("mkfifo", [path]);
+      else writeFileSync(Buffer.from(join(dir, "bad-\xff"), "latin1"), "");
+    }
+  };
+
+  it("says clean exactly when cleanTree's survey counts nothing to remove or mask (random trees and bounds)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(entry(3), { maxLength: 5 }), fc.nat(12), fc.nat(12), async (entries, bytes, files) => {
+        const dir = scratch();
+        make(dir, entries);
+        const seen = await cleanTree(dir, { bytes, files }, { survey: true });
+        expect(surveyCleanSync(dir, { bytes, files })).toBe(seen.complete && seen.removed === 0 && seen.masked === 0);
+        rmSync(dir, { recursive: true, force: true });
+      }),
+      { seed: 0x5ea1, numRuns: 150 },
+    );
+  });
+
+  it("leaves a tree past its budget to the asynchronous survey (undefined), and a root that cannot be opened is not clean", () => {
+    const dir = scratch();
+    mkdirSync(join(dir, "d"));
+    for (const name of ["a", "b", "c"]) writeFileSync(join(dir, "d", name), "");
+    expect(surveyCleanSync(dir, BIG, 4)).toBe(true);
+    expect(surveyCleanSync(dir, BIG, 3)).toBeUndefined();
+    expect(surveyCleanSync(join(dir, "missing"), BIG)).toBe(false);
+    expect(surveyCleanSync(join(dir, "d", "a"), BIG)).toBe(false);
   });
 });
 

@@ -9,6 +9,9 @@
  *   s DIR              DIR bound onto itself, then made private and shared
  *   b SOURCE TARGET    SOURCE bound onto TARGET (not recursive, as mount --bind)
  *   u DIR              DIR detached lazily (MNT_DETACH, as umount -l)
+ *   r DIR              the filesystem mounted on DIR made read-only (its superblock, so every mount of it,
+ *                      also the copies in sandboxes' namespaces); EBUSY while a file on it is open for writing
+ *   w DIR              the same made writable again
  * One reply line per request on stdout: "ok", or "error STEP: MESSAGE" (STEP the call that failed). A mount
  * whose propagation could not be set is detached again before the error is written, so a failed request
  * leaves nothing mounted. Paths are the host's (it made every one of them); nothing here reads another
@@ -87,7 +90,7 @@ int main(void) {
   for (;;) {
     int verb = getchar();
     if (verb == EOF) return 0;
-    int count = verb == 't' ? 3 : verb == 'b' ? 2 : verb == 's' || verb == 'u' ? 1 : -1;
+    int count = verb == 't' ? 3 : verb == 'b' ? 2 : verb == 's' || verb == 'u' || verb == 'r' || verb == 'w' ? 1 : -1;
     if (count < 0) return 2;
     for (int at = 0; at < count; at++) {
       if (field(at) != 1) return 2;
@@ -116,6 +119,15 @@ int main(void) {
       case 'u':
         if (umount2(fields[0], MNT_DETACH) != 0) {
           failed("umount -l");
+          continue;
+        }
+        break;
+      case 'r':
+      case 'w':
+        /* A remount without MS_BIND reconfigures the superblock (no options: the tmpfs keeps its size and
+           inodes); the mount's own flags are set anew, so the tmpfs's nosuid and nodev are given again. */
+        if (mount(NULL, fields[0], NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV | (verb == 'r' ? MS_RDONLY : 0), NULL) != 0) {
+          failed(verb == 'r' ? "mount -o remount,ro" : "mount -o remount,rw");
           continue;
         }
         break;

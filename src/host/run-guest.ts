@@ -419,6 +419,8 @@ export class StartedGuest {
    * workspace is cleaned after it (code/run-pool.ts).
    */
   processesGone: Promise<void> = Promise.resolve();
+  /** @internal Whether the report was made at the result, before the processes were gone ({@link ServeOptions.reportAtResult}). */
+  reportedAtResult = false;
   private scratchRemoval: Promise<boolean> | undefined;
 
   constructor(
@@ -534,6 +536,7 @@ export class StartedGuest {
       // processes are gone, and the watchdog keeps covering the run until then.
       const { facts, removed } = this.limits.finishAfter(report, gone);
       this.processesGone = gone.catch(() => {});
+      this.reportedAtResult = true;
       this.teardown = Promise.all([removed, gone.then(() => this.removeScratch(true))])
         .then(() => this.group.release())
         .catch(() => {}); // not reached by design (each step is guarded); a bug must not become an unhandled rejection

@@ -22,7 +22,7 @@ import { DEFAULT_HOST_LIMITS, RESOURCE_LIMITS } from "../settings.js";
 import type { GuestCommand, HostFailure, HostLimits, RemoteRunner, RemoteWorkerState, RunReport } from "../api/types.js";
 import { codeLaunch, withWorkDir } from "./code-launch.js";
 import { bindSession, poolSessionProblem } from "./pool-session.js";
-import { sessionSettled } from "../workspace/index.js";
+import { sealSession, sessionSettled } from "../workspace/index.js";
 
 /** The limits a pool's runners are started with: a pooled run may leave them out or repeat them, not change them. */
 export const POOL_LIMITS = [...RESOURCE_LIMITS, "maxFrameBytes", "maxStderrBytes"] as const satisfies readonly (keyof HostLimits)[];
@@ -285,9 +285,12 @@ class WarmPool implements RunPool {
     taken.release(tornDown);
     const report = await served;
     // A session's workspace is cleaned and written back after the run (workspace/index.ts), which must not
-    // begin while anything the body started may still write to it: its run ends when the runner's processes
-    // are gone (its sandbox's whole tree with them), not at its result. Its cgroup and directory go after.
-    if (launch.session !== undefined) await guest.processesGone;
+    // begin while anything the body started may still write to it. Reported at the result, the runner's
+    // processes are still being killed: the workspace is sealed (made read-only) at once, so the clean-up need
+    // not wait for their end, only the session's next run does; where it cannot be sealed, the run ends when
+    // they are gone (its sandbox's whole tree with them). Its cgroup and directory go after.
+    if (launch.session !== undefined && guest.reportedAtResult && !(await sealSession(launch.session, guest.processesGone)))
+      await guest.processesGone;
     // Its replacement starts once the caller has the report: a start blocks the event loop for milliseconds
     // (planning the sandbox, the spawn: Node forks the host), which belongs neither in the run (measured:
     // starting one at the result made the run's own end slower) nor between its end and its report.

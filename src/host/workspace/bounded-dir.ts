@@ -173,6 +173,18 @@ export function bindMount(source: string, target: string, system = hostMounts): 
 }
 
 /**
+ * Makes the bounded tmpfs mounted on `dir` read-only (`readOnly`) or writable again: its superblock, so every
+ * mount of it at once, also the binds inside sandboxes. Through the mount helper only (a fork of the host would
+ * cost what this saves: see WorkspaceSession.seal). Resolves with undefined when done, else why not (EBUSY:
+ * a file on it is open for writing); never rejects. A request that failed may still have been done.
+ */
+export function sealBounded(dir: string, readOnly: boolean, system = hostMounts): Promise<string | undefined> {
+  const mounter = system.helper?.();
+  if (mounter === undefined) return Promise.resolve("there is no mount helper");
+  return mounter({ verb: readOnly ? "read-only" : "writable", dir });
+}
+
+/**
  * Detaches the bounded tmpfs on `dir` (lazily: it is freed once nothing uses it) and resolves when
  * done. Never rejects: a directory that is not mounted any more is left as it is.
  */

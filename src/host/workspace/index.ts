@@ -16,9 +16,9 @@ import { lstat, mkdir, open, readdir } from "node:fs/promises";
 import { closeSync, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFile, readSync } from "node:fs";
 import { promisify } from "node:util";
 import { isAbsolute, join, normalize, resolve, sep } from "node:path";
-import { makeBoundedDir, type BoundedDir } from "./bounded-dir.js";
+import { makeBoundedDir, sealBounded, type BoundedDir } from "./bounded-dir.js";
 import { LOCK_NAME, lockDir, type DirLock } from "./lock.js";
-import { cleanTree, kindOf, mirrorTree, removePath, surveyTree, TreeRefused } from "./walk.js";
+import { cleanTree, kindOf, mirrorTree, removePath, surveyCleanSync, surveyTree, TreeRefused } from "./walk.js";
 import { CopyRun, pages, treeUsage } from "./copy-workspace.js";
 import * as failures from "../report/failures.js";
 import type { HostFailure, RunReport } from "../api/types.js";
@@ -200,6 +200,10 @@ class WorkspaceSession implements Session {
   private closing: Promise<void> | undefined;
   /** The run under way's copy of the workspace ("copy" sessions). */
   private copying: CopyRun | undefined;
+  /** The run under way was sealed ({@link seal}): the end of its processes, and whether it was made read-only. */
+  private sealing: { gone: Promise<void>; sealed: boolean } | undefined;
+  /** What the queue waits for after the run that set it, past its report: see {@link settle}. */
+  private lingering: Promise<void> | undefined;
 
   private constructor(
     private readonly bounded: BoundedDir,
@@ -286,12 +290,58 @@ class WorkspaceSession implements Session {
   }
 
   /**
+   * @internal A pooled run's result is in and its processes are being killed (`gone` settles once they are):
+   * makes the workspace's tmpfs read-only, so nothing they do can change it any more, and its clean-up need not
+   * wait for their end (which is milliseconds: a runner's exit). False when it could not be (not mounted, no
+   * mount helper, or EBUSY: a file on it is open for writing): then the caller waits for `gone` before the
+   * report, as before. Either way the workspace is made writable again once `gone` settles ({@link settle}).
+   */
+  async seal(gone: Promise<void>): Promise<boolean> {
+    if (this.mechanism !== "mount") return false;
+    // A request that failed may have been done: it is made writable again after `gone` all the same.
+    const sealed = (await sealBounded(this.bounded.dir, true)) === undefined;
+    this.sealing = { gone, sealed };
+    return sealed;
+  }
+
+  /** Makes the workspace writable again after a seal: tried twice, and once more before the next run or operation. */
+  private async unseal(): Promise<void> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if ((await sealBounded(this.bounded.dir, false)) === undefined) return;
+    }
+    this.unsealFailed = true;
+  }
+
+  private unsealFailed = false;
+
+  /**
    * After a run or a write: nothing planted is kept, nothing past the bounds, and a durable session's
    * directory holds the same. Never rejects (a run's report must not become a rejection, nor a later run's):
    * what cannot be handled is removed, and a workspace that could not be cleaned whole is not written back.
    */
   private async settle(): Promise<void> {
+    const sealing = this.sealing;
+    this.sealing = undefined;
     try {
+      if (sealing?.sealed === true) {
+        // Read-only: what the survey sees is final. Nothing to change (the usual run: files written, no links,
+        // within the bounds), and the run is over for the caller; it is made writable again once its processes
+        // are gone, before the session's next run or operation (the queue waits for it).
+        const bound = { bytes: this.workspaceBytes, files: this.workspaceFiles };
+        const clean =
+          surveyCleanSync(this.path, bound) ??
+          (await cleanTree(this.path, bound, { survey: true }).then((seen) => seen.complete && seen.removed === 0 && seen.masked === 0));
+        if (clean) {
+          if (this.dir !== undefined && existsSync(this.dir)) await mirrorTree(this.path, this.dir, LOCK_NAME);
+          this.lingering = sealing.gone.then(() => this.unseal());
+          return;
+        }
+      }
+      // Something to remove or mask: only once nothing the run started can write any more, and writable.
+      if (sealing !== undefined) {
+        await sealing.gone;
+        await this.unseal();
+      }
       const cleaned = await cleanTree(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles });
       if (cleaned.complete && this.dir !== undefined && existsSync(this.dir)) await mirrorTree(this.path, this.dir, LOCK_NAME);
     } catch {
@@ -305,9 +355,24 @@ class WorkspaceSession implements Session {
   }
 
   private queue<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.tail.then(task, task);
-    this.tail = run.catch(() => {});
+    const start = async () => {
+      // A workspace left read-only by a seal whose undoing failed: tried again (see unseal).
+      if (this.unsealFailed) {
+        this.unsealFailed = false;
+        await this.unseal();
+      }
+      return task();
+    };
+    const run = this.tail.then(start, start);
+    this.tail = run.catch(() => {}).then(() => this.drain());
     return run;
+  }
+
+  /** What the run just over left to finish after its report ({@link settle}); never rejects. */
+  private drain(): Promise<void> {
+    const lingering = this.lingering;
+    this.lingering = undefined;
+    return lingering ?? Promise.resolve();
   }
 
   private operation<T>(name: string, task: () => Promise<T>): Promise<T> {
@@ -483,6 +548,14 @@ function bounds(error: unknown, session: Session): unknown {
 /** @internal Settles when the runs and operations of `session` queued so far are over (never rejects). */
 export function sessionSettled(session: Session): Promise<void> {
   return (session as WorkspaceSession).idle();
+}
+
+/**
+ * @internal A pooled run of `session` has its result and its processes are being killed (`gone`): makes the
+ * workspace read-only until they are gone; false when it could not, and the caller must wait for `gone`.
+ */
+export function sealSession(session: Session, gone: Promise<void>): Promise<boolean> {
+  return (session as WorkspaceSession).seal(gone);
 }
 
 /** @internal Runs `task` as a run of `session` (runCode's and runGuest's `session` option). */

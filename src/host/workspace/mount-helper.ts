@@ -24,7 +24,9 @@ export type MountRequest =
   | { verb: "tmpfs"; dir: string; data: string; shared: boolean }
   | { verb: "self-bind"; dir: string }
   | { verb: "bind"; source: string; target: string }
-  | { verb: "detach"; dir: string };
+  | { verb: "detach"; dir: string }
+  | { verb: "read-only"; dir: string }
+  | { verb: "writable"; dir: string };
 
 /** Makes mounts: resolves with undefined when done, else why not (the helper's words: "STEP: MESSAGE"). Never rejects. */
 export type Mounter = (request: MountRequest) => Promise<string | undefined>;
@@ -43,7 +45,7 @@ export function encodeRequest(request: MountRequest): Buffer | undefined {
         ? ["s", [request.dir]]
         : request.verb === "bind"
           ? ["b", [request.source, request.target]]
-          : ["u", [request.dir]];
+          : [{ detach: "u", "read-only": "r", writable: "w" }[request.verb], [request.dir]];
   if (fields.some((field) => field === "" || field.includes("\0"))) return undefined;
   return Buffer.concat([Buffer.from(verb), ...fields.map((field) => Buffer.from(`${field}\0`))]);
 }

@@ -22,7 +22,7 @@
  *   handled is removed; what cannot be removed makes the walk report itself incomplete.
  */
 import { randomBytes } from "node:crypto";
-import { constants, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, type Stats } from "node:fs";
 import { lstat, mkdir, open, readdir, rename, rmdir, unlink, type FileHandle } from "node:fs/promises";
 
 /** The deepest a workspace's directories go (the top's own entries are level 1); deeper directories are removed. */
@@ -157,6 +157,8 @@ export interface Cleaned {
   removed: number;
   /** Files and directories removed because the bound was passed (part of `removed`). */
   overBound: number;
+  /** Kept entries whose mode was masked ({@link maskedMode}). */
+  masked: number;
   /** Files and directories kept, and their apparent bytes. */
   files: number;
   bytes: number;
@@ -169,10 +171,11 @@ export interface Cleaned {
  * named pipe and device, every name that is not UTF-8, every directory deeper than {@link MAX_DEPTH}, and
  * every file or directory past `bound` (in name order, depth first: a file whose apparent size would take
  * the total past `bound.bytes` goes, as does every entry past `bound.files`); masks the modes of the rest
- * ({@link maskedMode}). Never throws.
+ * ({@link maskedMode}). Never throws. With `survey`, changes nothing (the tree may be read-only): what
+ * it would remove and mask is counted as removed and masked.
  */
-export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned> {
-  const state: Cleaned = { removed: 0, overBound: 0, files: 0, bytes: 0, complete: true };
+export async function cleanTree(root: string, bound: TreeBound, { survey = false } = {}): Promise<Cleaned> {
+  const state: Cleaned = { removed: 0, overBound: 0, masked: 0, files: 0, bytes: 0, complete: true };
   let top: FileHandle;
   try {
     top = await openDirectory(root);
@@ -180,7 +183,7 @@ export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned
     return { ...state, complete: false };
   }
   const drop = async (dir: FileHandle, name: Buffer, overBound: boolean) => {
-    if (await removeEntry(dir, name, top)) {
+    if (survey || (await removeEntry(dir, name, top))) {
       state.removed++;
       if (overBound) state.overBound++;
     } else state.complete = false;
@@ -219,14 +222,16 @@ export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned
       state.bytes += size;
       if (kind === "directory") directories.push({ name, stat });
       else if ((stat.mode & 0o7777) !== maskedMode("file", stat.mode)) {
-        actions.push(async () => {
-          const handle = await open(at(dir, name), READ);
-          try {
-            await handle.chmod(maskedMode("file", stat.mode));
-          } finally {
-            await handle.close();
-          }
-        });
+        state.masked++;
+        if (!survey)
+          actions.push(async () => {
+            const handle = await open(at(dir, name), READ);
+            try {
+              await handle.chmod(maskedMode("file", stat.mode));
+            } finally {
+              await handle.close();
+            }
+          });
       }
     }
     await inParallel(actions, (action) => action().catch(() => (state.complete = false)));
@@ -235,7 +240,10 @@ export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned
         const inner = await openDirectory(at(dir, name), stat);
         try {
           const mode = maskedMode("directory", stat.mode);
-          if ((stat.mode & 0o7777) !== mode) await inner.chmod(mode);
+          if ((stat.mode & 0o7777) !== mode) {
+            state.masked++;
+            if (!survey) await inner.chmod(mode);
+          }
           await walk(inner, depth + 1);
         } finally {
           await inner.close();
@@ -251,6 +259,64 @@ export async function cleanTree(root: string, bound: TreeBound): Promise<Cleaned
     await top.close();
   }
   return state;
+}
+
+/** Entries {@link surveyCleanSync} looks at before it leaves a tree to {@link cleanTree}'s survey, off the event loop. */
+export const SYNC_SURVEY_ENTRIES = 256;
+
+/**
+ * Whether {@link cleanTree} would change nothing in `root`, for a tree nothing can change meanwhile (a sealed,
+ * read-only workspace), looked at synchronously: a run's few files cost microseconds, where each of the
+ * asynchronous walk's steps waits for the thread pool and the event loop. The same rules in the same order,
+ * without a link ever followed; true or false, or undefined past `budget` entries. Never throws.
+ */
+export function surveyCleanSync(root: string, bound: TreeBound, budget = SYNC_SURVEY_ENTRIES): boolean | undefined {
+  let files = 0;
+  let bytes = 0;
+  let seen = 0;
+  const walk = (dir: number, depth: number): boolean | undefined => {
+    const base = Buffer.from(`/proc/self/fd/${dir}/`);
+    const entries = readdirSync(base, { encoding: "buffer" }).sort(Buffer.compare);
+    seen += entries.length;
+    if (seen > budget) return undefined;
+    const directories: { name: Buffer; stat: Stats }[] = [];
+    for (const name of entries) {
+      const stat = lstatSync(Buffer.concat([base, name]));
+      const kind = kindOf(stat);
+      if (kind === "other" || (depth === 0 && name.toString("latin1").startsWith(TRASH)) || !isTextName(name)) return false;
+      if (kind === "directory" && depth >= MAX_DEPTH) return false;
+      const size = kind === "file" ? stat.size : 0;
+      if (files + 1 > bound.files || bytes + size > bound.bytes) return false;
+      files++;
+      bytes += size;
+      if (kind === "directory") directories.push({ name, stat });
+      else if ((stat.mode & 0o7777) !== maskedMode("file", stat.mode)) return false;
+    }
+    for (const { name, stat } of directories) {
+      if ((stat.mode & 0o7777) !== maskedMode("directory", stat.mode)) return false;
+      const inner = openSync(Buffer.concat([base, name]), DIRECTORY);
+      try {
+        const opened = fstatSync(inner);
+        if (!opened.isDirectory() || opened.ino !== stat.ino || opened.dev !== stat.dev) return false;
+        const clean = walk(inner, depth + 1);
+        if (clean !== true) return clean;
+      } finally {
+        closeSync(inner);
+      }
+    }
+    return true;
+  };
+  try {
+    const top = openSync(root, DIRECTORY);
+    try {
+      return fstatSync(top).isDirectory() && walk(top, 0);
+    } finally {
+      closeSync(top);
+    }
+  } catch {
+    // What cannot be read is what cleanTree would remove (or could not read): not clean.
+    return false;
+  }
 }
 
 /**

@@ -6,7 +6,19 @@
  * propagation reaching a bind made later, a bind, a lazy detach, its errors, and its end with the host.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -14,6 +26,7 @@ import {
   bindMount,
   makeBoundedDir,
   mountBounded,
+  sealBounded,
   tmpfsData,
   unmountBounded,
   type MountSystem,
@@ -37,6 +50,8 @@ describe("a mount request's bytes", () => {
     expect(text({ verb: "self-bind", dir: "/t/d" })).toBe("s/t/d\0");
     expect(text({ verb: "bind", source: "/from", target: "/onto" })).toBe("b/from\0/onto\0");
     expect(text({ verb: "detach", dir: "/t/d" })).toBe("u/t/d\0");
+    expect(text({ verb: "read-only", dir: "/t/d" })).toBe("r/t/d\0");
+    expect(text({ verb: "writable", dir: "/t/d" })).toBe("w/t/d\0");
   });
 
   it("keeps a path's bytes (UTF-8), and refuses an empty field or one with a NUL byte", () => {
@@ -68,7 +83,7 @@ const STAND_IN = `
 const { appendFileSync, readFileSync } = require("node:fs");
 const [log, modeFile] = process.argv.slice(2);
 let buffered = Buffer.alloc(0);
-const counts = { t: 3, s: 1, b: 2, u: 1 };
+const counts = { t: 3, s: 1, b: 2, u: 1, r: 1, w: 1 };
 process.stdin.on("data", (chunk) => {
   buffered = Buffer.concat([buffered, chunk]);
   for (;;) {
@@ -187,6 +202,16 @@ describe.runIf(process.platform === "linux")("the host's side of the mount helpe
     expect(requests()).toEqual(["b|/from/workspace|/onto/work", "u|/a/bounded/dir", "b|/from/workspace|/onto/work", "u|/a/bounded/dir"]);
   });
 
+  it("sealBounded goes through the helper only: without one it says so and runs no program", async () => {
+    const helper = new MountHelper(helperPath);
+    const tools = () => ({ mount: join(dir, "no-mount-program"), umount: join(dir, "no-umount-program") });
+    const system: MountSystem = { tools, helper: () => helper.request, cover: () => () => {} };
+    expect(await sealBounded("/a/bounded/dir", true, system)).toBeUndefined();
+    expect(await sealBounded("/a/bounded/dir", false, system)).toBeUndefined();
+    expect(requests()).toEqual(["r|/a/bounded/dir", "w|/a/bounded/dir"]);
+    expect(await sealBounded("/a/bounded/dir", true, { tools, cover: () => () => {} })).toBe("there is no mount helper");
+  });
+
   it("mountBounded and makeBoundedDir mount through the helper too, without blocking the event loop", async () => {
     const helper = new MountHelper(helperPath);
     const covered: string[] = [];
@@ -269,6 +294,42 @@ describe.runIf(built !== undefined && root)("the built mount helper, as root", (
     expect(existsSync(join(onto, "kept.txt"))).toBe(false);
     expect(await helper.request({ verb: "detach", dir })).toBeUndefined();
     expect(mountAt(dir)).toBeUndefined();
+  });
+
+  it("makes a tmpfs read-only (all its mounts) and writable again, flags, bounds kept; EBUSY while a file is open to write", async () => {
+    const dir = join(top, "sealed");
+    mkdirSync(dir);
+    expect(await helper.request({ verb: "tmpfs", dir, data: "size=1024k,nr_inodes=64,mode=0700", shared: false })).toBeUndefined();
+    writeFileSync(join(dir, "kept.txt"), "kept");
+    const onto = join(top, "sealed-onto");
+    mkdirSync(onto);
+    expect(await helper.request({ verb: "bind", source: dir, target: onto })).toBeUndefined();
+    try {
+      expect(await helper.request({ verb: "read-only", dir })).toBeUndefined();
+      expect(mountAt(dir)).toMatch(/ - tmpfs ears-bounded ro,.*size=1024k,nr_inodes=64,mode=700/);
+      expect(mountAt(dir)!.split(" ")[5]).toMatch(/^ro,nosuid,nodev/);
+      for (const at of [dir, onto]) {
+        expect(() => writeFileSync(join(at, "kept.txt"), "changed")).toThrow(/EROFS/);
+        expect(() => writeFileSync(join(at, "new.txt"), "new")).toThrow(/EROFS/);
+        expect(() => chmodSync(join(at, "kept.txt"), 0o777)).toThrow(/EROFS/);
+      }
+      expect(await helper.request({ verb: "writable", dir })).toBeUndefined();
+      expect(mountAt(dir)!.split(" ")[5]).toMatch(/^rw,nosuid,nodev/);
+      writeFileSync(join(onto, "new.txt"), "new");
+      // A file open for writing (here through the bind) keeps it writable: the request fails, nothing changes.
+      const held = openSync(join(onto, "new.txt"), "a");
+      try {
+        expect(await helper.request({ verb: "read-only", dir })).toMatch(/^mount -o remount,ro: (Device or r|R)esource busy$/);
+        writeSync(held, "more");
+      } finally {
+        closeSync(held);
+      }
+      expect(readFileSync(join(dir, "new.txt"), "utf8")).toBe("newmore");
+      expect(await helper.request({ verb: "read-only", dir: join(top, "missing") })).toBe("mount -o remount,ro: No such file or directory");
+    } finally {
+      await helper.request({ verb: "detach", dir: onto });
+      await helper.request({ verb: "detach", dir });
+    }
   });
 
   it("binds a directory onto itself, shared", async () => {

@@ -11,6 +11,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   symlinkSync,
   utimesSync,
@@ -18,7 +19,17 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanTree, MAX_DEPTH, measureTree, mirrorTree, removePath, surveyTree, TreeRefused } from "../../../src/host/workspace/walk.js";
+import fc from "fast-check";
+import {
+  cleanTree,
+  MAX_DEPTH,
+  measureTree,
+  mirrorTree,
+  removePath,
+  surveyCleanSync,
+  surveyTree,
+  TreeRefused,
+} from "../../../src/host/workspace/walk.js";
 import { scratchDirs } from "../../helpers/scratch.js";
 
 const scratch = scratchDirs("ears-walk-details-");
@@ -91,7 +102,7 @@ describe("cleanTree's counts", () => {
     writeFileSync(join(dir, "sub", "b"), "de");
     mkdirSync(join(dir, ".ears-removing-4567"));
     const cleaned = await cleanTree(dir, BIG);
-    expect(cleaned).toEqual({ removed: 3, overBound: 0, files: 4, bytes: 5, complete: true });
+    expect(cleaned).toEqual({ removed: 3, overBound: 0, masked: 0, files: 4, bytes: 5, complete: true });
     expect(sorted(dir)).toEqual(["a", "sub"]);
     expect(sorted(join(dir, "sub"))).toEqual([".ears-removing-0123", "b"]);
   });
@@ -102,12 +113,12 @@ describe("cleanTree's counts", () => {
     mkdirSync(join(dir, "b"));
     writeFileSync(join(dir, "b", "c"), "3");
     const cleaned = await cleanTree(dir, { bytes: 3, files: 3 });
-    expect(cleaned).toEqual({ removed: 0, overBound: 0, files: 3, bytes: 3, complete: true });
+    expect(cleaned).toEqual({ removed: 0, overBound: 0, masked: 0, files: 3, bytes: 3, complete: true });
     const over = await cleanTree(dir, { bytes: 2, files: 3 });
-    expect(over).toEqual({ removed: 1, overBound: 1, files: 2, bytes: 2, complete: true });
+    expect(over).toEqual({ removed: 1, overBound: 1, masked: 0, files: 2, bytes: 2, complete: true });
     expect(existsSync(join(dir, "b", "c"))).toBe(false);
     const fewer = await cleanTree(dir, { bytes: 100, files: 1 });
-    expect(fewer).toEqual({ removed: 1, overBound: 1, files: 1, bytes: 2, complete: true });
+    expect(fewer).toEqual({ removed: 1, overBound: 1, masked: 0, files: 1, bytes: 2, complete: true });
     expect(sorted(dir)).toEqual(["a"]);
   });
 
@@ -119,10 +130,93 @@ describe("cleanTree's counts", () => {
     chmodSync(join(dir, "setuid"), 0o4755);
     mkdirSync(join(dir, "d"));
     chmodSync(join(dir, "d"), 0o2750);
-    await cleanTree(dir, BIG);
+    expect((await cleanTree(dir, BIG)).masked).toBe(2);
     expect(statSync(join(dir, "plain")).mode & 0o7777).toBe(0o640);
     expect(statSync(join(dir, "setuid")).mode & 0o7777).toBe(0o755);
     expect(statSync(join(dir, "d")).mode & 0o7777).toBe(0o750);
+  });
+
+  it("a survey changes nothing and counts what the clean would remove and mask; a clean tree surveys as nothing to do", async () => {
+    const dir = scratch();
+    writeFileSync(join(dir, "setuid"), "");
+    chmodSync(join(dir, "setuid"), 0o4755);
+    mkdirSync(join(dir, "d"));
+    chmodSync(join(dir, "d"), 0o2750);
+    writeFileSync(join(dir, "d", "kept"), "12");
+    symlinkSync("/etc/passwd", join(dir, "link"));
+    writeFileSync(join(dir, "over"), "345");
+    const bound = { bytes: 4, files: 4 };
+    const seen = await cleanTree(dir, bound, { survey: true });
+    // In name order: the link goes, "over" is kept (3 bytes), d/kept would pass the bytes.
+    expect(seen).toEqual({ removed: 2, overBound: 1, masked: 2, files: 3, bytes: 3, complete: true });
+    expect(sorted(dir)).toEqual(["d", "link", "over", "setuid"]);
+    expect(statSync(join(dir, "setuid")).mode & 0o7777).toBe(0o4755);
+    expect(statSync(join(dir, "d")).mode & 0o7777).toBe(0o2750);
+    // The clean does what the survey counted; after it, a survey finds nothing to do.
+    expect(await cleanTree(dir, bound)).toEqual(seen);
+    expect(sorted(dir)).toEqual(["d", "over", "setuid"]);
+    expect(sorted(join(dir, "d"))).toEqual([]);
+    expect(await cleanTree(dir, bound, { survey: true })).toEqual({
+      removed: 0,
+      overBound: 0,
+      masked: 0,
+      files: 3,
+      bytes: 3,
+      complete: true,
+    });
+  });
+});
+
+describe("surveyCleanSync", () => {
+  /** A small tree: files (sizes, modes), directories (modes, nested), links, FIFOs, byte names, an unfinished removal's name. */
+  type Entry = { name: string; kind: "file" | "directory" | "link" | "fifo" | "bytes"; size: number; mode: number; inner: Entry[] };
+  const entry: fc.Memo<Entry> = fc.memo((depth) =>
+    fc.record({
+      name: fc.constantFrom("a", "b", "c", "d", ".ears-removing-x"),
+      kind: fc.constantFrom("file", "file", "file", "directory", "directory", "link", "fifo", "bytes"),
+      size: fc.nat(6),
+      mode: fc.constantFrom(0o600, 0o644, 0o640, 0o666, 0o700, 0o755, 0o4755, 0o2750, 0o1777),
+      inner: depth > 1 ? fc.array(entry(depth - 1), { maxLength: 3 }) : fc.constant([]),
+    }),
+  );
+  const make = (dir: string, entries: Entry[]) => {
+    for (const { name, kind, size, mode, inner } of entries) {
+      const path = join(dir, name);
+      if (existsSync(path)) continue;
+      if (kind === "file") {
+        writeFileSync(path, "x".repeat(size));
+        chmodSync(path, mode);
+      } else if (kind === "directory") {
+        mkdirSync(path);
+        make(path, inner);
+        chmodSync(path, mode | 0o700);
+      } else if (kind === "link") symlinkSync("/etc/passwd", path);
+      else if (kind === "fifo") execFileSync("mkfifo", [path]);
+      else writeFileSync(Buffer.from(join(dir, "bad-\xff"), "latin1"), "");
+    }
+  };
+
+  it("says clean exactly when cleanTree's survey counts nothing to remove or mask (random trees and bounds)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(entry(3), { maxLength: 5 }), fc.nat(12), fc.nat(12), async (entries, bytes, files) => {
+        const dir = scratch();
+        make(dir, entries);
+        const seen = await cleanTree(dir, { bytes, files }, { survey: true });
+        expect(surveyCleanSync(dir, { bytes, files })).toBe(seen.complete && seen.removed === 0 && seen.masked === 0);
+        rmSync(dir, { recursive: true, force: true });
+      }),
+      { seed: 0x5ea1, numRuns: 150 },
+    );
+  });
+
+  it("leaves a tree past its budget to the asynchronous survey (undefined), and a root that cannot be opened is not clean", () => {
+    const dir = scratch();
+    mkdirSync(join(dir, "d"));
+    for (const name of ["a", "b", "c"]) writeFileSync(join(dir, "d", name), "");
+    expect(surveyCleanSync(dir, BIG, 4)).toBe(true);
+    expect(surveyCleanSync(dir, BIG, 3)).toBeUndefined();
+    expect(surveyCleanSync(join(dir, "missing"), BIG)).toBe(false);
+    expect(surveyCleanSync(join(dir, "d", "a"), BIG)).toBe(false);
   });
 });
 

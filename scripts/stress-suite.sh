@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Runs the suite the way a busy CI machine or a contributor's /root checkout would: from a clone under a
 # private (0700) directory made by mktemp -d, pinned to one CPU (taskset -c 0), while a busy loop keeps every
-# CPU busy (stress-ng --cpu, or one `node` spinning per CPU when stress-ng is missing). A test that depends on
+# CPU busy (stress-ng --cpu, or one `node` spinning per CPU when stress-ng is missing). vitest runs two files
+# at a time there too (vitest.config.ts), so they also compete with each other. A test that depends on
 # an ordering it does not make happen, or on the checkout's parents being reachable by another uid, fails
 # here. Not part of CI (it takes the machine); CONTRIBUTING.md, "The suite under load".
 #
-#   bash scripts/stress-suite.sh [--runs N] [--node V] [--keep-going] [--full] [--no-load] [--keep] [-- vitest args...]
+#   bash scripts/stress-suite.sh [--runs N] [--node V] [--cpu N] [--keep-going] [--full] [--no-load] [--keep] [-- vitest args...]
 #
 #   --runs N       run the suite N times in a row (default 3); stops at the first failing run unless --keep-going
 #   --node V       the Node to run on: 24 (the default, as npm test's whole suite), 22.12.0, or current (the `node`
 #                  on PATH); from the registry's builds in ~/.cache/ears-node (scripts/install-node.mjs)
+#   --cpu N        pin the suite to CPU N, with one busy loop pinned beside it (not one per CPU): the same single
+#                  loaded CPU, the others left free, so two runs can go at once on two CPUs (default: CPU 0,
+#                  a busy loop on every CPU)
 #   --full         each run is npm test's steps on that Node (type tests, suite, memory scenarios, lint), not only `vitest run`
 #   --no-load      no busy loop (still one CPU, still the 0700 clone)
 #   --keep         keep the clone (printed) instead of removing it
@@ -25,6 +29,7 @@ keep_going=0
 full=0
 load=1
 keep=0
+cpu=""
 vitest_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,6 +37,8 @@ while [ $# -gt 0 ]; do
     --runs=*) runs="${1#--runs=}"; shift ;;
     --node) node_version="${2:?--node needs a version}"; shift 2 ;;
     --node=*) node_version="${1#--node=}"; shift ;;
+    --cpu) cpu="${2:?--cpu needs a CPU number}"; shift 2 ;;
+    --cpu=*) cpu="${1#--cpu=}"; shift ;;
     --keep-going) keep_going=1; shift ;;
     --full) full=1; shift ;;
     --no-load) load=0; shift ;;
@@ -41,6 +48,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$runs" in '' | *[!0-9]* | 0) echo "stress-suite: --runs must be a whole number above 0, not '$runs'" >&2; exit 64 ;; esac
+case "$cpu" in '') ;; *[!0-9]*) echo "stress-suite: --cpu takes a CPU number, not '$cpu'" >&2; exit 64 ;; esac
+if [ -n "$cpu" ] && [ "$cpu" -ge "$(nproc --all)" ]; then echo "stress-suite: --cpu $cpu: this machine has CPUs 0 to $(($(nproc --all) - 1))" >&2; exit 64; fi
+pin="${cpu:-0}"
 command -v taskset >/dev/null || { echo "stress-suite: taskset (util-linux) is missing: apt-get install util-linux" >&2; exit 69; }
 
 private="$(mktemp -d)" # mode 0700: uid 65534 cannot pass it, as under /root
@@ -72,7 +82,11 @@ export PATH="$(dirname "$node_bin"):$PATH" # children that start `node` by name 
 vitest=("$node_bin" node_modules/vitest/vitest.mjs run --reporter=default --reporter=json)
 echo "stress-suite: on Node $("$node_bin" --version)"
 
-if [ "$load" = 1 ]; then
+if [ "$load" = 1 ] && [ -n "$cpu" ]; then
+  taskset -c "$pin" node -e 'for (;;);' &
+  load_pids+=($!)
+  echo "stress-suite: a busy loop on CPU $pin; the suite pinned to CPU $pin"
+elif [ "$load" = 1 ]; then
   if command -v stress-ng >/dev/null; then
     stress-ng --cpu "$cpus" --quiet &
     load_pids+=($!)
@@ -86,20 +100,20 @@ if [ "$load" = 1 ]; then
 fi
 
 passed_runs=0
-stamp="$(date +%Y%m%d-%H%M%S)"
+stamp="$(date +%Y%m%d-%H%M%S)-$$"
 for run in $(seq "$runs"); do
   started=$(date +%s)
   rm -f .vitest-report.json .vitest-memory-report.json
   if [ "$full" = 1 ]; then
-    taskset -c 0 npx tsc -p test-d/tsconfig.json
+    taskset -c "$pin" npx tsc -p test-d/tsconfig.json
     types=$?
-    taskset -c 0 "${vitest[@]}" --outputFile=.vitest-report.json "${vitest_args[@]}"
-    taskset -c 0 "${vitest[@]}" --config vitest.memory.config.ts --outputFile=.vitest-memory-report.json
-    taskset -c 0 npm run lint
+    taskset -c "$pin" "${vitest[@]}" --outputFile=.vitest-report.json "${vitest_args[@]}"
+    taskset -c "$pin" "${vitest[@]}" --config vitest.memory.config.ts --outputFile=.vitest-memory-report.json
+    taskset -c "$pin" npm run lint
     lint=$?
     summary="$(node scripts/summarize-tests.mjs .vitest-report.json .vitest-memory-report.json --check "type tests=$types" --check "lint=$lint")"
   else
-    taskset -c 0 "${vitest[@]}" --outputFile=.vitest-report.json "${vitest_args[@]}"
+    taskset -c "$pin" "${vitest[@]}" --outputFile=.vitest-report.json "${vitest_args[@]}"
     summary="$(node scripts/summarize-tests.mjs .vitest-report.json)"
   fi
   status=$?

@@ -8,7 +8,7 @@ import { RunContext, tool, type FunctionTool, type Tool } from "@openai/agents";
 import { jsonSchema } from "../contract/json-schema.js";
 import { isSession, type Session } from "../host/workspace/index.js";
 import type { ResumeDecision } from "../host/index.js";
-import type { CapabilitySpec } from "../contract/contract.js";
+import type { CapabilityContext, CapabilitySpec } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
 import {
@@ -173,11 +173,25 @@ function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<Call
             each.needsApproval(runContext, args as never, details?.toolCall?.callId ?? ""),
         }),
     async call(args, ctx, { runContext, details }) {
-      const signal = details?.signal === undefined ? ctx.signal : AbortSignal.any([ctx.signal, details.signal]);
-      const output = await each.invoke(runContext, JSON.stringify(args), { ...details, signal });
+      const output = await each.invoke(runContext, JSON.stringify(args), withLazySignal(details, ctx));
       // The SDK's default errorFunction turns a throw into these words for a model: to a body, that is a failure.
       if (output === SDK_TOOL_ERROR_TEXT) return Outcome.failure("CapabilityFailed", `${each.name} failed: ${output}`);
       return answerOf(output);
     },
   };
+}
+
+/**
+ * The code tool call's details for one body call, with `signal` (the call's, and the code tool call's
+ * when it has one) made only when read: the SDK reads it only for a timeout or a failure, and most tools
+ * never do, while an `AbortSignal.any` per call costs more than the rest of the call's own work.
+ */
+function withLazySignal(details: CallOptions["details"], ctx: CapabilityContext): NonNullable<CallOptions["details"]> {
+  const outer = details?.signal;
+  let signal: AbortSignal | undefined;
+  return Object.defineProperty({ ...details }, "signal", {
+    enumerable: true,
+    configurable: true,
+    get: () => (signal ??= outer === undefined ? ctx.signal : AbortSignal.any([ctx.signal, outer])),
+  }) as NonNullable<CallOptions["details"]>;
 }

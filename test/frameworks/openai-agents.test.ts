@@ -334,6 +334,31 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
     expect(await goneWithin(marker, 5000)).toEqual([]);
   });
 
+  it("a tool that reads its signal gets one that aborts with the code tool call's signal", async () => {
+    const controller = new AbortController();
+    let aborted: boolean | undefined;
+    const waits = tool({
+      name: "waits",
+      description: "Waits for its signal",
+      parameters: z.object({}),
+      execute: async (_input, _context, details) => {
+        const signal = details!.signal!;
+        const stopped = new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        controller.abort(new Error("the user left"));
+        await stopped;
+        aborted = signal.aborted;
+        return "stopped";
+      },
+    });
+    const code = codeTool({ tools: [waits], pool: false });
+    const output = await code.invoke(new RunContext(), JSON.stringify({ code: 'await ears.call("waits", {});\nreturn 1;' }), {
+      toolCall: { type: "function_call", callId: "call-1", name: "run_code", arguments: "" },
+      signal: controller.signal,
+    });
+    expect(aborted).toBe(true);
+    expect(output).toMatchObject({ status: "failure", code: "Aborted" });
+  });
+
   it("runs when invoked without a run context, and refuses bad options", async () => {
     const code = codeTool({ tools: [], pool: false, name: "code" });
     const output = await code.invoke(new RunContext(), JSON.stringify({ code: "return 6 * 7;" }));

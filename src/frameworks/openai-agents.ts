@@ -162,7 +162,7 @@ function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<Call
     arguments: jsonSchema(each.parameters as Record<string, unknown>),
     ...(each.outputSchema === undefined ? {} : { structured: jsonSchema(each.outputSchema as Record<string, unknown>) }),
   };
-  return {
+  const made: FrameworkTool<CallOptions> = {
     spec,
     // The SDK's policy, asked as the SDK asks it (run context, input, call id: the code tool call's). tool() makes
     // one for every function tool (a static `needsApproval: false` answers false at once: the call goes through unasked).
@@ -179,6 +179,39 @@ function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<Call
       return answerOf(output);
     },
   };
+  // A static policy that answers false (every tool made without a `needsApproval` function) lets each call through
+  // unasked: its calls skip the approval gate, whose per-call work was most of this adapter's own cost per run.
+  // Until its answer is known (a microtask after this), calls go through the gate, which asks it: the same outcome.
+  if (made.needsApproval !== undefined && isStaticPolicy(each.needsApproval)) {
+    Promise.resolve(each.needsApproval(new RunContext(), {} as never, "")).then(
+      (needed) => {
+        if (needed === false) delete made.needsApproval;
+      },
+      () => {},
+    );
+  }
+  return made;
+}
+
+let staticPolicySource: string | undefined;
+
+/**
+ * Whether `policy` is the closure `tool()` makes for a tool without a `needsApproval` function (a boolean or
+ * nothing): the SDK does not export its mark of those, and every such closure has the same source text, read
+ * here from a tool made without one. Such a closure only returns its constant, so asking it has no effect.
+ */
+function isStaticPolicy(policy: unknown): boolean {
+  if (typeof policy !== "function") return false;
+  staticPolicySource ??= Function.prototype.toString.call(
+    tool({
+      name: "static_policy_probe",
+      description: "",
+      parameters: { type: "object", properties: {}, required: [], additionalProperties: false },
+      strict: true,
+      execute: () => "",
+    }).needsApproval,
+  );
+  return Function.prototype.toString.call(policy) === staticPolicySource;
 }
 
 /**

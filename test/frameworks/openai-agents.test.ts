@@ -300,6 +300,34 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
     ]);
   });
 
+  it("a tool without a needsApproval function is called unasked (no approval in its report); needsApproval: true is held", async () => {
+    const { tools } = weatherTools();
+    let ran = 0;
+    const held = tool({
+      name: "held",
+      description: "Needs a person",
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: async () => {
+        ran += 1;
+        return "ran";
+      },
+    });
+    const reports: RunReport[] = [];
+    const code = codeTool({ tools: [...tools, held], pool: false, onReport: (report) => reports.push(report) });
+    // The static policy's answer is learned a few microtasks after codeTool (an Agent's run calls much later).
+    await new Promise((resolve) => setImmediate(resolve));
+    const body = [
+      'const w = await ears.call("get_weather", { city: "Paris" });',
+      'const h = await ears.call("held", {});',
+      'return [w.status, h.status === "failure" ? h.code : h.status];',
+    ].join("\n");
+    const output = await code.invoke(new RunContext(), JSON.stringify({ code: body }));
+    expect(output).toEqual({ status: "success", content: "", structured: ["success", "ApprovalDenied"] });
+    expect(ran).toBe(0);
+    expect(reports[0]!.approvals?.map(({ name, decision }) => `${name} ${decision}`)).toEqual(["held denied"]);
+  });
+
   it("an abort from the caller stops the run, and nothing it started is left", async () => {
     const marker = uniqueMarker();
     const controller = new AbortController();

@@ -263,6 +263,8 @@ export function codeToolCore<CallOptions>(
     let calls = 0;
     const progress = () => onProgress?.({ status: "running", content: "", logs: boundedLogs(logs).map(escapeControls), calls });
     const capabilities: Capabilities = Object.create(null);
+    // Each tool's policy as the run starts: an adapter may drop one between runs (a static policy found to answer false).
+    const policies = new Map<string, NonNullable<FrameworkTool<CallOptions>["needsApproval"]>>();
     for (const [name, tool] of tools) {
       const capability = (args: Json, ctx: CapabilityContext) => {
         calls += 1;
@@ -270,7 +272,9 @@ export function codeToolCore<CallOptions>(
         return tool.call(args, ctx, callOptions);
       };
       // Every call of a tool with a policy goes through runCode's approval gate; `decide` below asks the policy first.
-      capabilities[name] = tool.needsApproval === undefined ? capability : requireApproval(capability);
+      const policy = tool.needsApproval;
+      if (policy !== undefined) policies.set(name, policy);
+      capabilities[name] = policy === undefined ? capability : requireApproval(capability);
     }
     for (const connection of connections) {
       for (const [name, capability] of Object.entries(connection.capabilities)) {
@@ -309,7 +313,7 @@ export function codeToolCore<CallOptions>(
       ...(session === undefined ? {} : { session }),
       approval: {
         decide: (call: ApprovalCall, context: { signal: AbortSignal }) =>
-          decision(entry, tools.get(call.name), call, callOptions, approval, context),
+          decision(entry, policies.get(call.name), call, callOptions, approval, context),
         ...(approval?.timeoutMs === undefined ? {} : { timeoutMs: approval.timeoutMs }),
         ...(approval?.tokenKey === undefined ? {} : { tokenKey: approval.tokenKey }),
         ledger,
@@ -467,7 +471,7 @@ function approvalOf(entry: string, approval: unknown): CodeToolApproval | undefi
  */
 async function decision<CallOptions>(
   entry: string,
-  tool: FrameworkTool<CallOptions> | undefined,
+  policy: FrameworkTool<CallOptions>["needsApproval"],
   call: ApprovalCall,
   callOptions: CallOptions,
   approval: CodeToolApproval | undefined,
@@ -475,7 +479,7 @@ async function decision<CallOptions>(
 ): Promise<ApprovalDecision> {
   let needed: unknown = true;
   try {
-    if (tool?.needsApproval !== undefined) needed = await tool.needsApproval(call.arguments, callOptions);
+    if (policy !== undefined) needed = await policy(call.arguments, callOptions);
   } catch {
     // Fail closed, as runCode's own predicates: a policy that throws holds the call.
   }

@@ -291,8 +291,15 @@ function callable(name: string, tool: ToolSet[string], entry: ToolApprovalEntry 
         if (!checked.success) return invalidArguments(name, checked.error.message);
         value = checked.value;
       }
-      const signal = callOptions.abortSignal === undefined ? ctx.signal : AbortSignal.any([ctx.signal, callOptions.abortSignal]);
-      return answerOf(await lastOf(execute(value as never, { ...callOptions, abortSignal: signal })));
+      // The signal is made only when the tool reads it (most never do): an AbortSignal.any per call is costly.
+      const outer = callOptions.abortSignal;
+      let signal: AbortSignal | undefined;
+      const options = Object.defineProperty({ ...callOptions }, "abortSignal", {
+        enumerable: true,
+        configurable: true,
+        get: () => (signal ??= outer === undefined ? ctx.signal : AbortSignal.any([ctx.signal, outer])),
+      });
+      return answerOf(await lastOf(execute(value as never, options)));
     },
   };
 }

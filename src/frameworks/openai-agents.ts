@@ -8,7 +8,7 @@ import { RunContext, tool, type FunctionTool, type Tool } from "@openai/agents";
 import { jsonSchema } from "../contract/json-schema.js";
 import { isSession, type Session } from "../host/workspace/index.js";
 import type { ResumeDecision } from "../host/index.js";
-import type { CapabilitySpec } from "../contract/contract.js";
+import type { CapabilityContext, CapabilitySpec } from "../contract/contract.js";
 import type { Json } from "../protocol/json.js";
 import { Outcome } from "../protocol/outcome.js";
 import {
@@ -162,7 +162,7 @@ function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<Call
     arguments: jsonSchema(each.parameters as Record<string, unknown>),
     ...(each.outputSchema === undefined ? {} : { structured: jsonSchema(each.outputSchema as Record<string, unknown>) }),
   };
-  return {
+  const made: FrameworkTool<CallOptions> = {
     spec,
     // The SDK's policy, asked as the SDK asks it (run context, input, call id: the code tool call's). tool() makes
     // one for every function tool (a static `needsApproval: false` answers false at once: the call goes through unasked).
@@ -173,11 +173,58 @@ function callable(each: FunctionTool<unknown, any, unknown>): FrameworkTool<Call
             each.needsApproval(runContext, args as never, details?.toolCall?.callId ?? ""),
         }),
     async call(args, ctx, { runContext, details }) {
-      const signal = details?.signal === undefined ? ctx.signal : AbortSignal.any([ctx.signal, details.signal]);
-      const output = await each.invoke(runContext, JSON.stringify(args), { ...details, signal });
+      const output = await each.invoke(runContext, JSON.stringify(args), withLazySignal(details, ctx));
       // The SDK's default errorFunction turns a throw into these words for a model: to a body, that is a failure.
       if (output === SDK_TOOL_ERROR_TEXT) return Outcome.failure("CapabilityFailed", `${each.name} failed: ${output}`);
       return answerOf(output);
     },
   };
+  // A static policy that answers false (every tool made without a `needsApproval` function) lets each call through
+  // unasked: its calls skip the approval gate, whose per-call work was most of this adapter's own cost per run.
+  // Until its answer is known (a microtask after this), calls go through the gate, which asks it: the same outcome.
+  if (made.needsApproval !== undefined && isStaticPolicy(each.needsApproval)) {
+    Promise.resolve(each.needsApproval(new RunContext(), {} as never, "")).then(
+      (needed) => {
+        if (needed === false) delete made.needsApproval;
+      },
+      () => {},
+    );
+  }
+  return made;
+}
+
+let staticPolicySource: string | undefined;
+
+/**
+ * Whether `policy` is the closure `tool()` makes for a tool without a `needsApproval` function (a boolean or
+ * nothing): the SDK does not export its mark of those, and every such closure has the same source text, read
+ * here from a tool made without one. Such a closure only returns its constant, so asking it has no effect.
+ */
+function isStaticPolicy(policy: unknown): boolean {
+  if (typeof policy !== "function") return false;
+  staticPolicySource ??= Function.prototype.toString.call(
+    tool({
+      name: "static_policy_probe",
+      description: "",
+      parameters: { type: "object", properties: {}, required: [], additionalProperties: false },
+      strict: true,
+      execute: () => "",
+    }).needsApproval,
+  );
+  return Function.prototype.toString.call(policy) === staticPolicySource;
+}
+
+/**
+ * The code tool call's details for one body call, with `signal` (the call's, and the code tool call's
+ * when it has one) made only when read: the SDK reads it only for a timeout or a failure, and most tools
+ * never do, while an `AbortSignal.any` per call costs more than the rest of the call's own work.
+ */
+function withLazySignal(details: CallOptions["details"], ctx: CapabilityContext): NonNullable<CallOptions["details"]> {
+  const outer = details?.signal;
+  let signal: AbortSignal | undefined;
+  return Object.defineProperty({ ...details }, "signal", {
+    enumerable: true,
+    configurable: true,
+    get: () => (signal ??= outer === undefined ? ctx.signal : AbortSignal.any([ctx.signal, outer])),
+  }) as NonNullable<CallOptions["details"]>;
 }

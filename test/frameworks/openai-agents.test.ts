@@ -300,6 +300,34 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
     ]);
   });
 
+  it("a tool without a needsApproval function is called unasked (no approval in its report); needsApproval: true is held", async () => {
+    const { tools } = weatherTools();
+    let ran = 0;
+    const held = tool({
+      name: "held",
+      description: "Needs a person",
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: async () => {
+        ran += 1;
+        return "ran";
+      },
+    });
+    const reports: RunReport[] = [];
+    const code = codeTool({ tools: [...tools, held], pool: false, onReport: (report) => reports.push(report) });
+    // The static policy's answer is learned a few microtasks after codeTool (an Agent's run calls much later).
+    await new Promise((resolve) => setImmediate(resolve));
+    const body = [
+      'const w = await ears.call("get_weather", { city: "Paris" });',
+      'const h = await ears.call("held", {});',
+      'return [w.status, h.status === "failure" ? h.code : h.status];',
+    ].join("\n");
+    const output = await code.invoke(new RunContext(), JSON.stringify({ code: body }));
+    expect(output).toEqual({ status: "success", content: "", structured: ["success", "ApprovalDenied"] });
+    expect(ran).toBe(0);
+    expect(reports[0]!.approvals?.map(({ name, decision }) => `${name} ${decision}`)).toEqual(["held denied"]);
+  });
+
   it("an abort from the caller stops the run, and nothing it started is left", async () => {
     const marker = uniqueMarker();
     const controller = new AbortController();
@@ -332,6 +360,31 @@ describe("codeTool in an OpenAI Agents SDK run (a scripted Model)", () => {
     await expect.poll(() => reports.length, { timeout: 10_000 }).toBe(1);
     expect(reports[0]!.failure?.code).toBe("Aborted");
     expect(await goneWithin(marker, 5000)).toEqual([]);
+  });
+
+  it("a tool that reads its signal gets one that aborts with the code tool call's signal", async () => {
+    const controller = new AbortController();
+    let aborted: boolean | undefined;
+    const waits = tool({
+      name: "waits",
+      description: "Waits for its signal",
+      parameters: z.object({}),
+      execute: async (_input, _context, details) => {
+        const signal = details!.signal!;
+        const stopped = new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        controller.abort(new Error("the user left"));
+        await stopped;
+        aborted = signal.aborted;
+        return "stopped";
+      },
+    });
+    const code = codeTool({ tools: [waits], pool: false });
+    const output = await code.invoke(new RunContext(), JSON.stringify({ code: 'await ears.call("waits", {});\nreturn 1;' }), {
+      toolCall: { type: "function_call", callId: "call-1", name: "run_code", arguments: "" },
+      signal: controller.signal,
+    });
+    expect(aborted).toBe(true);
+    expect(output).toMatchObject({ status: "failure", code: "Aborted" });
   });
 
   it("runs when invoked without a run context, and refuses bad options", async () => {

@@ -11,15 +11,13 @@
  * the body returns only after the test saw a sample of the whole tree (the sampler is wrapped to say so) and told it
  * to, through a file.
  */
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it, vi } from "vitest";
-import { runCode, runGuest } from "../../../src/host/index.js";
+import { runGuest } from "../../../src/host/index.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
-import { goneWithin, uniqueMarker } from "../../helpers/processes.js";
+import { runThreeChildren } from "../../helpers/three-children.js";
+import { goneWithin } from "../../helpers/processes.js";
 
 vi.mock("../../../src/host/limits/cgroup.js", async (importOriginal) => ({
   ...(await importOriginal<typeof import("../../../src/host/limits/cgroup.js")>()),
@@ -74,27 +72,11 @@ describe.runIf(process.platform === "linux")("usage without a cgroup, from /proc
 
   for (const sandbox of bwrapPath === undefined ? [false] : [false, true]) {
     it(`${sandbox ? "sandboxed" : "unconfined"}: three children make at least four processes, not their threads`, async () => {
-      const marker = uniqueMarker();
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), "ears-proc-usage-")));
-      const go = join(dir, "go");
       // The runner (bubblewrap and its init too, sandboxed) and its three children.
       const whole = (sandbox ? 3 : 1) + 3;
       const seen = new Promise<void>((resolve) => Object.assign(watch, { processes: whole, saw: resolve }));
-      const code = `
-        const { spawn } = process.getBuiltinModule("node:child_process");
-        const { existsSync } = process.getBuiltinModule("node:fs");
-        const children = [1, 2, 3].map(() => spawn("sleep", ["30", ${JSON.stringify(marker)}], { stdio: "ignore" }));
-        const started = (child) => new Promise((resolve, reject) => { child.on("spawn", resolve); child.on("error", reject); });
-        await Promise.all(children.map(started));
-        // The test's go-ahead, once the host's watch has seen the whole tree (bounded: a missing one fails the count).
-        const end = Date.now() + 120000;
-        while (!existsSync(${JSON.stringify(go)}) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-        return children.length;`;
       try {
-        const running = runCode({ code, sandbox: sandbox ? { readable: [dir] } : false, limits: { runTimeoutMs: 180_000 } });
-        await Promise.race([seen, running]);
-        writeFileSync(go, "");
-        const report = await running;
+        const { report, marker } = await runThreeChildren(sandbox, seen);
         expect(report.outcome?.structured, JSON.stringify(report.failure)).toBe(3);
         expect(report.usage?.source).toBe("proc");
         expect(report.usage?.peakProcesses).toBe(whole);
@@ -103,7 +85,6 @@ describe.runIf(process.platform === "linux")("usage without a cgroup, from /proc
         expect(await goneWithin(marker, 30_000)).toEqual([]);
       } finally {
         watch.processes = Infinity;
-        rmSync(dir, { recursive: true, force: true });
       }
     }, 240_000);
   }

@@ -11,14 +11,12 @@
  * count certain; for the three children, the body returns only after the test saw the cgroup read with all of them
  * (the read is wrapped to say so) and told it to, through a file.
  */
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { runCode, runGuest } from "../../../src/host/index.js";
 import { hostCgroupPlan } from "../../../src/host/limits/cgroup.js";
 import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { failOnUnhandledRejections } from "../../helpers/host.js";
+import { runThreeChildren } from "../../helpers/three-children.js";
 import { goneWithin, liveWith, uniqueMarker } from "../../helpers/processes.js";
 
 /** Told when a read of a run's cgroup counted at least `processes` processes. */
@@ -76,25 +74,9 @@ describe.runIf(hostCgroupPlan().version !== null)("process counts from the run's
     });
 
     it(`${where}: a body that starts three children reports at least four processes`, async () => {
-      const marker = uniqueMarker();
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), "ears-process-count-")));
-      const go = join(dir, "go");
       const seen = new Promise<void>((resolve) => Object.assign(watch, { processes: own + 3, saw: resolve }));
-      const code = `
-        const { spawn } = process.getBuiltinModule("node:child_process");
-        const { existsSync } = process.getBuiltinModule("node:fs");
-        const children = [1, 2, 3].map(() => spawn("sleep", ["30", ${JSON.stringify(marker)}], { stdio: "ignore" }));
-        const started = (child) => new Promise((resolve, reject) => { child.on("spawn", resolve); child.on("error", reject); });
-        await Promise.all(children.map(started));
-        // The test's go-ahead, once the host's watch has read all of them (bounded: a missing one fails the count).
-        const end = Date.now() + 120000;
-        while (!existsSync(${JSON.stringify(go)}) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-        return children.length;`;
       try {
-        const running = runCode({ code, sandbox: sandbox ? { readable: [dir] } : false, limits: { runTimeoutMs: 180_000 } });
-        await Promise.race([seen, running]);
-        writeFileSync(go, "");
-        const report = await running;
+        const { report, marker } = await runThreeChildren(sandbox, seen);
         expect(report.outcome?.structured, JSON.stringify(report.failure)).toBe(3);
         expect(report.usage?.peakProcesses).toBeGreaterThanOrEqual(4);
         expect(report.usage?.peakProcesses).toBeLessThanOrEqual(own + 3);
@@ -103,7 +85,6 @@ describe.runIf(hostCgroupPlan().version !== null)("process counts from the run's
         expect(await goneWithin(marker, 30_000)).toEqual([]);
       } finally {
         watch.processes = Infinity;
-        rmSync(dir, { recursive: true, force: true });
       }
     }, 240_000);
   }

@@ -11,10 +11,10 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",
-    // Two test files at a time at least: the suite mostly waits (on real processes, deadlines, servers) rather
-    // than computes, and vitest's default, one worker fewer than the CPUs, is one worker on a 2-CPU machine:
-    // the whole suite took about 14 minutes that way on an idle one and 8 with two workers. Under
-    // scripts/stress-suite.sh's one CPU it is two as well, so files also run beside each other there.
-    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // One test file per CPU this process may use: the suite mostly waits (on real processes, deadlines, servers)
+    // rather than computes, and vitest's default, one fewer than the CPUs, is a single worker on a 2-CPU machine:
+    // the whole suite took about 14 minutes that way on an idle one, 8 with two. Under scripts/stress-suite.sh's
+    // `taskset -c 0` it is one: the suite on one loaded CPU, not files also crowding each other there.
+    maxWorkers: availableParallelism(),
   },
 });

@@ -31,7 +31,7 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",
-    // As vitest.config.ts: two files at a time at least.
-    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // As vitest.config.ts: one test file per CPU this process may use.
+    maxWorkers: availableParallelism(),
   },
 });

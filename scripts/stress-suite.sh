@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the suite the way a busy CI machine or a contributor's /root checkout would: from a clone under a
 # private (0700) directory made by mktemp -d, pinned to one CPU (taskset -c 0), while a busy loop keeps every
-# CPU busy (stress-ng --cpu, or one `node` spinning per CPU when stress-ng is missing). vitest runs two files
-# at a time there too (vitest.config.ts), so they also compete with each other. A test that depends on
+# CPU busy (stress-ng --cpu, or one `node` spinning per CPU when stress-ng is missing). vitest runs one file per
+# CPU it may use (vitest.config.ts): one file at a time there. A test that depends on
 # an ordering it does not make happen, or on the checkout's parents being reachable by another uid, fails
 # here. Not part of CI (it takes the machine); CONTRIBUTING.md, "The suite under load".
 #

@@ -2,7 +2,7 @@
  * MCP servers as capabilities (issue 19), against @modelcontextprotocol/server-everything, a reference
  * server this project did not write, started over stdio as a real child process.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
@@ -12,24 +12,27 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectMcpServers, mcpConfig, runCode, type McpConfig, type McpConnection } from "../../../src/host/index.js";
 import { isRunning } from "../../helpers/spawn-ears.js";
+import { liveWithEnvironment, uniqueMarker } from "../../helpers/processes.js";
 
 const ctxOf = (name: string) => ({ name, id: 1, signal: new AbortController().signal });
 
 const EVERYTHING = resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const everythingConfig: McpConfig = { mcpServers: { everything: { command: process.execPath, args: [EVERYTHING, "stdio"] } } };
 
-/** The pids of node processes whose command line runs the everything server. */
-function everythingPids(): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(EVERYTHING)) pids.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return pids;
+/**
+ * The everything server with a marker of its own in its environment, and the live pids that carry it: other
+ * files' everything servers may run beside this one (vitest runs a test file per CPU), and only this one counts.
+ */
+function markedEverything(): { server: McpConfig["mcpServers"][string]; pids: () => number[] } {
+  const marker = uniqueMarker();
+  return {
+    server: {
+      command: process.execPath,
+      args: [EVERYTHING, "stdio"],
+      env: { ...process.env, EARS_TEST_MARKER: marker } as Record<string, string>,
+    },
+    pids: () => liveWithEnvironment(`EARS_TEST_MARKER=${marker}`),
+  };
 }
 
 describe("connectMcpServers (server-everything over stdio)", () => {
@@ -159,9 +162,9 @@ describe("connectMcpServers over Streamable HTTP", () => {
 
 describe("connectMcpServers: lifecycle and configuration", () => {
   it("close() ends the server process and removes its default filesDir", async () => {
-    const before = new Set(everythingPids());
-    const connection = await connectMcpServers(everythingConfig, { onServerStderr: () => {} });
-    const started = everythingPids().filter((pid) => !before.has(pid));
+    const everything = markedEverything();
+    const connection = await connectMcpServers({ mcpServers: { everything: everything.server } }, { onServerStderr: () => {} });
+    const started = everything.pids();
     expect(started.length).toBeGreaterThan(0);
     expect(existsSync(connection.filesDir)).toBe(true);
     await connection.close();
@@ -188,13 +191,12 @@ describe("connectMcpServers: lifecycle and configuration", () => {
   });
 
   it("rejects naming a server that cannot start, and closes the ones already started", async () => {
-    const before = new Set(everythingPids());
+    const everything = markedEverything();
     const config: McpConfig = {
-      mcpServers: { ...everythingConfig.mcpServers, broken: { command: process.execPath, args: ["-e", "process.exit(3)"] } },
+      mcpServers: { everything: everything.server, broken: { command: process.execPath, args: ["-e", "process.exit(3)"] } },
     };
     await expect(connectMcpServers(config, { onServerStderr: () => {} })).rejects.toThrow(/MCP server "broken" could not be reached/);
-    const left = everythingPids().filter((pid) => !before.has(pid) && isRunning(pid));
-    expect(left).toEqual([]);
+    expect(everything.pids().filter((pid) => isRunning(pid))).toEqual([]);
   });
 
   it("refuses a malformed configuration with a TypeError naming the mistake", () => {

@@ -20,7 +20,15 @@ import type { RunObserver } from "./observe/observer.js";
 import { traced } from "./observe/tracing.js";
 import { GROUPS_SUPPORTED, ProcessGroup } from "./process/process-group.js";
 import { confineFailure } from "./sandbox/landlock.js";
-import { planSandbox, SECCOMP_FD, sandboxRequest, spawnConfined, type SandboxReport, type SandboxRequest } from "./sandbox/index.js";
+import {
+  planSandbox,
+  SANDBOX_INFO_FD,
+  SECCOMP_FD,
+  sandboxRequest,
+  spawnConfined,
+  type SandboxReport,
+  type SandboxRequest,
+} from "./sandbox/index.js";
 import { notStartedReport, runReport } from "./report/report.js";
 import { RunLimits, type ResourceLimits } from "./limits/limits.js";
 import { launcherCommand, leakedDescriptors, machineShells } from "./limits/launcher.js";
@@ -314,8 +322,14 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
   }
   // Confined, bubblewrap (and the launcher before it) gets no environment: the guest's comes through --setenv.
   const childEnv = confined ? {} : (env ?? process.env);
-  // The seccomp program's pipe is the one descriptor above 2 the child is given on purpose.
-  const keepFds = confined ? [...(plan.seccomp !== undefined ? [SECCOMP_FD] : []), ...(plan.gate ? [GATE_GO_FD, GATE_READY_FD] : [])] : [];
+  // The descriptors above 2 the child is given on purpose: the seccomp program's pipe, the gate's, bwrap's report.
+  const keepFds = confined
+    ? [
+        ...(plan.seccomp !== undefined ? [SECCOMP_FD] : []),
+        ...(plan.gate ? [GATE_GO_FD, GATE_READY_FD] : []),
+        ...(plan.info ? [SANDBOX_INFO_FD] : []),
+      ]
+    : [];
   const start = guestLaunch(confined ? plan : { command, args }, confined, cwd, childEnv, limits, keepFds);
   if ("problem" in start || "error" in start) {
     await Promise.all([limits.cgroup?.remove(), copy?.discard()]);
@@ -346,6 +360,8 @@ export async function startGuest(launch: CheckedLaunch, startedAt: number): Prom
     copy.attach(child.pid, stdio[GATE_READY_FD] as Readable, stdio[GATE_GO_FD] as Writable);
   }
   const group = new ProcessGroup(child, confined ? plan.report.mechanism : false, scratch, limits.cgroup?.directories);
+  const info = confined && plan.info ? (child.stdio as unknown as (Readable | null)[])[SANDBOX_INFO_FD] : undefined;
+  if (info !== undefined && info !== null) group.followSandboxInit(info);
   const { maxStderrBytes } = settings.limits;
   const guest = new GuestProcess(child, group, launch.killGraceMs, maxStderrBytes, launch.onStderr, undefined, launch.disposable);
   // Bubblewrap's own processes hold the guest's stdout; the Landlock helper lets go of its copy once the guest runs.

@@ -4,6 +4,7 @@
  * the group from outliving a host that is killed without a chance to clean up (SIGKILL, out of memory).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import type { Readable } from "node:stream";
 import { readdirSync, readFileSync } from "node:fs";
 import { isRunCgroupDir } from "../limits/cgroup.js";
 import { childrenOf } from "../limits/process-tree.js";
@@ -124,10 +125,16 @@ export function coverDirectory(dir: string): () => void {
 
 /** Where guests go when their group is gone within this poll while it is cleared. */
 const POLL_MS = 25;
+/** How long a cleared group's SIGKILLed processes are waited for (the watchdog's bound too). */
+const KILLED_MS = 5000;
 
 /** Signals and clears one guest's process group, covered by the host's watchdog. */
 export class ProcessGroup {
   private covered: number | undefined;
+  /** The sandbox's init as bubblewrap told it ({@link followSandboxInit}): its pid and its start time, which tells it from a later process given the same pid. */
+  private init: { pid: number; start: string } | undefined;
+  /** Settles once bubblewrap's report of its init is read (at once without one). */
+  private initTold: Promise<void> = Promise.resolve();
 
   /**
    * `child` must have been spawned with `detached: true` (POSIX: its own group and session). An
@@ -152,6 +159,33 @@ export class ProcessGroup {
   }
 
   /**
+   * Reads bubblewrap's `--info-fd` report (`{"child-pid": N, ...}`, then the end of the pipe) from `info`: the pid
+   * of the sandbox's init, its first child. bubblewrap's own process exits as soon as the guest does, with the init
+   * still running: only the init's end (the kernel ends every process of the sandbox's pid namespace first, also those
+   * that left the guest's session) means that nothing in the sandbox runs. Until then the group counts as
+   * {@link alive}, and {@link clear} signals the init when bubblewrap is gone.
+   */
+  followSandboxInit(info: Readable): void {
+    let text = "";
+    let told = false;
+    this.initTold = new Promise<void>((resolve) => {
+      info.setEncoding("utf8");
+      info.on("data", (chunk: string) => {
+        // The report is a few hundred bytes; more is not bubblewrap's.
+        if (told || text.length > 4096) return;
+        text += chunk;
+        const pid = /"child-pid"\s*:\s*(\d+)/.exec(text)?.[1];
+        if (pid === undefined) return;
+        told = true;
+        // Identified at once, while bubblewrap (its parent) still waits for it: the pid is not yet anyone else's.
+        this.init = identify(Number(pid));
+      });
+      info.on("error", () => resolve());
+      info.on("close", () => resolve());
+    });
+  }
+
+  /**
    * Sends `signal` to the whole group (the child alone where there are no groups). In a sandbox, the
    * group is bubblewrap's: SIGTERM would end bubblewrap, and with it the sandbox at once, so it goes to
    * the session inside the sandbox instead, and the guest gets its chance to end cleanly. Under Landlock
@@ -173,6 +207,15 @@ export class ProcessGroup {
       }
     }
     this.child.kill(sent);
+    // bubblewrap gone, its sandbox not yet: the init's group (its session: what left it is ended by the init's end).
+    const init = this.liveInit();
+    if (init !== undefined && signal === "SIGKILL") {
+      try {
+        process.kill(-init, "SIGKILL");
+      } catch {
+        // Ended meanwhile.
+      }
+    }
   }
 
   /**
@@ -190,7 +233,7 @@ export class ProcessGroup {
   /** Sends `signal` to the sandbox's session (its init's group); false when there is none to signal. */
   private signalInside(signal: NodeJS.Signals): boolean {
     if (this.child.pid === undefined) return false;
-    const inner = sandboxInit(this.child.pid);
+    const inner = sandboxInit(this.child.pid) ?? this.liveInit();
     // Only a process's own number: -0 would be kill(0), this host's own group (a misread children list did that
     // to the mutation runner: CONTRIBUTING.md, "Mutation testing"), and -1 every process there is.
     if (inner === undefined || !Number.isSafeInteger(inner) || inner <= 1) return false;
@@ -208,6 +251,10 @@ export class ProcessGroup {
    * died waits there for a parent to reap it, which a container's init may never do.
    */
   alive(): boolean {
+    return this.groupAlive() || this.liveInit() !== undefined;
+  }
+
+  private groupAlive(): boolean {
     if (!GROUPS_SUPPORTED || this.child.pid === undefined) return false;
     const group = this.child.pid;
     try {
@@ -220,19 +267,45 @@ export class ProcessGroup {
   }
 
   /**
+   * The sandbox's init's pid while it runs: not yet a zombie (a zombie init has ended every other process of its
+   * namespace: the kernel waits for them before the init's exit goes on), and still the process bubblewrap told of.
+   */
+  private liveInit(): number | undefined {
+    const { init } = this;
+    if (init === undefined) return undefined;
+    const now = identify(init.pid);
+    if (now === undefined || now.start !== init.start || now.state === "Z" || now.state === "X") {
+      this.init = undefined;
+      return undefined;
+    }
+    return init.pid;
+  }
+
+  /**
    * After the leader exited: ends whatever it left behind in the group. SIGTERM, up to `graceMs` for
    * the group to empty, then SIGKILL. Costs nothing when the group is already empty (the usual case).
    * Returns the last signal it had to send, if any.
    */
   async clear(graceMs: number): Promise<"SIGTERM" | "SIGKILL" | undefined> {
+    // bubblewrap's report is written before the guest starts; its pipe ends with bubblewrap at the latest.
+    await Promise.race([this.initTold, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
     if (!this.alive()) return undefined;
     this.signal("SIGTERM");
-    for (let waited = 0; waited < graceMs; waited += POLL_MS) {
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-      if (!this.alive()) return "SIGTERM";
-    }
+    if (await this.goneWithin(graceMs)) return "SIGTERM";
     this.signal("SIGKILL");
+    // A sandbox's init ends its namespace's processes before it is gone. Bounded: a process stuck in the kernel
+    // (a dead network file system) must not hang the host.
+    await this.goneWithin(KILLED_MS);
     return "SIGKILL";
+  }
+
+  /** Polls until nothing in the group (or the sandbox) is alive, at most `ms`; true when it emptied. */
+  private async goneWithin(ms: number): Promise<boolean> {
+    for (let waited = 0; waited < ms; waited += POLL_MS) {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      if (!this.alive()) return true;
+    }
+    return false;
   }
 
   /** Takes the run off the watchdog: it is cleared, and its group id may be reused. */
@@ -250,6 +323,19 @@ export class ProcessGroup {
 function sandboxInit(pid: number): number | undefined {
   const children = childrenOf(pid) ?? (processTable() ?? []).filter((entry) => entry.parent === pid).map((entry) => entry.pid);
   return children[0];
+}
+
+/** A process's state and start time (in clock ticks since boot) from /proc, or undefined when it is gone. */
+function identify(pid: number): { pid: number; state: string; start: string } | undefined {
+  if (!Number.isSafeInteger(pid) || pid <= 1) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // After the command name: state (field 3) ... starttime (field 22).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { pid, state: fields[0] ?? "", start: fields[19] ?? "" };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Every process's state, parent and group from Linux's /proc; undefined where there is no /proc. */

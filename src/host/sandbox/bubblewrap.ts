@@ -78,6 +78,11 @@ export function systemLayout(fs: FileSystemView): SystemLayout {
 export interface BubblewrapWiring {
   /** bwrap's `--seccomp FD`, or undefined to run without a filter (an architecture the filter does not know). */
   seccompFd?: number;
+  /**
+   * bwrap's `--info-fd FD`, on which it tells the pid of the sandbox's init (process/process-group.ts waits for
+   * that init's end: bwrap's own process exits as soon as the guest does, before the init has ended the rest).
+   */
+  infoFd?: number;
   /** Size of the private /tmp in bytes (`--size`), or undefined for the tmpfs default. */
   tmpBytes?: number;
   /**
@@ -110,6 +115,7 @@ export function bubblewrapArgs(
   args.push("--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv");
   for (const [name, value] of Object.entries(policy.env)) args.push("--setenv", name, value);
   if (wiring.seccompFd !== undefined) args.push("--seccomp", String(wiring.seccompFd));
+  if (wiring.infoFd !== undefined) args.push("--info-fd", String(wiring.infoFd));
   const readable: string[] = [];
   for (const dir of layout.dirs) {
     if (dir.kind === "link") args.push("--symlink", dir.target, dir.path);

@@ -33,6 +33,12 @@ export interface SandboxRequest {
 /** The descriptor on which bwrap (or the Landlock helper) reads its seccomp filter (the first after stdin, stdout and stderr). */
 export const SECCOMP_FD = 3;
 
+/**
+ * The descriptor on which bwrap tells the pid of the sandbox's init (`--info-fd`), after the seccomp filter's (3) and
+ * the workspace gate's (4, 5). The host waits for that init's end, not only for bwrap's (process/process-group.ts).
+ */
+export const SANDBOX_INFO_FD = 6;
+
 /** How to start the guest. */
 export type SandboxPlan =
   | {
@@ -46,6 +52,8 @@ export type SandboxPlan =
       report: SandboxReport;
       /** The guest waits behind the workspace gate (descriptors 4 and 5: workspace/copy-workspace.ts). */
       gate?: true;
+      /** bwrap tells its sandbox's init on {@link SANDBOX_INFO_FD} (bubblewrap's plans; the Landlock helper waits for its tree itself). */
+      info?: true;
     }
   /** Unconfined; `fallback` says why when "auto" found no sandbox to have (only off Linux). */
   | { kind: "unconfined"; fallback?: string }
@@ -60,12 +68,16 @@ export type ConfinedPlan = Extract<SandboxPlan, { kind: "confined" }>;
 /**
  * Starts a confined plan: bwrap with no environment of its own (the guest's comes through --setenv),
  * stdio piped, and its seccomp filter written on descriptor {@link SECCOMP_FD}, which bwrap reads to
- * the end and closes before the guest starts. Throws as spawn does.
+ * the end and closes before the guest starts; bwrap's report of its sandbox's init comes on
+ * {@link SANDBOX_INFO_FD} (read by the run's process group). Throws as spawn does.
  */
 export function spawnConfined(plan: ConfinedPlan, options: { cwd: string; detached: boolean }): ChildProcessWithoutNullStreams {
-  const stdio: ("pipe" | "ignore")[] = plan.seccomp === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe"];
+  const stdio: ("pipe" | "ignore")[] = ["pipe", "pipe", "pipe", plan.seccomp === undefined ? "ignore" : "pipe"];
   // The gate's go-ahead (4, which it reads) and its ready line (5, which it writes).
-  if (plan.gate === true) stdio.push(...(plan.seccomp === undefined ? (["ignore"] as const) : []), "pipe", "pipe");
+  stdio.push(...(plan.gate === true ? (["pipe", "pipe"] as const) : (["ignore", "ignore"] as const)));
+  if (plan.info === true) stdio.push("pipe");
+  // Nothing past the last descriptor in use: an "ignore" there would only be one more closed descriptor.
+  while (stdio.length > 3 && stdio.at(-1) === "ignore") stdio.pop();
   const child = spawn(plan.command, plan.args, {
     ...options,
     stdio,
@@ -314,6 +326,7 @@ function bubblewrapPlan(bwrap: string, request: SandboxRequest, launch: Launch, 
     const seccomp = seccompProgram({ network: policy.network });
     const { args, report } = bubblewrapArgs(policy, systemLayout(nodeFileSystem), {
       seccompFd: seccomp === undefined ? undefined : SECCOMP_FD,
+      infoFd: SANDBOX_INFO_FD,
       tmpBytes: wiring.tmpBytes,
       privateDir: wiring.privateDir,
       hostExecutable: process.execPath,
@@ -326,6 +339,7 @@ function bubblewrapPlan(bwrap: string, request: SandboxRequest, launch: Launch, 
       env: policy.env,
       seccomp,
       report,
+      info: true,
       ...(wiring.gate === true && { gate: true as const }),
     };
   } catch (error) {

@@ -12,8 +12,8 @@
 #   --node V       the Node to run on: 24 (the default, as npm test's whole suite), 22.12.0, or current (the `node`
 #                  on PATH); from the registry's builds in ~/.cache/ears-node (scripts/install-node.mjs)
 #   --cpu N        pin the suite to CPU N, with one busy loop pinned beside it (not one per CPU): the same single
-#                  loaded CPU, the others left free, so two runs can go at once on two CPUs (default: CPU 0,
-#                  a busy loop on every CPU)
+#                  loaded CPU, the others left free for other work (default: CPU 0, a busy loop on every CPU).
+#                  Not two runs at once: their fork bombs run as the same uid and share its process limit
 #   --full         each run is npm test's steps on that Node (type tests, suite, memory scenarios, lint), not only `vitest run`
 #   --no-load      no busy loop (still one CPU, still the 0700 clone)
 #   --keep         keep the clone (printed) instead of removing it

@@ -2,10 +2,10 @@
  * The limits in each environment a host is deployed in (docs/host.md "Resource limits", "No cgroup here"):
  * a memory bomb ends as MemoryLimit and a process bomb as ProcessLimit, the host lives on (it prints its
  * findings after both) and nothing of the bomb is left, with the host run
- * - as an unprivileged uid (`setpriv` to 65534, no cgroup it may write: rlimits and the watchdog), sandboxed and not;
+ * - as an unprivileged uid (`setpriv` to 65533, no cgroup it may write: rlimits and the watchdog), sandboxed and not;
  * - without user namespaces (`bwrap --unshare-user --disable-userns`, what Docker's default seccomp profile
  *   does) and with /sys/fs/cgroup read-only (as Docker mounts it), as uid 0 without capabilities and as
- *   65534; no bubblewrap can start there, so these runs are `sandbox: false` until the Landlock helper gives
+ *   65533; no bubblewrap can start there, so these runs are `sandbox: false` until the Landlock helper gives
  *   them a sandbox.
  * The root row (cgroup v1) is limits.test.ts. The host runs from a copy of the package in a directory every uid
  * can read, made here: the checkout may be under a 0700 directory.
@@ -20,7 +20,12 @@ import { bwrapPath } from "../../helpers/has-bwrap.js";
 import { goneWithin, killAllWith, uniqueMarker } from "../../helpers/processes.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
-const NOBODY = "65534";
+/**
+ * The unprivileged uid, not nobody (65534): RLIMIT_NPROC counts a uid's processes machine-wide, and another test
+ * file that may run beside this one (test/deploy/environments.test.ts) runs its bombs as 65534; sharing a uid, each
+ * file's bombs ate the other's process limit. No account is needed for a uid setpriv and bwrap switch to.
+ */
+const UNPRIVILEGED = "65533";
 const isRoot = process.getuid?.() === 0;
 const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path));
 const canSwitch = process.platform === "linux" && isRoot && setpriv !== undefined;
@@ -70,9 +75,9 @@ async function hostIn(prefix: string[], sandbox: boolean): Promise<Findings> {
   }
 }
 
-const asNobody = () => [setpriv!, "--reuid", NOBODY, "--regid", NOBODY, "--clear-groups"];
+const asUnprivileged = () => [setpriv!, "--reuid", UNPRIVILEGED, "--regid", UNPRIVILEGED, "--clear-groups"];
 const noUserns = (uid: string) => [
-  ...(uid === "0" ? [] : asNobody()),
+  ...(uid === "0" ? [] : asUnprivileged()),
   bwrapPath!,
   "--unshare-user",
   "--disable-userns",
@@ -97,11 +102,11 @@ const noUserns = (uid: string) => [
 
 describe.runIf(canSwitch)("limits in each environment: bombs end as MemoryLimit and ProcessLimit, the host unharmed", () => {
   const environments: { name: string; prefix: () => string[]; sandbox: boolean; uid: number; processes: string }[] = [
-    { name: "non-root (setpriv 65534), unconfined", prefix: asNobody, sandbox: false, uid: 65534, processes: "rlimit+watchdog" },
+    { name: "non-root (setpriv 65533), unconfined", prefix: asUnprivileged, sandbox: false, uid: 65533, processes: "rlimit+watchdog" },
     ...(bwrapPath === undefined
       ? []
       : [
-          { name: "non-root (setpriv 65534), sandboxed", prefix: asNobody, sandbox: true, uid: 65534, processes: "rlimit+watchdog" },
+          { name: "non-root (setpriv 65533), sandboxed", prefix: asUnprivileged, sandbox: true, uid: 65533, processes: "rlimit+watchdog" },
           // uid 0 in a user namespace is the kernel's root user still: exempt from RLIMIT_NPROC, so the watchdog alone.
           {
             name: "no user namespaces, uid 0 without capabilities",
@@ -112,9 +117,9 @@ describe.runIf(canSwitch)("limits in each environment: bombs end as MemoryLimit 
           },
           {
             name: "no user namespaces, non-root",
-            prefix: () => noUserns(NOBODY),
+            prefix: () => noUserns(UNPRIVILEGED),
             sandbox: false,
-            uid: 65534,
+            uid: 65533,
             processes: "rlimit+watchdog",
           },
         ]),
@@ -173,7 +178,7 @@ describe.runIf(canSwitch && bwrapPath !== undefined)("ears doctor's deployment m
   });
 
   it("as non-root: confined by bubblewrap, memory and processes by rlimits and the watchdog with the delegation fix", () => {
-    const { status, json } = doctorIn(asNobody());
+    const { status, json } = doctorIn(asUnprivileged());
     expect(status).toBe(0);
     const found = rows(json);
     expect(found["file system"]).toMatchObject({ mechanism: "bubblewrap", ok: true });
@@ -182,7 +187,7 @@ describe.runIf(canSwitch && bwrapPath !== undefined)("ears doctor's deployment m
     expect(found.sessions).toMatchObject({ mechanism: "none", ok: false, fix: expect.any(String) });
   });
 
-  for (const uid of ["0", NOBODY]) {
+  for (const uid of ["0", UNPRIVILEGED]) {
     it(`without user namespaces (uid ${uid}): Landlock confines; each missing guarantee has its fix, none "see above"; exit 1`, () => {
       const { status, json } = doctorIn(noUserns(uid));
       // Not every guarantee holds here (no PID namespace, no cgroup): exit 1.

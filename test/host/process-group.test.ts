@@ -4,7 +4,7 @@
  * from outside through /proc by a marker in their command line. Linux only (/proc).
  */
 import { spawn } from "node:child_process";
-import type { Readable } from "node:stream";
+import { PassThrough, type Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { HostFailureCode, runGuest } from "../../src/host/index.js";
@@ -62,6 +62,26 @@ describe.runIf(process.platform === "linux" && bwrapPath !== undefined)("a sandb
       group.release();
       expect(liveWith(marker), `round ${round}: processes left after the clear`).toEqual([]);
     }
+  });
+
+  // The pid bubblewrap reports is trusted only while bubblewrap is its parent: one read late (or a pid another
+  // process took after the init) must never have the host wait on or signal an unrelated process's group.
+  it("never signals a reported init that is not bubblewrap's child", async () => {
+    const marker = newMarker();
+    const decoy = spawn("sleep", [marker], { stdio: "ignore", detached: true });
+    const child = spawn(bwrapPath!, ["--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--new-session", "true"], {
+      stdio: "ignore",
+      detached: true,
+    });
+    const exited = new Promise((resolve) => child.on("exit", resolve));
+    const group = new ProcessGroup(child, "bubblewrap");
+    const report = new PassThrough();
+    group.followSandboxInit(report);
+    report.end(JSON.stringify({ "child-pid": decoy.pid }));
+    await exited;
+    expect(await group.clear(200)).toBeUndefined();
+    group.release();
+    expect(liveWith(marker)).toEqual([decoy.pid]);
   });
 });
 

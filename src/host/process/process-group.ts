@@ -131,10 +131,15 @@ const KILLED_MS = 5000;
 /** Signals and clears one guest's process group, covered by the host's watchdog. */
 export class ProcessGroup {
   private covered: number | undefined;
-  /** The sandbox's init as bubblewrap told it ({@link followSandboxInit}): its pid and its start time, which tells it from a later process given the same pid. */
+  /**
+   * The sandbox's init as bubblewrap told it ({@link followSandboxInit}): its pid and its start time, which tells it
+   * from a later process given the same pid.
+   */
   private init: { pid: number; start: string } | undefined;
   /** Settles once bubblewrap's report of its init is read (at once without one). */
   private initTold: Promise<void> = Promise.resolve();
+  /** Set once the group was seen empty: its id may then be another group's, and it is never signalled or polled again. */
+  private groupGone = false;
 
   /**
    * `child` must have been spawned with `detached: true` (POSIX: its own group and session). An
@@ -177,8 +182,11 @@ export class ProcessGroup {
         const pid = /"child-pid"\s*:\s*(\d+)/.exec(text)?.[1];
         if (pid === undefined) return;
         told = true;
-        // Identified at once, while bubblewrap (its parent) still waits for it: the pid is not yet anyone else's.
-        this.init = identify(Number(pid));
+        // Ours only while bubblewrap, not yet reaped (so its own pid is no one else's), is its parent. Read after
+        // bubblewrap's end (a guest whose whole life fit in one stall of the host's event loop), the pid could be a
+        // later process's: the init stays unknown, and bubblewrap's end stands for the sandbox's (docs/host.md).
+        const found = identify(Number(pid));
+        this.init = found !== undefined && found.parent === this.child.pid && !this.childEnded() ? found : undefined;
       });
       info.on("error", () => resolve());
       info.on("close", () => resolve());
@@ -198,7 +206,7 @@ export class ProcessGroup {
     const inside = this.sandbox === "landlock" || (this.sandbox === "bubblewrap" && signal !== "SIGKILL");
     if (inside && this.signalInside(signal)) return;
     const sent = this.sandbox === "landlock" && signal === "SIGKILL" ? "SIGTERM" : signal;
-    if (GROUPS_SUPPORTED && this.child.pid !== undefined) {
+    if (GROUPS_SUPPORTED && this.child.pid !== undefined && !this.groupGone) {
       try {
         process.kill(-this.child.pid, sent);
         return;
@@ -233,7 +241,8 @@ export class ProcessGroup {
   /** Sends `signal` to the sandbox's session (its init's group); false when there is none to signal. */
   private signalInside(signal: NodeJS.Signals): boolean {
     if (this.child.pid === undefined) return false;
-    const inner = sandboxInit(this.child.pid) ?? this.liveInit();
+    // The child's children only while it is not reaped: after that its pid may be another process's.
+    const inner = (this.childEnded() ? undefined : sandboxInit(this.child.pid)) ?? this.liveInit();
     // Only a process's own number: -0 would be kill(0), this host's own group (a misread children list did that
     // to the mutation runner: CONTRIBUTING.md, "Mutation testing"), and -1 every process there is.
     if (inner === undefined || !Number.isSafeInteger(inner) || inner <= 1) return false;
@@ -255,15 +264,26 @@ export class ProcessGroup {
   }
 
   private groupAlive(): boolean {
-    if (!GROUPS_SUPPORTED || this.child.pid === undefined) return false;
+    // bubblewrap's group holds bubblewrap alone (its init leads a session of its own): empty once bubblewrap ended.
+    if (this.sandbox === "bubblewrap" && this.childEnded()) this.groupGone = true;
+    if (this.groupGone || !GROUPS_SUPPORTED || this.child.pid === undefined) return false;
     const group = this.child.pid;
+    let alive: boolean;
     try {
       process.kill(-group, 0);
+      const processes = processTable();
+      alive = processes === undefined || processes.some((entry) => entry.group === group && entry.state !== "Z");
     } catch (error) {
-      return (error as NodeJS.ErrnoException).code === "EPERM";
+      alive = (error as NodeJS.ErrnoException).code === "EPERM";
     }
-    const processes = processTable();
-    return processes === undefined || processes.some((entry) => entry.group === group && entry.state !== "Z");
+    // No process can join an empty group: once empty, it stays so, and its id may be reused.
+    if (!alive) this.groupGone = true;
+    return alive;
+  }
+
+  /** Whether the child was reaped (Node saw its exit): its pid may then be another process's. */
+  private childEnded(): boolean {
+    return typeof this.child.exitCode === "number" || typeof this.child.signalCode === "string";
   }
 
   /**
@@ -325,14 +345,14 @@ function sandboxInit(pid: number): number | undefined {
   return children[0];
 }
 
-/** A process's state and start time (in clock ticks since boot) from /proc, or undefined when it is gone. */
-function identify(pid: number): { pid: number; state: string; start: string } | undefined {
+/** A process's state, parent and start time (in clock ticks since boot) from /proc, or undefined when it is gone. */
+function identify(pid: number): { pid: number; state: string; parent: number; start: string } | undefined {
   if (!Number.isSafeInteger(pid) || pid <= 1) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // After the command name: state (field 3) ... starttime (field 22).
+    // After the command name: state (field 3), ppid (4) ... starttime (22).
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { pid, state: fields[0] ?? "", start: fields[19] ?? "" };
+    return { pid, state: fields[0] ?? "", parent: Number(fields[1]), start: fields[19] ?? "" };
   } catch {
     return undefined;
   }

@@ -243,18 +243,22 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
       ...system,
       helper: () => async (request) => (request.verb === "detach" ? "umount -l: a failure the test made" : undefined),
     };
-    for (const [through, made] of [
-      ["umount", await makeBoundedDir("ears-bounded-test-k-", { bytes: MiB, files: 1024 }, false, true, system)],
-      ["the helper", await makeBoundedDir("ears-bounded-test-k-", { bytes: MiB, files: 1024 }, false, true, helper)],
+    failing("umount", "umount: target is busy\n");
+    for (const [through, mounts] of [
+      ["umount", system],
+      ["the helper", helper],
     ] as const) {
-      // Nothing is mounted here: the file stands for a session's, bound onto `work`, which a detach that
-      // did not happen leaves in place.
-      writeFileSync(join(made.work, "session.txt"), "the session's");
-      failing("umount", "umount: target is busy\n");
-      await made.remove();
-      expect(readFileSync(join(made.work, "session.txt"), "utf8"), through).toBe("the session's");
-      expect(forgotten, through).toEqual([]);
-      rmSync(made.dir, { recursive: true });
+      const made = await makeBoundedDir("ears-bounded-test-k-", { bytes: MiB, files: 1024 }, false, true, mounts);
+      try {
+        // Nothing is mounted here: the file stands for a session's, bound onto `work`, which a detach that
+        // did not happen leaves in place.
+        writeFileSync(join(made.work, "session.txt"), "the session's");
+        await made.remove();
+        expect(readFileSync(join(made.work, "session.txt"), "utf8"), through).toBe("the session's");
+        expect(forgotten, through).toEqual([]);
+      } finally {
+        rmSync(made.dir, { recursive: true, force: true });
+      }
     }
     expect(calls().filter((call) => call.startsWith("umount"))).toHaveLength(1);
   });

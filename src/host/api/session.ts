@@ -14,7 +14,9 @@ export interface WorkspaceEntry {
 export interface Session {
   /**
    * The workspace's path on the host: a run's working directory, at the same path inside the sandbox (a
-   * pooled run's working directory is its runner's own path, with the workspace bound onto it).
+   * pooled run's working directory is its runner's own path, with the workspace bound onto it). Right after
+   * a pooled run's report it may be read-only (`EROFS`) until the runner's processes are gone: write through
+   * this session's operations, which wait for that, or await one of them before writing here directly.
    */
   readonly path: string;
   /** The durable session's directory, or undefined for a temporary one. */

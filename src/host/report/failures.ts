@@ -100,6 +100,16 @@ export function workspaceNotCopied(reason: string): HostFailure {
   return { code: HostFailureCode.SpawnFailed, message: `the session's workspace could not be given to the run, so nothing ran: ${reason}` };
 }
 
+/** A session's run: its workspace, read-only since its last run's seal, could not be made writable again (workspace/index.ts). */
+export function workspaceNotWritable(reason: string): HostFailure {
+  return {
+    code: HostFailureCode.SpawnFailed,
+    message:
+      "the session's workspace could not be given to the run, so nothing ran: " +
+      `it is read-only since its last run and could not be made writable again (${reason})`,
+  };
+}
+
 export function poolSessionNotBound(reason: string): HostFailure {
   return {
     code: HostFailureCode.SpawnFailed,

@@ -185,16 +185,21 @@ export function sealBounded(dir: string, readOnly: boolean, system = hostMounts)
 }
 
 /**
- * Detaches the bounded tmpfs on `dir` (lazily: it is freed once nothing uses it) and resolves when
- * done. Never rejects: a directory that is not mounted any more is left as it is.
+ * Detaches the bounded tmpfs on `dir` (lazily: it is freed once nothing uses it). Resolves with undefined
+ * when it is detached, else why not (the helper's or umount's words, a timeout); never rejects. Without
+ * mount programs there is nothing this host could have mounted: undefined.
  */
-export function unmountBounded(dir: string, system = hostMounts): Promise<void> {
+export function unmountBounded(dir: string, system = hostMounts): Promise<string | undefined> {
   const found = system.tools();
-  if (typeof found === "string") return Promise.resolve();
+  if (typeof found === "string") return Promise.resolve(undefined);
+  const failed = (reason: string) => `could not detach ${dir} (${reason})`;
   const mounter = system.helper?.();
-  if (mounter !== undefined) return mounter({ verb: "detach", dir }).then(() => {});
+  if (mounter !== undefined)
+    return mounter({ verb: "detach", dir }).then((problem) => (problem === undefined ? undefined : failed(problem)));
   return new Promise((settle) => {
-    execFile(found.umount, ["-l", dir], { env: {}, timeout: TIMEOUT_MS }, () => settle());
+    execFile(found.umount, ["-l", dir], { env: {}, timeout: TIMEOUT_MS }, (error, _stdout, stderr) =>
+      settle(error === null ? undefined : failed(why({ stderr, message: error.message }))),
+    );
   });
 }
 
@@ -212,7 +217,10 @@ export interface BoundedDir {
    * inside that sandbox too. False unless asked for, and where the host could not mount.
    */
   shared: boolean;
-  /** Unmounts and removes it, once; resolves when it is gone. Never rejects. */
+  /**
+   * Unmounts and removes it, once; resolves when it is gone, or is left (covered by the watchdog) because
+   * its detach failed. Never rejects.
+   */
   remove(): Promise<void>;
 }
 
@@ -241,7 +249,10 @@ export async function makeBoundedDir(
   const remove = () =>
     (removing ??= (async () => {
       // Detached with everything mounted on it (a session's workspace bound onto `work`), before anything is removed.
-      if (mounted) await unmountBounded(dir, system);
+      // Where the detach failed, the directory is kept: a recursive removal would go through a bind still on
+      // `work` and delete the session's files. It stays covered, so the watchdog detaches and removes it when
+      // the host ends.
+      if (mounted && (await unmountBounded(dir, system)) !== undefined) return;
       try {
         rmSync(dir, { recursive: true, force: true });
         uncover();

@@ -21,6 +21,7 @@ import { LOCK_NAME, lockDir, type DirLock } from "./lock.js";
 import { cleanTree, kindOf, mirrorTree, removePath, surveyCleanSync, surveyTree, TreeRefused } from "./walk.js";
 import { CopyRun, pages, treeUsage } from "./copy-workspace.js";
 import * as failures from "../report/failures.js";
+import { notStartedReport } from "../report/report.js";
 import type { HostFailure, RunReport } from "../api/types.js";
 import type { Session, WorkspaceEntry } from "../api/session.js";
 
@@ -270,6 +271,8 @@ class WorkspaceSession implements Session {
    */
   use(task: () => Promise<RunReport>, caller: string): Promise<RunReport> {
     if (this.closed) throw new TypeError(`${caller}: options.session is closed (session.close() was called)`);
+    const queued = performance.now();
+    const refused = (problem: string) => notStartedReport(failures.workspaceNotWritable(problem), performance.now() - queued);
     return this.queue(async () => {
       const copy =
         this.mechanism === "copy" ? new CopyRun(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles }) : undefined;
@@ -286,7 +289,7 @@ class WorkspaceSession implements Session {
         else if (report !== undefined && problem !== undefined) report = failed(report, failures.workspaceNotKept(problem));
       }
       return report;
-    });
+    }, refused);
   }
 
   /**
@@ -304,15 +307,37 @@ class WorkspaceSession implements Session {
     return sealed;
   }
 
-  /** Makes the workspace writable again after a seal: tried twice, and once more before the next run or operation. */
-  private async unseal(): Promise<void> {
+  /**
+   * Makes the workspace writable again after a seal: tried twice, and again before the next run or operation
+   * ({@link writable}). Resolves with undefined when done, else the mount helper's reason (kept in `unsealFailed`).
+   */
+  private async unseal(): Promise<string | undefined> {
+    let problem: string | undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
-      if ((await sealBounded(this.bounded.dir, false)) === undefined) return;
+      problem = await sealBounded(this.bounded.dir, false);
+      if (problem === undefined) return undefined;
     }
-    this.unsealFailed = true;
+    this.unsealFailed = problem;
+    return problem;
   }
 
-  private unsealFailed = false;
+  /** Why the workspace is still read-only after a seal (its undoing failed), until a later try succeeds. */
+  private unsealFailed: string | undefined;
+
+  /**
+   * Before a run or operation: a workspace left read-only by a seal whose undoing failed is tried again, and,
+   * made writable, cleaned and written back as {@link settle} would have (its clean, read-only, could not remove
+   * anything). Resolves with undefined when the workspace is writable, else why not (the mount helper's words).
+   */
+  private async writable(): Promise<string | undefined> {
+    if (this.unsealFailed === undefined) return undefined;
+    this.unsealFailed = undefined;
+    const problem = await this.unseal();
+    if (problem !== undefined) return problem;
+    // Never rejects by design (the walks never throw); a bug must not turn a run's report into a rejection.
+    await this.clean().catch(() => {});
+    return undefined;
+  }
 
   /**
    * After a run or a write: nothing planted is kept, nothing past the bounds, and a durable session's
@@ -333,7 +358,9 @@ class WorkspaceSession implements Session {
           (await cleanTree(this.path, bound, { survey: true }).then((seen) => seen.complete && seen.removed === 0 && seen.masked === 0));
         if (clean) {
           if (this.dir !== undefined && existsSync(this.dir)) await mirrorTree(this.path, this.dir, LOCK_NAME);
-          this.lingering = sealing.gone.then(() => this.unseal());
+          this.lingering = sealing.gone.then(async () => {
+            await this.unseal();
+          });
           return;
         }
       }
@@ -342,11 +369,16 @@ class WorkspaceSession implements Session {
         await sealing.gone;
         await this.unseal();
       }
-      const cleaned = await cleanTree(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles });
-      if (cleaned.complete && this.dir !== undefined && existsSync(this.dir)) await mirrorTree(this.path, this.dir, LOCK_NAME);
+      await this.clean();
     } catch {
       // Not reached by design (the walks never throw); a bug must not make every later run reject.
     }
+  }
+
+  /** Removes and masks what must not be kept, and, where that was done whole, writes a durable session back. */
+  private async clean(): Promise<void> {
+    const cleaned = await cleanTree(this.path, { bytes: this.workspaceBytes, files: this.workspaceFiles });
+    if (cleaned.complete && this.dir !== undefined && existsSync(this.dir)) await mirrorTree(this.path, this.dir, LOCK_NAME);
   }
 
   /** @internal See {@link sessionSettled}. */
@@ -354,14 +386,11 @@ class WorkspaceSession implements Session {
     return this.tail.then(() => {});
   }
 
-  private queue<T>(task: () => Promise<T>): Promise<T> {
+  /** Runs `task` after the runs and operations before it; `refused` instead, with why, where the workspace is not writable. */
+  private queue<T>(task: () => Promise<T>, refused: (problem: string) => T): Promise<T> {
     const start = async () => {
-      // A workspace left read-only by a seal whose undoing failed: tried again (see unseal).
-      if (this.unsealFailed) {
-        this.unsealFailed = false;
-        await this.unseal();
-      }
-      return task();
+      const problem = await this.writable();
+      return problem === undefined ? task() : refused(problem);
     };
     const run = this.tail.then(start, start);
     this.tail = run.catch(() => {}).then(() => this.drain());
@@ -377,7 +406,9 @@ class WorkspaceSession implements Session {
 
   private operation<T>(name: string, task: () => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error(`session.${name}: the session is closed`));
-    return this.queue(task);
+    return this.queue(task, (problem) => {
+      throw new Error(`session.${name}: the workspace is read-only since its last run and could not be made writable again (${problem})`);
+    });
   }
 
   /** The host path of a relative path, every existing directory on the way checked to be a directory (not a link). */

@@ -194,7 +194,7 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
           "the host needs CAP_SYS_ADMIN (run it as root)",
       );
       expect(await bindMount("/a", "/b", gone)).toBe(`could not bind /a onto /b (spawn ${join(bin, "gone-mount")} ENOENT)`);
-      await expect(unmountBounded(dir, gone)).resolves.toBeUndefined();
+      expect(await unmountBounded(dir, gone)).toBe(`could not detach ${dir} (spawn ${join(bin, "gone-umount")} ENOENT)`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -213,10 +213,12 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     );
   });
 
-  it("unmounts lazily and never rejects, even when umount fails", async () => {
-    await unmountBounded("/a/bounded/dir", system);
-    failing("umount", "umount: /a/bounded/dir: not mounted.\n");
-    await expect(unmountBounded("/a/bounded/dir", system)).resolves.toBeUndefined();
+  it("unmounts lazily and never rejects: says what umount said when it fails", async () => {
+    expect(await unmountBounded("/a/bounded/dir", system)).toBeUndefined();
+    failing("umount", "umount: /a/bounded/dir: not mounted.\nsecond line\n");
+    await expect(unmountBounded("/a/bounded/dir", system)).resolves.toBe(
+      "could not detach /a/bounded/dir (umount: /a/bounded/dir: not mounted.)",
+    );
     expect(calls()).toEqual(["umount -l /a/bounded/dir (HOME=unset)", "umount -l /a/bounded/dir (HOME=unset)"]);
   });
 
@@ -234,6 +236,31 @@ describe.runIf(process.platform === "linux")("a bounded directory through stand-
     expect(calls()).toEqual([]);
     await new Promise((settle) => setTimeout(settle, 50));
     expect(leftovers()).toEqual([]);
+  });
+
+  it("keeps a directory whose detach failed, covered: what is mounted in it (a session's workspace) is not removed", async () => {
+    const helper: MountSystem = {
+      ...system,
+      helper: () => async (request) => (request.verb === "detach" ? "umount -l: a failure the test made" : undefined),
+    };
+    failing("umount", "umount: target is busy\n");
+    for (const [through, mounts] of [
+      ["umount", system],
+      ["the helper", helper],
+    ] as const) {
+      const made = await makeBoundedDir("ears-bounded-test-k-", { bytes: MiB, files: 1024 }, false, true, mounts);
+      try {
+        // Nothing is mounted here: the file stands for a session's, bound onto `work`, which a detach that
+        // did not happen leaves in place.
+        writeFileSync(join(made.work, "session.txt"), "the session's");
+        await made.remove();
+        expect(readFileSync(join(made.work, "session.txt"), "utf8"), through).toBe("the session's");
+        expect(forgotten, through).toEqual([]);
+      } finally {
+        rmSync(made.dir, { recursive: true, force: true });
+      }
+    }
+    expect(calls().filter((call) => call.startsWith("umount"))).toHaveLength(1);
   });
 
   it("a directory already gone when removed is no longer covered (nothing left for the watchdog)", async () => {

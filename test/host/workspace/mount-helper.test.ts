@@ -193,12 +193,14 @@ describe.runIf(process.platform === "linux")("the host's side of the mount helpe
       cover: () => () => {},
     };
     expect(await bindMount("/from/workspace", "/onto/work", system)).toBeUndefined();
-    await unmountBounded("/a/bounded/dir", system);
+    expect(await unmountBounded("/a/bounded/dir", system)).toBeUndefined();
     mode("fail");
     expect(await bindMount("/from/workspace", "/onto/work", system)).toBe(
       "could not bind /from/workspace onto /onto/work (mount --bind: No such file or directory)",
     );
-    await expect(unmountBounded("/a/bounded/dir", system)).resolves.toBeUndefined();
+    await expect(unmountBounded("/a/bounded/dir", system)).resolves.toBe(
+      "could not detach /a/bounded/dir (mount --bind: No such file or directory)",
+    );
     expect(requests()).toEqual(["b|/from/workspace|/onto/work", "u|/a/bounded/dir", "b|/from/workspace|/onto/work", "u|/a/bounded/dir"]);
   });
 
@@ -330,6 +332,39 @@ describe.runIf(built !== undefined && root)("the built mount helper, as root", (
       await helper.request({ verb: "detach", dir: onto });
       await helper.request({ verb: "detach", dir });
     }
+  });
+
+  it("a runner's directory whose detach failed is not removed: the session's workspace bound in it keeps its files", async () => {
+    const workspace = join(top, "bound-workspace");
+    mkdirSync(workspace);
+    writeFileSync(join(workspace, "kept.txt"), "kept");
+    // The built helper, but for a detach that fails (as one that timed out), whose directory the watchdog keeps.
+    const covered: string[] = [];
+    const forgotten: string[] = [];
+    const system: MountSystem = {
+      tools: () => ({ mount: "/no/mount/program", umount: "/no/umount/program" }),
+      helper: () => (request) =>
+        request.verb === "detach" ? Promise.resolve("umount -l: a failure the test made") : helper.request(request),
+      cover: (dir) => {
+        covered.push(dir);
+        return () => forgotten.push(dir);
+      },
+    };
+    const runner = await makeBoundedDir("ears-mount-helper-runner-", { bytes: 1024 * 1024, files: 64 }, false, true, system);
+    try {
+      expect(await bindMount(workspace, runner.work, system)).toBeUndefined();
+      expect(readFileSync(join(runner.work, "kept.txt"), "utf8")).toBe("kept");
+      await runner.remove();
+      expect(readFileSync(join(workspace, "kept.txt"), "utf8")).toBe("kept");
+      expect(mountAt(runner.work)).toBeDefined();
+      expect(covered).toEqual([runner.dir]);
+      expect(forgotten).toEqual([]);
+    } finally {
+      await helper.request({ verb: "detach", dir: runner.work });
+      await helper.request({ verb: "detach", dir: runner.dir });
+      rmSync(runner.dir, { recursive: true, force: true });
+    }
+    expect(readFileSync(join(workspace, "kept.txt"), "utf8")).toBe("kept");
   });
 
   it("binds a directory onto itself, shared", async () => {

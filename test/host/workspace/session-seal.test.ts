@@ -7,7 +7,8 @@
  * left: it keeps a directory of the workspace as its working directory and writes when told.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RunReport } from "../../../src/host/api/types.js";
@@ -39,11 +40,13 @@ const canRun = process.platform === "linux" && process.getuid?.() === 0 && findM
 const sessions: Session[] = [];
 const writers: ChildProcessWithoutNullStreams[] = [];
 const gates: (() => void)[] = [];
+const durables: string[] = [];
 afterEach(async () => {
   for (const writer of writers.splice(0)) writer.kill("SIGKILL");
   // A test that failed before ending its run's processes: ended now, or closing its session would wait for them.
   for (const end of gates.splice(0)) end();
   await Promise.all(sessions.splice(0).map((session) => session.close()));
+  for (const dir of durables.splice(0)) rmSync(dir, { recursive: true, force: true });
   failing.writable = 0;
   failing.asked.length = 0;
 });
@@ -213,5 +216,89 @@ describe.runIf(canRun)("a sealed session's run", () => {
     await one.writeFile("next.txt", "next");
     expect(failing.asked).toEqual(["read-only", "writable", "writable", "writable"]);
     expect(await ask("write late")).toBe("ok");
+  });
+
+  it("made writable again only by the next run's try, with something to clean: cleaned and written back before that run", async () => {
+    const durable = mkdtempSync(join(tmpdir(), "ears-seal-test-durable-"));
+    durables.push(durable);
+    const one = await createSession({ mechanism: "mount", dir: durable });
+    sessions.push(one);
+    const ask = writer(one.path);
+    failing.writable = 2;
+    const { gone, end } = gate();
+    const run = sessionRun(
+      one,
+      async () => {
+        // What the run leaves: a file to keep, and a link to remove.
+        expect(await ask("write made")).toBe("ok");
+        symlinkSync("/etc/passwd", join(one.path, "link"));
+        expect(await sealSession(one, gone)).toBe(true);
+        return REPORT;
+      },
+      "test",
+    );
+    end();
+    expect(await run).toBe(REPORT);
+    await sessionSettled(one);
+    expect(failing.asked).toEqual(["read-only", "writable", "writable"]);
+    // Still read-only when it was cleaned: the link could not be removed, and nothing was written back.
+    expect(lstatSync(join(one.path, "link")).isSymbolicLink()).toBe(true);
+    expect(existsSync(join(durable, "made"))).toBe(false);
+    const next = await sessionRun(
+      one,
+      async () => {
+        expect(lstatSync(join(one.path, "link"), { throwIfNoEntry: false })).toBeUndefined();
+        expect(readFileSync(join(durable, "made"), "utf8")).toBe("x");
+        return REPORT;
+      },
+      "test",
+    );
+    expect(next).toBe(REPORT);
+    expect(failing.asked).toEqual(["read-only", "writable", "writable", "writable"]);
+    expect(await ask("write made")).toBe("ok");
+  });
+
+  it("not made writable by the next try either: an operation rejects, a run fails SpawnFailed, saying why; the next tries", async () => {
+    const one = await session();
+    failing.writable = 4;
+    const { gone, end } = gate();
+    await sessionRun(
+      one,
+      async () => {
+        expect(await sealSession(one, gone)).toBe(true);
+        return REPORT;
+      },
+      "test",
+    );
+    end();
+    await sessionSettled(one);
+    await expect(one.writeFile("next.txt", "next")).rejects.toThrow(
+      "session.writeFile: the workspace is read-only since its last run and could not be made writable again " +
+        "(mount -o remount,rw: a failure the test made)",
+    );
+    failing.writable = 2;
+    let ran = false;
+    const report = await sessionRun(
+      one,
+      async () => {
+        ran = true;
+        return REPORT;
+      },
+      "test",
+    );
+    expect(ran).toBe(false);
+    expect(report).toMatchObject({
+      ok: false,
+      failure: {
+        code: "SpawnFailed",
+        message:
+          "the session's workspace could not be given to the run, so nothing ran: it is read-only since its last run " +
+          "and could not be made writable again (mount -o remount,rw: a failure the test made)",
+      },
+    });
+    // Tried again by the next operation, which then has it writable.
+    await one.writeFile("next.txt", "next");
+    expect(readFileSync(join(one.path, "next.txt"), "utf8")).toBe("next");
+    expect(failing.asked).toEqual(["read-only", ...Array<string>(7).fill("writable")]);
   });
 });

@@ -102,7 +102,8 @@ process.stdin.on("data", (chunk) => {
     let mode = "ok";
     try { mode = readFileSync(modeFile, "utf8"); } catch {}
     if (mode === "die") process.exit(7);
-    if (mode === "hang") continue;
+    // Told, so that a test changes the mode only once this request's was read.
+    if (mode === "hang") { appendFileSync(modeFile + ".hung", "\\n"); continue; }
     process.stdout.write(mode === "fail" ? "error mount --bind: No such file or directory\\n" : "ok\\n");
   }
 });
@@ -125,6 +126,7 @@ describe.runIf(process.platform === "linux")("the host's side of the mount helpe
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   beforeEach(() => {
     rmSync(log(), { force: true });
+    rmSync(join(dir, "mode.hung"), { force: true });
     mode("ok");
   });
 
@@ -155,9 +157,10 @@ describe.runIf(process.platform === "linux")("the host's side of the mount helpe
     const helper = new MountHelper(helperPath);
     mode("hang");
     const stuck = helper.request({ verb: "detach", dir: "/t/1" });
-    // The second request is what makes it die: both fail, whichever reached it first.
+    // The second request is what makes it die: both fail. The mode changes once the first request's "hang" was
+    // read (not when it was logged: the helper would read "die" for it, and the second would never reach it).
     await new Promise<void>((resolve) => {
-      const look = () => (requests().length === 1 ? resolve() : setTimeout(look, 10));
+      const look = () => (existsSync(join(dir, "mode.hung")) ? resolve() : setTimeout(look, 10));
       look();
     });
     mode("die");

@@ -64,6 +64,28 @@ describe.runIf(process.platform === "linux" && bwrapPath !== undefined)("a sandb
     }
   });
 
+  // Without --die-with-parent nothing ends the init once bubblewrap is gone: it waits for what the guest left. The
+  // host ends it (SIGKILL to the init's group after the grace: the init ignores SIGTERM), and with it the rest.
+  it("ends a sandbox's init that outlives bubblewrap, and with it what the guest left", async () => {
+    const marker = newMarker();
+    const child = spawn(
+      bwrapPath!,
+      ["--ro-bind", "/", "/", "--unshare-all", "--dev", "/dev", "--proc", "/proc", "--new-session", "--info-fd", "3"].concat([
+        "sh",
+        "-c",
+        `setsid sleep ${marker} & exit 0`,
+      ]),
+      { stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true },
+    );
+    const exited = new Promise((resolve) => child.on("exit", resolve));
+    const group = new ProcessGroup(child, "bubblewrap");
+    group.followSandboxInit(child.stdio[3] as Readable);
+    await exited;
+    expect(await group.clear(200)).toBe("SIGKILL");
+    group.release();
+    expect(liveWith(marker)).toEqual([]);
+  });
+
   // The pid bubblewrap reports is trusted only while bubblewrap is its parent: one read late (or a pid another
   // process took after the init) must never have the host wait on or signal an unrelated process's group.
   it("never signals a reported init that is not bubblewrap's child", async () => {

@@ -22,7 +22,7 @@
  *   handled is removed; what cannot be removed makes the walk report itself incomplete.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, type Stats } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, type Stats } from "node:fs";
 import { lstat, mkdir, open, readdir, rename, rmdir, unlink, type FileHandle } from "node:fs/promises";
 
 /** The deepest a workspace's directories go (the top's own entries are level 1); deeper directories are removed. */
@@ -276,9 +276,21 @@ export function surveyCleanSync(root: string, bound: TreeBound, budget = SYNC_SU
   let seen = 0;
   const walk = (dir: number, depth: number): boolean | undefined => {
     const base = Buffer.from(`/proc/self/fd/${dir}/`);
-    const entries = readdirSync(base, { encoding: "buffer" }).sort(Buffer.compare);
+    // Read only as far as the budget: a directory of thousands of entries is the asynchronous walk's, and reading
+    // it whole here first would block the event loop for milliseconds.
+    const entries: Buffer[] = [];
+    // Names as bytes (a name need not be UTF-8): Node takes "buffer" here as readdir does; its types do not say so.
+    const listing = opendirSync(base, { encoding: "buffer" as BufferEncoding });
+    try {
+      for (let entry = listing.readSync(); entry !== null; entry = listing.readSync()) {
+        entries.push(entry.name as unknown as Buffer);
+        if (seen + entries.length > budget) return undefined;
+      }
+    } finally {
+      listing.closeSync();
+    }
     seen += entries.length;
-    if (seen > budget) return undefined;
+    entries.sort(Buffer.compare);
     const directories: { name: Buffer; stat: Stats }[] = [];
     for (const name of entries) {
       const stat = lstatSync(Buffer.concat([base, name]));

@@ -3,7 +3,7 @@
  * successful run, at a deadline, and when the host process itself is SIGKILLed. Real processes, found
  * from outside through /proc by a marker in their command line. Linux only (/proc).
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { PassThrough, type Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -22,6 +22,25 @@ const newMarker = markersKilledAfterEach();
 /** The requirement: gone within 5 s of the host's death (or of the run's end). */
 const GONE_MS = 5000;
 
+/**
+ * Has `group` follow bubblewrap's report on fd 3, then lets the guest (waiting on `read go`) exit: only once the host
+ * has read the report, so the guest never ends before it (read after bubblewrap's end, the report is not trusted).
+ */
+function followThenRelease(group: ProcessGroup, child: ChildProcess): void {
+  const info = child.stdio[3] as Readable;
+  group.followSandboxInit(info);
+  let seen = "";
+  const onData = (chunk: string): void => {
+    seen += chunk;
+    if (!seen.includes("child-pid")) return;
+    info.off("data", onData);
+    child.stdin!.end("go\n");
+  };
+  child.stdin!.on("error", () => {}); // the guest gone early fails the test's own assertions instead
+  // After the group's own listener, which has then read the same chunk.
+  info.on("data", onData);
+}
+
 describe.runIf(process.platform === "linux" && bwrapPath !== undefined)("a sandbox's group", () => {
   // bubblewrap's own process exits as soon as the guest does and leaves the rest to the sandbox's init, which the
   // kernel lets end only after every other process of the sandbox's pid namespace. Each round leaves 100 processes
@@ -30,7 +49,7 @@ describe.runIf(process.platform === "linux" && bwrapPath !== undefined)("a sandb
   it("is cleared only once bubblewrap's sandbox has ended, when the guest exits by itself and leaves processes behind", async () => {
     for (let round = 0; round < 20; round++) {
       const marker = newMarker();
-      const leave = `for i in $(seq 100); do setsid sleep ${marker} & done; exit 0`;
+      const leave = `for i in $(seq 100); do setsid sleep ${marker} & done; read go; exit 0`;
       const child = spawn(
         bwrapPath!,
         [
@@ -50,13 +69,13 @@ describe.runIf(process.platform === "linux" && bwrapPath !== undefined)("a sandb
           "-c",
           leave,
         ],
-        { stdio: ["ignore", "ignore", "pipe", "pipe"], detached: true },
+        { stdio: ["pipe", "ignore", "pipe", "pipe"], detached: true },
       );
       const stderr: Buffer[] = [];
       child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
       const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
       const group = new ProcessGroup(child, "bubblewrap");
-      group.followSandboxInit(child.stdio[3] as Readable);
+      followThenRelease(group, child);
       expect(await exited, Buffer.concat(stderr).toString()).toBe(0);
       await group.clear(500);
       group.release();
@@ -65,21 +84,27 @@ describe.runIf(process.platform === "linux" && bwrapPath !== undefined)("a sandb
   });
 
   // Without --die-with-parent nothing ends the init once bubblewrap is gone: it waits for what the guest left. The
-  // host ends it (SIGKILL to the init's group after the grace: the init ignores SIGTERM), and with it the rest.
+  // host ends it (SIGKILL to the init's group after the grace: the init ignores SIGTERM), and with it the rest. The
+  // guest exits only once what it leaves has left the init's group (setsid done, a file in the sandbox's /tmp says
+  // so): left in the group, the grace's SIGTERM would end it, and the init with it, before the SIGKILL under test.
   it("ends a sandbox's init that outlives bubblewrap, and with it what the guest left", async () => {
     const marker = newMarker();
+    const leave = `setsid sh -c ': > /tmp/left; exec sleep ${marker}' & until [ -e /tmp/left ]; do sleep 0.01; done; read go; exit 0`;
     const child = spawn(
       bwrapPath!,
-      ["--ro-bind", "/", "/", "--unshare-all", "--dev", "/dev", "--proc", "/proc", "--new-session", "--info-fd", "3"].concat([
+      ["--ro-bind", "/", "/", "--unshare-all", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].concat([
+        "--new-session",
+        "--info-fd",
+        "3",
         "sh",
         "-c",
-        `setsid sleep ${marker} & exit 0`,
+        leave,
       ]),
-      { stdio: ["ignore", "ignore", "ignore", "pipe"], detached: true },
+      { stdio: ["pipe", "ignore", "ignore", "pipe"], detached: true },
     );
     const exited = new Promise((resolve) => child.on("exit", resolve));
     const group = new ProcessGroup(child, "bubblewrap");
-    group.followSandboxInit(child.stdio[3] as Readable);
+    followThenRelease(group, child);
     await exited;
     expect(await group.clear(200)).toBe("SIGKILL");
     group.release();

@@ -5,11 +5,14 @@
 //   flagPipe  --info-fd 6 on that pipe, read by the host (what runGuest does);
 //   flagFile  --info-fd 6 on an unlinked temporary file, not read (what a file instead of a pipe would cost).
 // The guest prints a line and waits for one on stdin: "hello" is the time from spawn() to that line, "exit" to
-// bwrap's exit once answered. Medians in ms. Needs bwrap on PATH. Pin it to one CPU when the machine is shared:
+// bwrap's exit once answered. Medians in ms; the order rotates every repetition, a GC before each start
+// (bench/lib/measure.mjs). Needs bwrap on PATH. Pin it to one CPU when the machine is shared:
 //   taskset -c 0 node scripts/with-node.mjs 24 bench/tools/info-fd-cost.mjs [runs=100]
 import { spawn } from "node:child_process";
 import { closeSync, openSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { alternate } from "../lib/measure.mjs";
+import { summarize } from "../lib/stats.mjs";
 
 const runs = Number(process.argv[2] ?? 100);
 const base = ["--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"];
@@ -48,11 +51,10 @@ function once(make) {
   });
 }
 
-const results = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
-for (let i = 0; i < runs; i++) for (const [name, make] of Object.entries(variants)) results[name].push(await once(make));
-const median = (values) => values.sort((a, b) => a - b)[values.length >> 1];
+const contenders = Object.entries(variants).map(([name, make]) => ({ name, make }));
+const { samples } = await alternate(contenders, runs, (contender) => once(contender.make));
 for (const key of ["hello", "exit"]) {
-  const row = Object.entries(results).map(([name, list]) => `${name} ${median(list.map((r) => r[key])).toFixed(2)}`);
+  const row = Object.entries(samples).map(([name, list]) => `${name} ${summarize(list.map((r) => r[key])).median.toFixed(2)}`);
   console.log(`${key.padEnd(5)} ms: ${row.join("  ")}`);
 }
 console.log(`${runs} runs each on Node ${process.version}; NODE_EXTRA_CA_CERTS ${process.env.NODE_EXTRA_CA_CERTS ? "set" : "unset"}`);

@@ -26,7 +26,7 @@ const GONE_MS = 5000;
  * Has `group` follow bubblewrap's report on fd 3, then lets the guest (waiting on `read go`) exit: only once the host
  * has read the report, so the guest never ends before it (read after bubblewrap's end, the report is not trusted).
  */
-function followThenRelease(group: ProcessGroup, child: ChildProcess): void {
+function followThenLetExit(group: ProcessGroup, child: ChildProcess): void {
   const info = child.stdio[3] as Readable;
   group.followSandboxInit(info);
   let seen = "";
@@ -75,7 +75,7 @@ describe.runIf(process.platform === "linux" && bwrapPath !== undefined)("a sandb
       child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
       const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
       const group = new ProcessGroup(child, "bubblewrap");
-      followThenRelease(group, child);
+      followThenLetExit(group, child);
       expect(await exited, Buffer.concat(stderr).toString()).toBe(0);
       await group.clear(500);
       group.release();
@@ -104,7 +104,7 @@ describe.runIf(process.platform === "linux" && bwrapPath !== undefined)("a sandb
     );
     const exited = new Promise((resolve) => child.on("exit", resolve));
     const group = new ProcessGroup(child, "bubblewrap");
-    followThenRelease(group, child);
+    followThenLetExit(group, child);
     await exited;
     expect(await group.clear(200)).toBe("SIGKILL");
     group.release();
